@@ -1,0 +1,41 @@
+/* Shared helpers of the ggscope command line. */
+#ifndef GGSCOPE_APP_H
+#define GGSCOPE_APP_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "gguf.h"
+
+/* Exit statuses: 0 ok, 1 runtime failure, 2 bad input file or bad usage. */
+enum { APP_OK = 0, APP_FAIL = 1, APP_BADINPUT = 2 };
+
+/* One subcommand: `ggscope NAME ARGS...`; argv[0] is the command name. */
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} app_command;
+
+/* Print "ggscope: MESSAGE" to stderr. */
+void app_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Open a GGUF file; on failure print the one-line error
+ * ("FILE: offset N: what (expected)") and return NULL: the caller exits 2. */
+gguf_file *app_open_gguf(const char *path);
+
+/* Path of the embedded demo model, writing it into the cache directory on
+ * first use. NULL (message printed) on failure. */
+const char *app_demo_path(void);
+
+/* Whether stderr is a terminal (progress bars go there only when it is). */
+bool app_stderr_is_tty(void);
+
+/* Draw a progress bar on stderr: "label [#####     ] 45%". done/total. */
+void app_progress(const char *label, double done, double total);
+void app_progress_end(void);
+
+/* Subcommands (one file each: app/cmd_NAME.c). */
+int cmd_info(int argc, char **argv);
+
+#endif

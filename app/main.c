@@ -1,0 +1,51 @@
+/* ggscope: explore GGUF files, inspect quantization error, chat with a model. */
+#include <stdio.h>
+#include <string.h>
+
+#include "app.h"
+
+static const app_command COMMANDS[] = {
+    {"info", cmd_info, "print a GGUF file's header, metadata and tensors (--json)"},
+};
+#define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "ggscope %s: explore GGUF model files, inspect quantization error, chat with a model\n"
+            "\n"
+            "usage: ggscope [FILE]            open FILE (no FILE: the built-in demo model)\n"
+            "       ggscope COMMAND [ARGS]    run a command; `ggscope COMMAND --help` for its options\n"
+            "\ncommands:\n",
+            GGSCOPE_VERSION);
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(out, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+    fprintf(out, "\noptions:\n  -h, --help     this help\n  -V, --version  print the version\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        usage(stdout);
+        return APP_OK;
+    }
+    if (argc >= 2 && (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version"))) {
+        printf("ggscope %s\n", GGSCOPE_VERSION);
+        return APP_OK;
+    }
+    if (argc >= 2) {
+        for (size_t i = 0; i < N_COMMANDS; i++)
+            if (!strcmp(argv[1], COMMANDS[i].name))
+                return COMMANDS[i].run(argc - 1, argv + 1);
+        if (argv[1][0] == '-') {
+            app_error("unknown option '%s' (see ggscope --help)", argv[1]);
+            return APP_BADINPUT;
+        }
+    }
+    /* ggscope [FILE]: until the explorer exists, print `info` of the file. */
+    const char *path = argc >= 2 ? argv[1] : app_demo_path();
+    if (!path)
+        return APP_FAIL;
+    char *args[] = {"info", (char *)path, NULL};
+    return cmd_info(2, args);
+}

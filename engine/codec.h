@@ -1,0 +1,59 @@
+/* codec: dequantization, reference quantization and block anatomy for every
+ * ggml tensor type (see ggtype.h for the ids). Data is little-endian. */
+#ifndef GGSCOPE_CODEC_H
+#define GGSCOPE_CODEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Dequantize `n` elements of `type` (n a multiple of the block size) from
+ * `src` to `dst`. Uses the fastest path this CPU has (AVX-512, AVX2, scalar);
+ * every path gives bit-identical results. Returns 0, or -1 for an unknown
+ * type or a bad n. */
+int codec_dequantize(uint32_t type, const void *src, float *dst, uint64_t n);
+
+/* Same, forced to the portable scalar code (the reference for the SIMD paths). */
+int codec_dequantize_scalar(uint32_t type, const void *src, float *dst, uint64_t n);
+
+/* Name of the dequantization path codec_dequantize uses for `type`
+ * ("avx512", "avx2", "scalar"). */
+const char *codec_dequantize_path(uint32_t type);
+
+/* Whether `type` has a reference quantizer. */
+bool codec_can_quantize(uint32_t type);
+
+/* Quantize `nrows` rows of `n_per_row` floats to `type` with ggml's reference
+ * algorithm. `imatrix` (n_per_row weights, may be NULL) is used where the type
+ * takes one. Returns the bytes written to dst, or 0 on error (type without a
+ * quantizer, n_per_row not a multiple of the block size). */
+size_t codec_quantize(uint32_t type, const float *src, void *dst, uint64_t nrows,
+                      uint64_t n_per_row, const float *imatrix);
+
+/* One field of a quantized block, for the block-aware hex view. */
+typedef struct {
+    char name[24];          /* "d", "scales[3]", "qs[17]" */
+    uint32_t byte_offset;   /* within the block */
+    uint32_t byte_len;
+    uint32_t bit_offset;    /* for sub-byte fields: first bit within the bytes, else 0 */
+    uint32_t bit_len;       /* 0 = whole bytes */
+    uint64_t raw;           /* raw bits of the field */
+    double value;           /* decoded value (f16 → float, 6-bit scale → int, ...) */
+    char text[48];          /* human form of the decoded value: "0.0123", "3, 12" */
+    uint32_t elem_first;    /* elements of the block this field feeds: */
+    uint32_t elem_count;    /*   elem_first + k*elem_stride, k < elem_count */
+    uint32_t elem_stride;
+} codec_field;
+
+/* Fields of the block at `block` (type_size bytes) of `type`. Writes at most
+ * `cap` fields; returns the total count (may exceed cap), or -1 for types
+ * without anatomy. */
+int codec_block_anatomy(uint32_t type, const void *block, codec_field *fields, int cap);
+
+/* IEEE half and bfloat16 conversions, exactly as ggml does them. */
+float codec_f16_to_f32(uint16_t h);
+uint16_t codec_f32_to_f16(float f);
+float codec_bf16_to_f32(uint16_t h);
+uint16_t codec_f32_to_bf16(float f);
+
+#endif

@@ -1,0 +1,58 @@
+/* Block layouts of ggml's quantized types (little-endian, packed as ggml packs
+ * them). Private to the codec and the compute kernels. */
+#ifndef GGSCOPE_QUANT_BLOCKS_H
+#define GGSCOPE_QUANT_BLOCKS_H
+
+#include <stdint.h>
+
+#define QK4_0 32
+#define QK4_1 32
+#define QK5_0 32
+#define QK5_1 32
+#define QK8_0 32
+#define QK8_1 32
+#define QK_K 256
+#define K_SCALE_SIZE 12
+#define QK4_NL 32
+#define QK_MXFP4 32
+
+typedef uint16_t gg_half;
+
+typedef struct { gg_half d; uint8_t qs[QK4_0 / 2]; } block_q4_0;
+typedef struct { gg_half d, m; uint8_t qs[QK4_1 / 2]; } block_q4_1;
+typedef struct { gg_half d; uint8_t qh[4]; uint8_t qs[QK5_0 / 2]; } block_q5_0;
+typedef struct { gg_half d, m; uint8_t qh[4]; uint8_t qs[QK5_1 / 2]; } block_q5_1;
+typedef struct { gg_half d; int8_t qs[QK8_0]; } block_q8_0;
+typedef struct { gg_half d, s; int8_t qs[QK8_1]; } block_q8_1;
+
+typedef struct { uint8_t scales[QK_K / 16]; uint8_t qs[QK_K / 4]; gg_half d, dmin; } block_q2_K;
+typedef struct { uint8_t hmask[QK_K / 8]; uint8_t qs[QK_K / 4]; uint8_t scales[12]; gg_half d; } block_q3_K;
+typedef struct { gg_half d, dmin; uint8_t scales[K_SCALE_SIZE]; uint8_t qs[QK_K / 2]; } block_q4_K;
+typedef struct { gg_half d, dmin; uint8_t scales[K_SCALE_SIZE]; uint8_t qh[QK_K / 8]; uint8_t qs[QK_K / 2]; } block_q5_K;
+typedef struct { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K / 16]; gg_half d; } block_q6_K;
+typedef struct { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; } block_q8_K;
+
+typedef struct { gg_half d; uint8_t qs[QK4_NL / 2]; } block_iq4_nl;
+typedef struct { gg_half d; uint16_t scales_h; uint8_t scales_l[QK_K / 64]; uint8_t qs[QK_K / 2]; } block_iq4_xs;
+typedef struct { uint8_t e; uint8_t qs[QK_MXFP4 / 2]; } block_mxfp4;
+
+_Static_assert(sizeof(block_q4_0) == 18, "q4_0");
+_Static_assert(sizeof(block_q4_1) == 20, "q4_1");
+_Static_assert(sizeof(block_q5_0) == 22, "q5_0");
+_Static_assert(sizeof(block_q5_1) == 24, "q5_1");
+_Static_assert(sizeof(block_q8_0) == 34, "q8_0");
+_Static_assert(sizeof(block_q8_1) == 36, "q8_1");
+_Static_assert(sizeof(block_q2_K) == 84, "q2_K");
+_Static_assert(sizeof(block_q3_K) == 110, "q3_K");
+_Static_assert(sizeof(block_q4_K) == 144, "q4_K");
+_Static_assert(sizeof(block_q5_K) == 176, "q5_K");
+_Static_assert(sizeof(block_q6_K) == 210, "q6_K");
+_Static_assert(sizeof(block_q8_K) == 292, "q8_K");
+_Static_assert(sizeof(block_iq4_nl) == 18, "iq4_nl");
+_Static_assert(sizeof(block_iq4_xs) == 136, "iq4_xs");
+_Static_assert(sizeof(block_mxfp4) == 17, "mxfp4");
+
+/* The remaining types (IQ1/2/3, TQ, NVFP4, Q1_0, Q2_0) are added by the codec
+ * next to their dequantizers. */
+
+#endif
