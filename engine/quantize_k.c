@@ -488,7 +488,7 @@ static void q2_K_ref(const float *x, block_q2_K *y)
         const float iscale = q4scale / max_min;
         for (int j = 0; j < QK_K / 16; ++j) {
             const int l = qz_nearest_int(iscale * mins[j]);
-            y->scales[j] |= (uint8_t)(l << 4);
+            y->scales[j] |= (uint8_t)((unsigned)l << 4); /* ggml shifts the int */
         }
         y->dmin = qz_f16(max_min / q4scale);
     } else {

@@ -280,15 +280,16 @@ static void test_constant_rows(void **state)
 static void test_huge_and_tiny(void **state)
 {
     (void)state;
-    float *x = malloc(EDGE_N * 64 * sizeof(float)), *y = malloc(EDGE_N * 64 * sizeof(float));
+    enum { R = 16 };
+    float *x = malloc(EDGE_N * R * sizeof(float)), *y = malloc(EDGE_N * R * sizeof(float));
     assert_non_null(x);
     assert_non_null(y);
-    const size_t n = EDGE_N * 64;
+    const size_t n = EDGE_N * R;
     for (size_t t = 0; t < N_QTYPES; t++) {
         const uint32_t type = QTYPES[t].type;
         /* huge: sigma 1e4 (|x| to ~5e4) */
         gaussian(x, n, 7, 1e4);
-        round_trip(type, x, y, 64, EDGE_N, NULL);
+        round_trip(type, x, y, R, EDGE_N, NULL);
         check_finite(type, "huge", y, n);
         double e = rel_rmse(x, y, n);
         if (!(e < QTYPES[t].hi * 1.05))
@@ -296,7 +297,7 @@ static void test_huge_and_tiny(void **state)
         /* a block with one outlier 3e4 among small values */
         gaussian(x, n, 8, 1.0);
         x[100] = 3e4f;
-        round_trip(type, x, y, 64, EDGE_N, NULL);
+        round_trip(type, x, y, R, EDGE_N, NULL);
         check_finite(type, "outlier", y, n);
         /* tiny: sigma 1e-6 (block scales in or below f16's subnormal range:
          * precision is lost, ggml's K-quants may even keep only their min,
@@ -305,7 +306,7 @@ static void test_huge_and_tiny(void **state)
         static const double tiny[] = {1e-6, 1e-20, 1e-38, 1e-43};
         for (size_t k = 0; k < sizeof tiny / sizeof tiny[0]; k++) {
             gaussian(x, n, 9 + k, tiny[k]);
-            round_trip(type, x, y, 64, EDGE_N, NULL);
+            round_trip(type, x, y, R, EDGE_N, NULL);
             check_finite(type, "tiny", y, n);
             double xmax = 0, ymax = 0;
             for (size_t i = 0; i < n; i++) {
@@ -323,7 +324,7 @@ static void test_huge_and_tiny(void **state)
     for (size_t k = 0; k < 2; k++) {
         const uint32_t type = wide[k];
         gaussian(x, n, 10, 1e37);
-        round_trip(type, x, y, 64, EDGE_N, NULL);
+        round_trip(type, x, y, R, EDGE_N, NULL);
         check_finite(type, "1e37", y, n);
         const double e = rel_rmse(x, y, n);
         if (!(e < (type == GGTYPE_BF16 ? 3e-3 : 0.16)))
@@ -446,7 +447,7 @@ static double wse(const float *x, const float *y, const float *w, size_t nrows, 
 static void test_imatrix(void **state)
 {
     (void)state;
-    enum { N = 4096, R = 64 };
+    enum { N = 4096, R = 16 };
     float *x = malloc(N * R * sizeof(float)), *y0 = malloc(N * R * sizeof(float)),
           *y1 = malloc(N * R * sizeof(float)), *w = malloc(N * sizeof(float));
     assert_non_null(x);
