@@ -12,6 +12,7 @@
 #include "codec.h"
 #include "ggtype.h"
 #include "gguf.h"
+#include "quantize_internal.h"
 
 /* Every type with a quantizer, and the relative round-trip RMSE
  * (RMSE / RMS of the data) it must show on 1M N(0,1) values: below `hi`
@@ -490,6 +491,56 @@ static void test_imatrix(void **state)
     free(w);
 }
 
+/* ---- the lane-parallel searches against ggml's scalar code ---- */
+
+/* codec_quantize runs the scale searches of the K-quants, IQ4 and the
+ * importance paths 16 candidates at a time; ggml's candidate-by-candidate
+ * code is kept as qz_quantize(..., lanes = false). Both must give the same
+ * bytes on every kind of data, with and without importance weights. */
+static void test_lanes_match_scalar(void **state)
+{
+    (void)state;
+    enum { N = 1024, R = 12 };
+    float *x = malloc(N * R * sizeof(float)), w[N];
+    assert_non_null(x);
+    uint64_t s = 21;
+    gaussian(x, N * R, 22, 1.0);
+    for (size_t i = 0; i < N; i++) /* row 0: as drawn; the others reshaped */
+        w[i] = (float)pow(10.0, 3.0 * rng_unit(&s) - 1.5);
+    for (size_t i = 0; i < N; i++) {
+        x[1 * N + i] = (float)(2.0 * rng_unit(&s) - 1.0);            /* uniform */
+        x[2 * N + i] = (float)rng_unit(&s);                          /* all positive */
+        x[3 * N + i] = -(float)rng_unit(&s) * 100.0f;                /* all negative */
+        x[4 * N + i] = x[4 * N + i] * x[4 * N + i] * x[4 * N + i];   /* heavy tails */
+        x[5 * N + i] = rng_unit(&s) < 0.9 ? 0.0f : x[5 * N + i];      /* sparse */
+        x[6 * N + i] = (i / 8) % 3 == 0 ? 0.5f : x[6 * N + i];        /* constant runs */
+        x[7 * N + i] = (i & 1) ? 1.0f : -1.0f;                       /* alternating */
+        x[8 * N + i] *= 1e-6f;                                       /* tiny */
+        x[9 * N + i] *= 1e4f;                                        /* large */
+        x[10 * N + i] = (float)((int)(rng_unit(&s) * 3) - 1);        /* ternary */
+        x[11 * N + i] = (i % 32 == 5) ? 50.0f : x[11 * N + i] * 0.01f; /* outliers */
+    }
+    for (size_t t = 0; t < N_QTYPES; t++) {
+        const uint32_t type = QTYPES[t].type;
+        const size_t rb = row_bytes(type, N);
+        uint8_t *a = malloc(rb * R), *b = malloc(rb * R);
+        assert_non_null(a);
+        assert_non_null(b);
+        for (int im = 0; im < 2; im++) {
+            const float *qw = im ? w : NULL;
+            assert_int_equal(qz_quantize(type, x, a, R, N, qw, false), rb * R);
+            assert_int_equal(qz_quantize(type, x, b, R, N, qw, true), rb * R);
+            for (int r = 0; r < R; r++)
+                if (memcmp(a + r * rb, b + r * rb, rb))
+                    fail_msg("%s%s: row %d: lanes differ from ggml's scalar search",
+                             ggtype_name(type), im ? " (imatrix)" : "", r);
+        }
+        free(a);
+        free(b);
+    }
+    free(x);
+}
+
 /* ---- threads ---- */
 
 typedef struct {
@@ -554,6 +605,7 @@ int main(void)
         cmocka_unit_test(test_patterns),
         cmocka_unit_test(test_rows_independent),
         cmocka_unit_test(test_imatrix),
+        cmocka_unit_test(test_lanes_match_scalar),
         cmocka_unit_test(test_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
