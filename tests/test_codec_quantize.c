@@ -184,6 +184,64 @@ static void test_fixtures_exact(void **state)
     assert_int_equal(checked, (int)N_QTYPES);
 }
 
+/* ---- more vectors from ggml, importance paths included ---- */
+
+/* tests/data/quant-vectors.gguf (made by tools/gen_quant_vectors.c with the
+ * peer oracle's ggml_quantize_chunk): 6 rows of varied data, an importance
+ * matrix, and ggml's output for every type without (`q.TYPE`) and with
+ * (`qi.TYPE`) the importance matrix. Ours must be the same bytes. */
+static void test_ggml_vectors(void **state)
+{
+    (void)state;
+    const char *root = getenv("GGSCOPE_SRC");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/quant-vectors.gguf", root ? root : ".");
+    gguf_error err;
+    gguf_file *f = gguf_open(path, &err);
+    if (!f) {
+        char buf[1024];
+        fail_msg("%s", gguf_error_format(&err, buf, sizeof buf));
+    }
+    const gguf_tensor *src = gguf_find_tensor(f, "src");
+    const gguf_tensor *im = gguf_find_tensor(f, "imatrix");
+    assert_non_null(src);
+    assert_non_null(im);
+    const uint64_t n = src->ne[0], nrows = src->ne[1];
+    assert_int_equal(im->n_elements, n);
+    float *x = malloc(src->n_bytes), *w = malloc(im->n_bytes);
+    assert_non_null(x);
+    assert_non_null(w);
+    memcpy(x, src->data, src->n_bytes);
+    memcpy(w, im->data, im->n_bytes);
+    int plain = 0, weighted = 0;
+    for (uint64_t i = 0; i < gguf_tensor_count(f); i++) {
+        const gguf_tensor *t = gguf_tensor_at(f, i);
+        char name[64];
+        gguf_str_copy(t->name, name, sizeof name);
+        const bool is_q = strncmp(name, "q.", 2) == 0, is_qi = strncmp(name, "qi.", 3) == 0;
+        if (!is_q && !is_qi)
+            continue;
+        assert_string_equal(strchr(name, '.') + 1, ggtype_name(t->type));
+        const size_t rb = row_bytes(t->type, n);
+        assert_int_equal(t->n_bytes, rb * nrows);
+        uint8_t *out = malloc(t->n_bytes);
+        assert_non_null(out);
+        assert_int_equal(codec_quantize(t->type, x, out, nrows, n, is_qi ? w : NULL), t->n_bytes);
+        for (uint64_t r = 0; r < nrows; r++)
+            if (memcmp(out + r * rb, t->data + r * rb, rb))
+                fail_msg("%s: row %" PRIu64 " differs from ggml's", name, r);
+        free(out);
+        plain += is_q;
+        weighted += is_qi;
+    }
+    print_message("%d types without and %d with importance weights: byte-exact\n", plain, weighted);
+    assert_int_equal(plain, (int)N_QTYPES - 2); /* all but F16 and BF16 */
+    assert_int_equal(weighted, 11);             /* the types that take weights */
+    free(x);
+    free(w);
+    gguf_close(f);
+}
+
 /* ---- round trip on Gaussian data ---- */
 
 /* 1M values; a quarter under the sanitizers (unoptimized, ~20x slower: the
@@ -632,6 +690,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_api),
         cmocka_unit_test(test_fixtures_exact),
+        cmocka_unit_test(test_ggml_vectors),
         cmocka_unit_test(test_round_trip_gaussian),
         cmocka_unit_test(test_zero_rows),
         cmocka_unit_test(test_constant_rows),
