@@ -6,6 +6,7 @@
 
 static const app_command COMMANDS[] = {
     {"info", cmd_info, "print a GGUF file's header, metadata and tensors (--json)"},
+    {"dump", cmd_dump, "write a tensor's values: dequantized float32 or requantized blocks"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 
