@@ -55,35 +55,37 @@ bool tok__ids_push(tok__ids *a, tok_id id)
 tok_id tok__lookup(const tok_vocab *v, const void *s, size_t n, uint32_t h)
 {
     for (uint32_t k = h & v->map_mask;; k = (k + 1) & v->map_mask) {
-        uint32_t e = v->map[k];
+        uint64_t e = v->map[k];
         if (!e)
             return TOK_NULL;
-        uint32_t id = e - 1;
-        if (v->hash[id] == h && v->len[id] == n && !memcmp(v->str[id], s, n))
+        if ((uint32_t)(e >> 32) != h)
+            continue;
+        uint32_t id = (uint32_t)e - 1;
+        if (v->strs[id].len == n && !memcmp(v->strs[id].p, s, n))
             return (tok_id)id;
     }
 }
 
 static void map_insert(tok_vocab *v, uint32_t id)
 {
-    uint32_t k = v->hash[id] & v->map_mask;
+    uint32_t h = v->strs[id].hash, k = h & v->map_mask;
     while (v->map[k])
         k = (k + 1) & v->map_mask;
-    v->map[k] = id + 1;
+    v->map[k] = (uint64_t)h << 32 | (id + 1);
 }
 
 static bool map_grow(tok_vocab *v)
 {
     uint32_t cap = (v->map_mask + 1) * 2;
-    uint32_t *m = calloc(cap, sizeof *m);
+    uint64_t *m = calloc(cap, sizeof *m);
     if (!m)
         return false;
     free(v->map);
     v->map = m;
     v->map_mask = cap - 1;
     for (uint32_t id = 0; id < v->n_str; id++)   /* in id order: the first id keeps its text */
-        if ((v->len[id] || id >= v->n_vocab) &&
-            tok__lookup(v, v->str[id], v->len[id], v->hash[id]) == TOK_NULL)
+        if ((v->strs[id].len || id >= v->n_vocab) &&
+            tok__lookup(v, v->strs[id].p, v->strs[id].len, v->strs[id].hash) == TOK_NULL)
             map_insert(v, id);
     return true;
 }
@@ -95,18 +97,10 @@ static bool str_reserve(tok_vocab *v, uint32_t need)
     uint32_t cap = v->cap_str ? v->cap_str : 1024;
     while (cap < need)
         cap *= 2;
-    const char **s = realloc(v->str, cap * sizeof *s);
+    tok__str *s = realloc(v->strs, cap * sizeof *s);
     if (!s)
         return false;
-    v->str = s;
-    uint32_t *l = realloc(v->len, cap * sizeof *l);
-    if (!l)
-        return false;
-    v->len = l;
-    uint32_t *h = realloc(v->hash, cap * sizeof *h);
-    if (!h)
-        return false;
-    v->hash = h;
+    v->strs = s;
     v->cap_str = cap;
     return true;
 }
@@ -133,9 +127,7 @@ tok_id tok__intern(tok_vocab *v, const char *s, size_t n)
     memcpy(dst, s, n);
     v->arena_used += n;
     uint32_t nid = v->n_str++;
-    v->str[nid] = dst;
-    v->len[nid] = (uint32_t)n;
-    v->hash[nid] = h;
+    v->strs[nid] = (tok__str){dst, (uint32_t)n, h};
     if ((uint64_t)v->n_str * 2 > (uint64_t)v->map_mask + 1) {
         if (!map_grow(v))
             return TOK_NULL;
@@ -203,8 +195,8 @@ static int cmp_special(const void *a, const void *b, void *vv)
 {
     const tok_vocab *v = vv;
     tok_id x = *(const tok_id *)a, y = *(const tok_id *)b;
-    if (v->len[x] != v->len[y])
-        return v->len[x] > v->len[y] ? -1 : 1;
+    if (v->strs[x].len != v->strs[y].len)
+        return v->strs[x].len > v->strs[y].len ? -1 : 1;
     return x < y ? -1 : x > y;
 }
 
@@ -250,16 +242,14 @@ static tok_status load_tokens(tok_vocab *v, const gguf_file *f, tok_error *err)
             set_err(err, TOK_EFORMAT, "tokenizer.ggml.tokens: unreadable entry%s", NULL);
             return TOK_EFORMAT;
         }
-        v->str[i] = s.ptr;
-        v->len[i] = (uint32_t)s.len;
-        v->hash[i] = tok__hash(s.ptr, s.len);
+        v->strs[i] = (tok__str){s.ptr, (uint32_t)s.len, tok__hash(s.ptr, s.len)};
         v->attr[i] = TOK_ATTR_NORMAL;
         if (s.len > v->max_token_len)
             v->max_token_len = (uint32_t)s.len;
         v->n_str = i + 1;
         if (!s.len)
             continue;
-        if (tok__lookup(v, s.ptr, s.len, v->hash[i]) != TOK_NULL) {
+        if (tok__lookup(v, s.ptr, s.len, v->strs[i].hash) != TOK_NULL) {
             dup = true;   /* the first id keeps the text */
             continue;
         }
@@ -348,8 +338,8 @@ static void finish_specials(tok_vocab *v, const gguf_file *f)
 
     /* control tokens named "unused" are unused */
     for (uint32_t i = 0; i < v->n_vocab; i++)
-        if ((v->attr[i] & TOK_ATTR_CONTROL) && v->len[i] >= 6 &&
-            memmem(v->str[i], v->len[i], "unused", 6))
+        if ((v->attr[i] & TOK_ATTR_CONTROL) && v->strs[i].len >= 6 &&
+            memmem(v->strs[i].p, v->strs[i].len, "unused", 6))
             v->attr[i] |= TOK_ATTR_UNUSED;
 
     set_eog(v, v->fim_pad);
@@ -499,6 +489,16 @@ tok_vocab *tok_open(const gguf_file *f, tok_error *err)
         v->add_space_prefix = b;
 
     if (v->model == TOK_MODEL_SPM) {
+        v->spm_split = true;
+        for (uint32_t i = 0; i < v->n_vocab && v->spm_split; i++) {
+            const char *t = v->strs[i].p;
+            size_t tl = v->strs[i].len;
+            for (size_t k = 1; k + 3 <= tl; k++)
+                if (!memcmp(t + k, "\xe2\x96\x81", 3) && (k < 3 || memcmp(t + k - 3, "\xe2\x96\x81", 3))) {
+                    v->spm_split = false;
+                    break;
+                }
+        }
         for (int c = 0; c < 256; c++) {
             char hex[8], one = (char)c;
             snprintf(hex, sizeof hex, "<0x%02X>", c);
@@ -565,9 +565,7 @@ void tok_close(tok_vocab *v)
 {
     if (!v)
         return;
-    free(v->str);
-    free(v->len);
-    free(v->hash);
+    free(v->strs);
     free(v->map);
     for (size_t i = 0; i < v->n_arena; i++)
         free(v->arena[i]);
@@ -632,8 +630,8 @@ static bool partition(const tok_vocab *v, const char *text, size_t len, bool par
         uint32_t attr = v->attr[id];
         if (!parse_special && (attr & (TOK_ATTR_CONTROL | TOK_ATTR_UNKNOWN)))
             continue;
-        const char *t = v->str[id];
-        size_t tl = v->len[id];
+        const char *t = v->strs[id].p;
+        size_t tl = v->strs[id].len;
         if (!tl)
             continue;
         next.n = 0;
@@ -758,8 +756,8 @@ static size_t piece(const tok_vocab *v, tok_id id, char *buf, size_t cap, bool s
     uint32_t attr = v->attr[id];
     if (!special && (attr & (TOK_ATTR_UNKNOWN | TOK_ATTR_CONTROL)))
         return 0;
-    const char *t = v->str[id];
-    size_t tl = v->len[id];
+    const char *t = v->strs[id].p;
+    size_t tl = v->strs[id].len;
     char tmp[256];
     char *big = NULL;
     const char *src = NULL;
@@ -1018,8 +1016,8 @@ const char *tok_text(const tok_vocab *v, tok_id id, size_t *len)
     if (id < 0 || (uint32_t)id >= v->n_vocab)
         return NULL;
     if (len)
-        *len = v->len[id];
-    return v->str[id];
+        *len = v->strs[id].len;
+    return v->strs[id].p;
 }
 
 float tok_score(const tok_vocab *v, tok_id id)

@@ -9,6 +9,12 @@
 #include "tokenizer.h"
 #include "tokenizer_pre.h"
 
+/* A string of the table: text (not NUL-terminated), length, tok__hash. */
+typedef struct {
+    const char *p;
+    uint32_t len, hash;
+} tok__str;
+
 /* A growable id vector. */
 typedef struct {
     tok_id *v;
@@ -25,10 +31,8 @@ struct tok_vocab {
      * mapping); ids >= n_vocab are "virtual" strings that BPE merges produce
      * but the vocabulary lacks (owned, in `arena`). */
     uint32_t n_str, cap_str;
-    const char **str;
-    uint32_t *len;
-    uint32_t *hash;
-    uint32_t *map;          /* open addressing: id + 1, 0 = empty */
+    tok__str *strs;
+    uint64_t *map;          /* open addressing: hash << 32 | (id + 1), 0 = empty */
     uint32_t map_mask;
     char **arena;           /* blocks holding virtual strings */
     size_t n_arena, arena_used;
@@ -51,6 +55,7 @@ struct tok_vocab {
 
     /* SPM */
     tok_id byte_tok[256];   /* <0xXX> (or the byte itself), or TOK_NULL */
+    bool spm_split;         /* no token has U+2581 after another character: words merge independently */
 
     tok_id bos, eos, eot, eom, unk, pad, sep, nl;
     tok_id fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;

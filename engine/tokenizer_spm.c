@@ -79,6 +79,28 @@ static void try_pair(const tok_vocab *v, spm_work *w, const char *text, int32_t 
     heap_push(w, g);
 }
 
+static bool is_space(const char *text, const sym *s)
+{
+    return s->n == 3 && !memcmp(text + s->start, "\xe2\x96\x81", 3);
+}
+
+static void merge_all(const tok_vocab *v, spm_work *w, const char *text)
+{
+    while (w->nheap) {
+        bigram g = heap_pop(w);
+        sym *L = &w->syms[g.left], *R = &w->syms[g.right];
+        if (L->n == 0 || R->n == 0 || L->n + R->n != g.size)
+            continue;
+        L->n += R->n;
+        R->n = 0;
+        L->next = R->next;
+        if (R->next >= 0)
+            w->syms[R->next].prev = g.left;
+        try_pair(v, w, text, L->prev, g.left);
+        try_pair(v, w, text, g.left, L->next);
+    }
+}
+
 bool tok__spm_tokenize(const tok_vocab *v, const char *text, size_t len, tok__ids *out)
 {
     if (len == 0)
@@ -101,20 +123,21 @@ bool tok__spm_tokenize(const tok_vocab *v, const char *text, size_t len, tok__id
         w.syms[ns].next = off == len ? -1 : ns + 1;
         ns++;
     }
-    for (int32_t i = 1; i < ns; i++)
-        try_pair(v, &w, text, i - 1, i);
-    while (w.nheap) {
-        bigram g = heap_pop(&w);
-        sym *L = &w.syms[g.left], *R = &w.syms[g.right];
-        if (L->n == 0 || R->n == 0 || L->n + R->n != g.size)
-            continue;
-        L->n += R->n;
-        R->n = 0;
-        L->next = R->next;
-        if (R->next >= 0)
-            w.syms[R->next].prev = g.left;
-        try_pair(v, &w, text, L->prev, g.left);
-        try_pair(v, &w, text, g.left, L->next);
+    /* When no token has U+2581 after another character, no merge can join a
+     * character to a following U+2581: each word (a U+2581 run and what
+     * follows it) then merges on its own, with the same result and small heaps. */
+    int32_t seg = 0;
+    while (seg < ns) {
+        int32_t end = seg + 1;
+        if (v->spm_split)
+            while (end < ns && !(is_space(text, &w.syms[end]) && !is_space(text, &w.syms[end - 1])))
+                end++;
+        else
+            end = ns;
+        for (int32_t i = seg + 1; i < end; i++)
+            try_pair(v, &w, text, i - 1, i);
+        merge_all(v, &w, text);
+        seg = end;
     }
     bool ok = true;
     for (int32_t i = 0; i >= 0 && ok; i = w.syms[i].next) {

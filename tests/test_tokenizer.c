@@ -8,6 +8,7 @@
 
 #include "testutil.h"
 #include "tokenizer.h"
+#include "tokenizer_internal.h"
 #include "tokenizer_pre.h"
 #include "tokenizer_unicode.h"
 
@@ -497,6 +498,40 @@ static void test_pre_tokenizers(void **state)
     split("default", "a, b12345", def);
 }
 
+/* SPM merges word by word when the vocabulary allows it: the result must be
+ * the one of merging the whole text at once (llama.cpp's way). */
+static void test_spm_word_split_equivalence(void **state)
+{
+    (void)state;
+    opened o;
+    if (!open_vocab("llama-spm", &o))
+        TU_SKIP_NO_SHARED();
+    assert_true(o.v->spm_split);
+    static const char *const parts[] = {"Hello", " world", "  ", "\n", "\t", "don't", " 123",
+                                        "\xe4\xbd\xa0\xe5\xa5\xbd", "\xf0\x9f\xa6\x99", "   x",
+                                        "int main() {", " \xd0\x9f\xd1\x80\xd0\xb8", "."};
+    char text[8192];
+    size_t n = 0;
+    uint32_t r = 7;
+    while (n < sizeof text - 64) {
+        r = r * 1103515245u + 12345u;
+        const char *p = parts[(r >> 16) % (sizeof parts / sizeof parts[0])];
+        memcpy(text + n, p, strlen(p));
+        n += strlen(p);
+    }
+    tok_id *a, *b;
+    size_t na, nb;
+    assert_int_equal(tok_tokenize(o.v, text, n, 0, &a, &na), TOK_OK);
+    o.v->spm_split = false;
+    assert_int_equal(tok_tokenize(o.v, text, n, 0, &b, &nb), TOK_OK);
+    o.v->spm_split = true;
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, na * sizeof *a);
+    free(a);
+    free(b);
+    close_vocab(&o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -505,6 +540,7 @@ int main(void)
         cmocka_unit_test(test_bad_metadata),
         cmocka_unit_test(test_special_tokens),
         cmocka_unit_test(test_stream_split_emoji),
+        cmocka_unit_test(test_spm_word_split_equivalence),
         cmocka_unit_test(test_vocab_vectors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
