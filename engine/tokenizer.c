@@ -264,15 +264,20 @@ static tok_status load_tokens(tok_vocab *v, const gguf_file *f, tok_error *err)
             set_err(err, TOK_EFORMAT, "tokenizer.ggml.scores: not a float32/int32 array as long as the vocabulary%s", NULL);
             return TOK_EFORMAT;
         }
-        const void *d = gguf_arr_data(sc);
+        const uint8_t *d = gguf_arr_data(sc);   /* metadata arrays need not be aligned */
         for (uint32_t i = 0; i < n; i++) {
             double x = 0;
-            if (d && sc->arr_type == GGUF_VT_FLOAT32)
-                x = ((const float *)d)[i];
-            else if (d)
-                x = ((const int32_t *)d)[i];
-            else
+            if (d && sc->arr_type == GGUF_VT_FLOAT32) {
+                float fx;
+                memcpy(&fx, d + 4 * (size_t)i, 4);
+                x = fx;
+            } else if (d) {
+                int32_t ix;
+                memcpy(&ix, d + 4 * (size_t)i, 4);
+                x = ix;
+            } else {
                 gguf_arr_f64(sc, i, &x);
+            }
             v->score[i] = (float)x;
         }
     }
@@ -282,13 +287,16 @@ static tok_status load_tokens(tok_vocab *v, const gguf_file *f, tok_error *err)
             set_err(err, TOK_EFORMAT, "tokenizer.ggml.token_type: not an int32 array as long as the vocabulary%s", NULL);
             return TOK_EFORMAT;
         }
-        const int32_t *d = gguf_arr_data(tt);
+        const uint8_t *d = gguf_arr_data(tt);
         for (uint32_t i = 0; i < n; i++) {
             int64_t t = 0;
-            if (d)
-                t = d[i];
-            else
+            if (d) {
+                int32_t x;
+                memcpy(&x, d + 4 * (size_t)i, 4);
+                t = x;
+            } else {
                 gguf_arr_i64(tt, i, &t);
+            }
             static const uint32_t map[7] = {0, TOK_ATTR_NORMAL, TOK_ATTR_UNKNOWN, TOK_ATTR_CONTROL,
                                             TOK_ATTR_USER_DEFINED, TOK_ATTR_UNUSED, TOK_ATTR_BYTE};
             v->attr[i] = t >= 0 && t < 7 ? map[t] : 0;
