@@ -6,11 +6,8 @@
 
 static const app_command COMMANDS[] = {
     {"info", cmd_info, "print a GGUF file's header, metadata and tensors (--json)"},
-<<<<<<< HEAD
     {"dump", cmd_dump, "write a tensor's values: dequantized float32 or requantized blocks"},
-=======
     {"tokenize", cmd_tokenize, "tokenize text with a model's tokenizer (--ids, --pieces, --special)"},
->>>>>>> tokenizer
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 
