@@ -513,6 +513,8 @@ static void to_json(jx *x, jbuf *b, const jval *v, const json_opts *o, int depth
     case JV_BOOL: buf_adds(x, b, v->u.b ? "true" : "false"); return;
     case JV_STR: json_str(x, b, v->u.s.p, v->u.s.n, o->ensure_ascii); return;
     case JV_ARRAY:
+        if (v->tuple)
+            rerr(x, at, "Cannot convert to JSON: TupleValue");
         buf_addc(x, b, '[');
         for (size_t i = 0; i < v->u.a.n; i++) {
             if (i)
@@ -657,20 +659,140 @@ static jval *str_trim(jx *x, const jval *v, bool left, bool right)
     return mk_str(x, s + a, e - a);
 }
 
+/* Simple case mappings of the scripts chat text meets most (Latin-1,
+ * Latin Extended-A, Greek, Cyrillic, fullwidth Latin); other characters
+ * are left as they are. */
+static uint32_t cp_upper(uint32_t c)
+{
+    if (c >= 'a' && c <= 'z') return c - 32;
+    if (c < 0x80) return c;
+    if ((c >= 0xE0 && c <= 0xFE && c != 0xF7)) return c - 32;
+    if (c == 0xFF) return 0x178;
+    if (c == 0xB5) return 0x39C;
+    if ((c >= 0x1C4 && c <= 0x1CC) || (c >= 0x1F1 && c <= 0x1F3)) {
+        uint32_t base = c >= 0x1F1 ? 0x1F1 : 0x1C4 + (c - 0x1C4) / 3 * 3;
+        return base;
+    }
+    if (c >= 0x100 && c <= 0x17F) {
+        if (c == 0x131) return 'I';
+        if (c == 0x17F) return 'S';
+        if ((c >= 0x100 && c <= 0x137) || (c >= 0x14A && c <= 0x177)) return c & 1 ? c - 1 : c;
+        if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return c & 1 ? c : c - 1;
+        return c;
+    }
+    if (c >= 0x3B1 && c <= 0x3C9) return c == 0x3C2 ? 0x3A3 : c - 32;
+    switch (c) {
+    case 0x3AC: return 0x386;
+    case 0x3AD: return 0x388;
+    case 0x3AE: return 0x389;
+    case 0x3AF: return 0x38A;
+    case 0x3CC: return 0x38C;
+    case 0x3CD: return 0x38E;
+    case 0x3CE: return 0x38F;
+    case 0x3CA: return 0x3AA;
+    case 0x3CB: return 0x3AB;
+    default: break;
+    }
+    if (c >= 0x430 && c <= 0x44F) return c - 32;
+    if (c >= 0x450 && c <= 0x45F) return c - 80;
+    if ((c >= 0x460 && c <= 0x481) || (c >= 0x48A && c <= 0x4BF)) return c & 1 ? c - 1 : c;
+    if (c >= 0xFF41 && c <= 0xFF5A) return c - 32;
+    return c;
+}
+
+static uint32_t cp_lower(uint32_t c)
+{
+    if (c >= 'A' && c <= 'Z') return c + 32;
+    if (c < 0x80) return c;
+    if (c >= 0xC0 && c <= 0xDE && c != 0xD7) return c + 32;
+    if (c == 0x178) return 0xFF;
+    if ((c >= 0x1C4 && c <= 0x1CC) || (c >= 0x1F1 && c <= 0x1F3)) {
+        uint32_t base = c >= 0x1F1 ? 0x1F1 : 0x1C4 + (c - 0x1C4) / 3 * 3;
+        return base + 2;
+    }
+    if (c >= 0x100 && c <= 0x17F) {
+        if ((c >= 0x100 && c <= 0x137) || (c >= 0x14A && c <= 0x177)) return c & 1 ? c : c + 1;
+        if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return c & 1 ? c + 1 : c;
+        return c;
+    }
+    if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 32;
+    switch (c) {
+    case 0x386: return 0x3AC;
+    case 0x388: return 0x3AD;
+    case 0x389: return 0x3AE;
+    case 0x38A: return 0x3AF;
+    case 0x38C: return 0x3CC;
+    case 0x38E: return 0x3CD;
+    case 0x38F: return 0x3CE;
+    case 0x3AA: return 0x3CA;
+    case 0x3AB: return 0x3CB;
+    default: break;
+    }
+    if (c >= 0x410 && c <= 0x42F) return c + 32;
+    if (c >= 0x400 && c <= 0x40F) return c + 80;
+    if ((c >= 0x460 && c <= 0x481) || (c >= 0x48A && c <= 0x4BF)) return c & 1 ? c : c + 1;
+    if (c >= 0xFF21 && c <= 0xFF3A) return c + 32;
+    return c;
+}
+
+static size_t dec_cp(const char *s, size_t n, uint32_t *cp)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t l = u8len(u[0]);
+    if (l > n)
+        l = 1;
+    if (l == 1) {
+        *cp = u[0];
+        return 1;
+    }
+    uint32_t c = u[0] & (0x7F >> l);
+    for (size_t i = 1; i < l; i++) {
+        if ((u[i] & 0xC0) != 0x80) {
+            *cp = u[0];
+            return 1;
+        }
+        c = (c << 6) | (u[i] & 0x3F);
+    }
+    *cp = c;
+    return l;
+}
+
+static void enc_cp(jx *x, jbuf *b, uint32_t cp)
+{
+    char t[4];
+    size_t n = 0;
+    if (cp < 0x80) {
+        t[n++] = (char)cp;
+    } else if (cp < 0x800) {
+        t[n++] = (char)(0xC0 | (cp >> 6));
+        t[n++] = (char)(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        t[n++] = (char)(0xE0 | (cp >> 12));
+        t[n++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        t[n++] = (char)(0x80 | (cp & 0x3F));
+    } else {
+        t[n++] = (char)(0xF0 | (cp >> 18));
+        t[n++] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        t[n++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        t[n++] = (char)(0x80 | (cp & 0x3F));
+    }
+    buf_add(x, b, t, n);
+}
+
+static bool cp_is_letter(uint32_t c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || cp_upper(c) != c || cp_lower(c) != c;
+}
+
+/* mode 0 upper, 1 lower (JavaScript toUpperCase/toLowerCase for the scripts
+ * above, with ß -> SS and the Greek final sigma), 2 title (/\b\w/ upper-cased),
+ * 3 capitalize (first character upper-cased, the rest kept). */
 static jval *str_case(jx *x, const jval *v, int mode)
 {
+    const char *s = v->u.s.p;
     size_t n = v->u.s.n;
-    char *d = ja_alloc(&x->a, n + 1);
-    memcpy(d, v->u.s.p, n);
-    d[n] = 0;
-    if (mode == 0 || mode == 1) {
-        for (size_t i = 0; i < n; i++) {
-            if (mode == 0 && d[i] >= 'a' && d[i] <= 'z')
-                d[i] = (char)(d[i] - 32);
-            else if (mode == 1 && d[i] >= 'A' && d[i] <= 'Z')
-                d[i] = (char)(d[i] + 32);
-        }
-    } else if (mode == 2) { /* title: /\b\w/ upper-cased */
+    if (mode == 2) {
+        char *d = ja_memdup(&x->a, s, n);
         bool prev_word = false;
         for (size_t i = 0; i < n; i++) {
             char c = d[i];
@@ -679,11 +801,53 @@ static jval *str_case(jx *x, const jval *v, int mode)
                 d[i] = (char)(c - 32);
             prev_word = w;
         }
-    } else if (mode == 3) { /* capitalize: first character upper-cased */
-        if (n && d[0] >= 'a' && d[0] <= 'z')
-            d[0] = (char)(d[0] - 32);
+        return mk_str(x, d, n);
     }
-    return mk_str(x, d, n);
+    jbuf b = {0};
+    buf_grow(x, &b, n + 8);
+    uint32_t prev = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t l = dec_cp(s + i, n - i, &cp);
+        if (mode == 3 && i > 0) {
+            buf_add(x, &b, s + i, n - i);
+            break;
+        }
+        static const char *const LIGS[] = {"FF", "FI", "FL", "FFI", "FFL", "ST", "ST"};
+        if (mode == 0 || mode == 3) {
+            if (cp == 0xDF) {
+                buf_adds(x, &b, "SS");
+            } else if (cp == 0x149) {
+                buf_adds(x, &b, "\xCA\xBCN");
+            } else if (cp >= 0xFB00 && cp <= 0xFB06) {
+                buf_adds(x, &b, LIGS[cp - 0xFB00]);
+            } else {
+                uint32_t u = cp_upper(cp);
+                if (u == cp)
+                    buf_add(x, &b, s + i, l);
+                else
+                    enc_cp(x, &b, u);
+            }
+        } else if (cp == 0x130) {
+            buf_adds(x, &b, "i\xCC\x87");
+        } else {
+            uint32_t lo = cp_lower(cp);
+            if (cp == 0x3A3 && cp_is_letter(prev)) {
+                uint32_t next = 0;
+                if (i + l < n)
+                    dec_cp(s + i + l, n - i - l, &next);
+                if (!cp_is_letter(next))
+                    lo = 0x3C2;
+            }
+            if (lo == cp)
+                buf_add(x, &b, s + i, l);
+            else
+                enc_cp(x, &b, lo);
+        }
+        prev = cp;
+        i += l;
+    }
+    return buf_val(x, &b);
 }
 
 static const char *memfind(const char *h, size_t hn, const char *nd, size_t nn)
