@@ -894,7 +894,7 @@ static jnode *parse_member(parser *p, jnode *obj)
 static jnode *parse_call(parser *p, jnode *callee)
 {
     for (;;) {
-        jnode *c = node(p, JN_CALL, P(p)->pos);
+        jnode *c = node(p, JN_CALL, callee->pos);
         c->a = callee;
         c->body = parse_args(p, false);
         callee = parse_member(p, c);
