@@ -225,8 +225,8 @@ static char *render_builtin(const chat_template *ct, chat_format f, const chat_m
             sb_adds(&b, m[i].content);
             sb_adds(&b, "<|end|>\n");
         }
-        if (gen)
-            sb_adds(&b, "<|assistant|>\n");
+        /* as Phi-3's own template: the generation prompt, or EOS after the last turn */
+        sb_adds(&b, gen ? "<|assistant|>\n" : eos);
         break;
     case CHAT_FORMAT_ZEPHYR:
         for (size_t i = 0; i < n; i++) {
