@@ -180,9 +180,7 @@ int cmd_template(int argc, char **argv)
                 goto done;
             memcpy(text, s.ptr, s.len);
             text[s.len] = 0;
-        } else {
-            fprintf(stderr, "ggscope: %s has no tokenizer.chat_template\n", path);
-        }
+        } /* else: no template; the fallback's status line says so */
         bos = token_text(g, "tokenizer.ggml.bos_token_id");
         eos = token_text(g, "tokenizer.ggml.eos_token_id");
         if (!bos || !eos)

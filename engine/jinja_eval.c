@@ -1073,9 +1073,9 @@ static size_t slice_indices(jx *x, int64_t n, const jval *start, const jval *sto
     }
     size_t cnt = 0;
     if (st > 0 && b > a)
-        cnt = (size_t)((b - a + st - 1) / st);
+        cnt = (size_t)((b - a - 1) / st) + 1;
     else if (st < 0 && a > b)
-        cnt = (size_t)((a - b + (-st) - 1) / (-st));
+        cnt = st == INT64_MIN ? 1 : (size_t)((a - b - 1) / (-st)) + 1;
     int64_t *idx = ja_alloc(&x->a, (cnt ? cnt : 1) * sizeof *idx);
     for (size_t i = 0; i < cnt; i++)
         idx[i] = a + (int64_t)i * st;

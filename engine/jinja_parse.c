@@ -363,7 +363,13 @@ static void lex_string(lexer *L, char q)
 {
     uint32_t start = (uint32_t)L->cur;
     L->cur++;
-    char *d = ja_alloc(L->a, L->len - L->cur + 1);
+    /* the decoded text is never longer than the literal */
+    size_t end = L->cur;
+    while (end < L->len && L->src[end] != q)
+        end += L->src[end] == '\\' ? 2 : 1;
+    if (end > L->len)
+        end = L->len;
+    char *d = ja_alloc(L->a, end - L->cur + 1);
     size_t n = 0;
     while (L->cur < L->len && L->src[L->cur] != q) {
         char c = L->src[L->cur];

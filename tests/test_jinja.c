@@ -237,6 +237,10 @@ static void test_semantics(void **state)
     /* objects compare by identity, strings and numbers loosely */
     expect_render("{% set a = {'k': 1} %}{{ a == a }} {{ a == {'k': 1} }} {{ '1' == 1 }} {{ none == undefined_x }}",
                   "true false true true");
+    /* slices with extreme steps and bounds */
+    expect_render("{{ [1,2,3][::9223372036854775807] }} {{ [1,2,3][::-9223372036854775807] }} "
+                  "{{ [1,2,3][-9223372036854775807:9223372036854775807] }} {{ 'abc'[::-9223372036854775807] }}",
+                  "[1] [3] [1, 2, 3] c");
     /* strftime_now uses the injected clock */
     jinja_limits lim = {0};
     lim.now = local_noon(2024, 7, 26);
