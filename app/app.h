@@ -38,5 +38,7 @@ void app_progress_end(void);
 /* Subcommands (one file each: app/cmd_NAME.c). */
 int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_template(int argc, char **argv);
 
 #endif

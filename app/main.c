@@ -7,6 +7,8 @@
 static const app_command COMMANDS[] = {
     {"info", cmd_info, "print a GGUF file's header, metadata and tensors (--json)"},
     {"dump", cmd_dump, "write a tensor's values: dequantized float32 or requantized blocks"},
+    {"tokenize", cmd_tokenize, "tokenize text with a model's tokenizer (--ids, --pieces, --special)"},
+    {"template", cmd_template, "render a conversation with a model's chat template"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 
