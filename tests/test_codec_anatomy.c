@@ -124,7 +124,22 @@ static float decode(uint32_t type, const anat *a, uint32_t e)
         return (float)q * (float)scale_of(a, "d", e) + (float)scale_of(a, "m", e);
     }
     case GGTYPE_Q8_0:
+    case GGTYPE_Q8_1:
         return (float)(int8_t)code_of(a, "qs", e) * (float)scale_of(a, "d", e);
+    case GGTYPE_Q8_K:
+        return (float)scale_of(a, "d", e) * (float)(int8_t)code_of(a, "qs", e);
+    case GGTYPE_TQ1_0: {
+        /* base-3 digit k of a byte (most significant first): ((uint8)(b * 3^k) * 3) >> 8 */
+        const codec_field *f = NULL;
+        for (int i = 0; i < a->n; i++)
+            if (a->f[i].kind == CODEC_FIELD_OTHER && covers(&a->f[i], e))
+                f = &a->f[i];
+        if (!f)
+            fail_msg("tq1_0 element %u: no field", e);
+        static const int pow3[5] = {1, 3, 9, 27, 81};
+        const uint8_t q = (uint8_t)(f->raw * (uint64_t)pow3[(e - f->elem_first) / f->elem_stride]);
+        return (float)((((int)q * 3) >> 8) - 1) * (float)scale_of(a, "d", e);
+    }
     case GGTYPE_Q2_K: {
         const float dl = (float)scale_of(a, "d", e) * (float)scale_of(a, "scale", e);
         const float ml = (float)scale_of(a, "dmin", e) * (float)scale_of(a, "min", e);
@@ -204,6 +219,7 @@ static const uint32_t DECODABLE[] = {
     GGTYPE_Q3_K, GGTYPE_Q4_K, GGTYPE_Q5_K, GGTYPE_Q6_K, GGTYPE_IQ4_NL, GGTYPE_IQ4_XS,
     GGTYPE_MXFP4, GGTYPE_NVFP4, GGTYPE_Q1_0, GGTYPE_Q2_0, GGTYPE_TQ2_0, GGTYPE_IQ2_XXS,
     GGTYPE_IQ2_XS, GGTYPE_IQ2_S, GGTYPE_IQ3_XXS, GGTYPE_IQ3_S, GGTYPE_IQ1_S, GGTYPE_IQ1_M,
+    GGTYPE_Q8_1, GGTYPE_Q8_K, GGTYPE_TQ1_0,
 };
 #define N_DECODABLE (sizeof DECODABLE / sizeof DECODABLE[0])
 
@@ -259,6 +275,8 @@ static void test_decode_random_blocks(void **state)
             for (size_t i = 1; i < sizeof blk; i += 2)
                 if (DECODABLE[t] != GGTYPE_MXFP4 && DECODABLE[t] != GGTYPE_NVFP4 && (blk[i] & 0x7c) == 0x7c)
                     blk[i] &= 0xbf;
+            if (DECODABLE[t] == GGTYPE_Q8_K)
+                blk[3] &= 0xbf; /* f32 d: no inf/NaN exponent */
             if (DECODABLE[t] == GGTYPE_IQ1_M)
                 blk[48 + 7] &= 0xbf; /* bit 14 of d = bit 14 of scale word 3 */
             (void)tr;
