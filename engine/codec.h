@@ -8,9 +8,11 @@
 #include <stdint.h>
 
 /* Dequantize `n` elements of `type` (n a multiple of the block size) from
- * `src` to `dst`. Uses the fastest path this CPU has (AVX-512, AVX2, scalar);
- * every path gives bit-identical results. Returns 0, or -1 for an unknown
- * type or a bad n. */
+ * `src` (n / blck_size * type_size bytes, any alignment) to `dst` (n floats,
+ * not overlapping src). Uses the fastest path this CPU has (AVX-512, AVX2,
+ * scalar); every path gives results bit-identical to ggml's dequantize_row_*.
+ * Thread-safe. Returns 0, or -1 for an unknown type, a bad n or NULL buffers
+ * (n = 0 succeeds). */
 int codec_dequantize(uint32_t type, const void *src, float *dst, uint64_t n);
 
 /* Same, forced to the portable scalar code (the reference for the SIMD paths). */
