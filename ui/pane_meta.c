@@ -270,7 +270,7 @@ static void meta_draw(panel *p, WINDOW *w, bool focused)
     meta_pane *m = p->self;
     int h = p->ih, width = p->iw;
     clamp_top(m, h);
-    m->key_w = width / 2 < 26 ? width / 2 : 26;
+    m->key_w = width * 55 / 100 < 32 ? width * 55 / 100 : 32;
     attr_t selattr = ui_attr(focused ? UI_C_SELECT : UI_C_SELECT_DIM);
     for (int y = 0; y < h; y++) {
         uint64_t row = m->top + (uint64_t)y;

@@ -754,13 +754,16 @@ static void draw_bar(screen *s)
             x += ui_put(b, 0, x, s->cols - x, "  ", 2, A_NORMAL, false);
         }
     }
-    for (int i = 0; i < s->nbinds && x < s->cols; i++) {
-        screen_binding *bd = &s->binds[i];
-        if (!bd->label || (bd->page != -1 && bd->page != s->cur))
+    /* the page's keys first, then the global ones (q quit last) */
+    for (int i = 0; i < 2 * s->nbinds && x < s->cols; i++) {
+        screen_binding *bd = &s->binds[i % s->nbinds];
+        bool pass_global = i >= s->nbinds;
+        if (!bd->label || (bd->page != -1 && bd->page != s->cur) || (bd->page == -1) != pass_global)
             continue;
         x += ui_put(b, 0, x, s->cols - x, bd->keyname, SIZE_MAX, ui_attr(UI_C_KEY), false);
-        x += ui_put(b, 0, x, s->cols - x, bd->label, SIZE_MAX, A_NORMAL, false);
         x += ui_put(b, 0, x, s->cols - x, " ", 1, A_NORMAL, false);
+        x += ui_put(b, 0, x, s->cols - x, bd->label, SIZE_MAX, A_NORMAL, false);
+        x += ui_put(b, 0, x, s->cols - x, "  ", 2, A_NORMAL, false);
     }
     wnoutrefresh(b);
 }
