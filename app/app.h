@@ -49,5 +49,6 @@ int app_explore(const char *path, const app_explore_opts *opts);
 /* Subcommands (one file each: app/cmd_NAME.c). */
 int cmd_info(int argc, char **argv);
 int cmd_explore(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
 
 #endif
