@@ -349,7 +349,7 @@ static void make_title(explorer *e)
     }
     double bpw = np ? 8.0 * (double)nbytes / (double)np : 0;
     snprintf(buf, sizeof buf, " ggscope  %s  %s · GGUF v%u %s · %s · %s params · %" PRIu64 " tensors · %" PRIu64
-             " keys · %.2f bpw",
+             " keys · %.2f bpw · ? help",
              name, ui_fmt_bytes(gguf_file_size(e->f), size, sizeof size), gguf_version(e->f),
              gguf_big_endian(e->f) ? "BE" : "LE", arch, ui_fmt_count(np, params, sizeof params),
              gguf_tensor_count(e->f), gguf_kv_count(e->f), bpw);
@@ -381,10 +381,10 @@ explorer *explorer_new(screen *s, const gguf_file *f)
         {'/', "/", "search", "search keys, metadata values (token lists too) and tensor names", e->page, key_search, e},
         {'n', "n", NULL, "next match", e->page, key_next, e},
         {'N', "N", NULL, "previous match", e->page, key_next, e},
-        {UIK_ENTER, "⏎", "open", "expand / open (on a tensor: focus its detail)", e->page, key_enter, e},
+        {UIK_ENTER, "⏎", NULL, "expand / open (on a tensor: focus its detail)", e->page, key_enter, e},
         {'x', "x", NULL, "detail: hex view", e->page, set_view, e},
         {'v', "v", NULL, "detail: values view", e->page, set_view, e},
-        {'g', "g", "hex/values/hist", "detail: histogram view (x hex, v values)", e->page, set_view, e},
+        {'g', "x/v/g", "view", "detail: histogram view (x hex, v values)", e->page, set_view, e},
         {':', ":", NULL, "values: go to a row of the selected tensor", e->page, key_goto, e},
         {UIK_ESC, "Esc", NULL, "cancel a running histogram or search", e->page, key_esc, e},
     };

@@ -281,8 +281,10 @@ static void meta_draw(panel *p, WINDOW *w, bool focused)
         mnode *n = &m->nodes[v->node];
         bool sel = row == m->cur;
         attr_t sa = sel ? selattr : 0;
-        if (sel)
+        if (sel) {
             ui_fill(w, y, 0, width, selattr);
+            ui_put(w, y, 0, 1, "›", SIZE_MAX, selattr, false);   /* visible without colours too */
+        }
         int x = 1 + 2 * v->depth;
         if (n->kv < 0) {
             x += ui_put(w, y, x, width - x, n->expanded ? "▾ " : "▸ ", SIZE_MAX, sa, false);
@@ -458,7 +460,7 @@ static int meta_mouse(panel *p, int y, int x, int event)
 static const char *meta_hints(panel *p)
 {
     (void)p;
-    return "⏎ expand/view  ←→ fold";
+    return "←→ fold";
 }
 
 static void meta_destroy(panel *p)

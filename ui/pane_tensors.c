@@ -308,12 +308,14 @@ static void tensors_draw(panel *p, WINDOW *w, bool focused)
         trow *row = &t->rows[r];
         bool sel = r == t->cur;
         attr_t sa = sel ? selattr : 0;
-        if (sel)
+        if (sel) {
             ui_fill(w, y + 1, 0, width, selattr);
+            ui_put(w, y + 1, 0, 1, "›", SIZE_MAX, selattr, false);   /* visible without colours too */
+        }
         if (row->ti < 0) {
             bool fold = !t->filter_len && t->collapsed[row->blk];
             char b[32];
-            int xx = ui_putf(w, y + 1, 0, width, sa ? sa : ui_attr(UI_C_GROUP), "%s blk.%" PRId64, fold ? "▸" : "▾",
+            int xx = 1 + ui_putf(w, y + 1, 1, width - 1, sa ? sa : ui_attr(UI_C_GROUP), "%s blk.%" PRId64, fold ? "▸" : "▾",
                              row->blk);
             ui_putf(w, y + 1, xx, width - xx, sa ? sa : ui_attr(UI_C_DIM), "  %u tensors · %s", row->n_in_group,
                     ui_fmt_bytes(row->bytes_in_group, b, sizeof b));
@@ -513,7 +515,7 @@ static bool tensors_typing(panel *p)
 static const char *tensors_hints(panel *p)
 {
     tensors_pane *t = p->self;
-    return t->typing ? "type to filter  ⏎ keep  Esc clear" : "f filter  s sort  ⏎ open";
+    return t->typing ? "type to filter  ⏎ keep  Esc clear" : "f filter  s sort";
 }
 
 static void tensors_destroy(panel *p)

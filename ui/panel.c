@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
 
@@ -231,4 +232,21 @@ char *ui_fmt_shape(const uint64_t *ne, uint32_t n_dims, char *buf, size_t cap)
         off += (size_t)k;
     }
     return buf;
+}
+
+void ui_box(WINDOW *w, attr_t a)
+{
+    wattr_set(w, a, PAIR_NUMBER(a), NULL);
+    if (MB_CUR_MAX > 1) {
+        /* Unicode line drawing: does not depend on the terminal's alternate
+         * character set (which some TERM settings inside tmux lack) */
+        static const wchar_t ch[6][2] = {{L'│', 0}, {L'─', 0}, {L'┌', 0}, {L'┐', 0}, {L'└', 0}, {L'┘', 0}};
+        cchar_t c[6];
+        for (int i = 0; i < 6; i++)
+            setcchar(&c[i], ch[i], a, PAIR_NUMBER(a), NULL);
+        wborder_set(w, &c[0], &c[0], &c[1], &c[1], &c[2], &c[3], &c[4], &c[5]);
+    } else {
+        box(w, 0, 0);
+    }
+    wattr_set(w, A_NORMAL, 0, NULL);
 }

@@ -116,6 +116,9 @@ int ui_put(WINDOW *w, int y, int x, int maxcols, const char *s, size_t len, attr
 int ui_putf(WINDOW *w, int y, int x, int maxcols, attr_t a, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 
+/* Draw a frame around `w` in attribute `a` (Unicode lines in a UTF-8 locale, else ACS). */
+void ui_box(WINDOW *w, attr_t a);
+
 /* Fill `n` columns with spaces in attribute `a`. */
 void ui_fill(WINDOW *w, int y, int x, int n, attr_t a);
 

@@ -465,9 +465,7 @@ static void pager_draw(screen *s)
         return;
     WINDOW *o = s->overw;
     werase(o);
-    wattr_set(o, ui_attr(UI_C_FRAME_FOCUS), PAIR_NUMBER(ui_attr(UI_C_FRAME_FOCUS)), NULL);
-    box(o, 0, 0);
-    wattr_set(o, A_NORMAL, 0, NULL);
+    ui_box(o, ui_attr(UI_C_FRAME_FOCUS));
     if (s->pager_wrap_cols != w - 2)
         pager_wrap(s, w - 2);
     int page = h - 2;
@@ -699,9 +697,7 @@ static void draw_panel(screen *s, panel *p, bool focused)
     WINDOW *f = p->frame;
     werase(f);
     attr_t fa = ui_attr(focused ? UI_C_FRAME_FOCUS : UI_C_FRAME);
-    wattr_set(f, fa, PAIR_NUMBER(fa), NULL);
-    box(f, 0, 0);
-    wattr_set(f, A_NORMAL, 0, NULL);
+    ui_box(f, fa);
     char title[256];
     title[0] = 0;
     if (p->ops->title)
