@@ -16,6 +16,7 @@ enum { M_KEY, M_VALUE, M_ELEM, M_TENSOR };
 
 typedef struct {
     uint8_t kind;
+    bool exact;   /* the whole string equals the query (case-insensitively) */
     uint64_t a;   /* kv index or tensor index */
     int64_t b;    /* array element, or -1 */
 } match;
@@ -157,7 +158,7 @@ static bool ci_find(const char *h, size_t hn, const char *q, size_t qn)
     return false;
 }
 
-static void add_match(search_job *j, uint8_t kind, uint64_t a, int64_t b)
+static void add_match(search_job *j, uint8_t kind, uint64_t a, int64_t b, bool exact)
 {
     if (j->n >= MAX_MATCHES) {
         j->truncated = true;
@@ -173,7 +174,7 @@ static void add_match(search_job *j, uint8_t kind, uint64_t a, int64_t b)
         j->m = m;
         j->cap = cap;
     }
-    j->m[j->n++] = (match){kind, a, b};
+    j->m[j->n++] = (match){kind, exact, a, b};
 }
 
 /* Worker thread: reads the mapping and the reader's immutable structures
@@ -189,19 +190,19 @@ static void search_work(ui_job *job)
         if (!kv)
             continue;
         if (ci_find(kv->key.ptr, (size_t)kv->key.len, j->q, qn))
-            add_match(j, M_KEY, i, -1);
+            add_match(j, M_KEY, i, -1, kv->key.len == qn);
         const gguf_value *v = &kv->value;
         gguf_str s;
         char num[64];
         if (v->type == GGUF_VT_STRING) {
             if (gguf_value_str(v, &s) == GGUF_OK && ci_find(s.ptr, (size_t)s.len, j->q, qn))
-                add_match(j, M_VALUE, i, -1);
+                add_match(j, M_VALUE, i, -1, s.len == qn);
         } else if (v->type == GGUF_VT_ARRAY && v->arr_type == GGUF_VT_STRING) {
             for (uint64_t k = 0; k < v->arr_len; k++) {
                 if ((k & 0xfff) == 0 && ui_job_cancelled(job))
                     break;
                 if (gguf_arr_str(v, k, &s) == GGUF_OK && ci_find(s.ptr, (size_t)s.len, j->q, qn))
-                    add_match(j, M_ELEM, i, (int64_t)k);
+                    add_match(j, M_ELEM, i, (int64_t)k, s.len == qn);
             }
         } else if (v->type != GGUF_VT_ARRAY) {
             double d;
@@ -215,14 +216,29 @@ static void search_work(ui_job *job)
                 num[0] = 0;
             }
             if (ci_find(num, strlen(num), j->q, qn))
-                add_match(j, M_VALUE, i, -1);
+                add_match(j, M_VALUE, i, -1, strlen(num) == qn);
         }
         ui_job_progress(job, done, total);
     }
     for (uint64_t i = 0; i < nt && !ui_job_cancelled(job); i++, done++) {
         const gguf_tensor *t = gguf_tensor_at(j->f, i);
         if (t && ci_find(t->name.ptr, (size_t)t->name.len, j->q, qn))
-            add_match(j, M_TENSOR, i, -1);
+            add_match(j, M_TENSOR, i, -1, t->name.len == qn);
+    }
+    /* exact matches first, each group in file order (a stable partition) */
+    size_t ne = 0;
+    for (size_t k = 0; k < j->n; k++)
+        ne += j->m[k].exact;
+    if (ne && ne < j->n) {
+        match *sorted = malloc(j->n * sizeof *sorted);
+        if (sorted) {
+            size_t a = 0, b = ne;
+            for (size_t k = 0; k < j->n; k++)
+                sorted[j->m[k].exact ? a++ : b++] = j->m[k];
+            free(j->m);
+            j->m = sorted;
+            j->cap = j->n;
+        }
     }
     ui_job_progress(job, total, total);
 }

@@ -69,12 +69,20 @@ static void detail_title(panel *p, char *buf, size_t cap)
         snprintf(buf, cap, "[x]hex [v]alues [g]histogram");
         return;
     }
-    char name[96], shape[64];
+    char name[96], shape[64], views[64];
     gguf_str_copy(t->name, name, sizeof name);
     ui_fmt_shape(t->ne, t->n_dims, shape, sizeof shape);
-    snprintf(buf, cap, "%s · %s · %s · %s%s%s%s%s%s", name, ggtype_name(t->type), shape,
-             d->view == DETAIL_HEX ? "[X]HEX " : "[x]hex ", d->view == DETAIL_VALUES ? "[V]ALUES " : "[v]alues ",
-             d->view == DETAIL_HIST ? "[G]HISTOGRAM" : "[g]histogram", "", "", "");
+    snprintf(views, sizeof views, "%s%s%s", d->view == DETAIL_HEX ? "[X]HEX " : "[x]hex ",
+             d->view == DETAIL_VALUES ? "[V]ALUES " : "[v]alues ", d->view == DETAIL_HIST ? "[G]HISTOGRAM" : "[g]histogram");
+    /* drop the shape, then the type, when the frame is too narrow */
+    int room = p->w - 14 - ui_width(views, SIZE_MAX) - ui_width(name, SIZE_MAX);
+    int tw = (int)strlen(ggtype_name(t->type)) + 3, sw = ui_width(shape, SIZE_MAX) + 3;
+    if (room >= tw + sw)
+        snprintf(buf, cap, "%s · %s · %s · %s", name, ggtype_name(t->type), shape, views);
+    else if (room >= tw)
+        snprintf(buf, cap, "%s · %s · %s", name, ggtype_name(t->type), views);
+    else
+        snprintf(buf, cap, "%s · %s", name, views);
 }
 
 /* ---------------- hex ---------------- */
