@@ -17,36 +17,6 @@
 extern int codec_block_anatomy(uint32_t type, const void *block, codec_field *fields, int cap)
     __attribute__((weak));
 
-int dump_parse_rows(const char *s, uint64_t n_rows, uint64_t *first, uint64_t *count)
-{
-    char *end;
-    uint64_t a = 0, b = n_rows;
-    const char *colon = strchr(s, ':');
-    if (colon != s) {
-        a = strtoull(s, &end, 10);
-        if (end == s || (end != colon && *end)) {
-            app_error("--rows: '%s' is not A:B", s);
-            return -1;
-        }
-    }
-    if (!colon)
-        b = a + 1;
-    else if (colon[1]) {
-        b = strtoull(colon + 1, &end, 10);
-        if (end == colon + 1 || *end) {
-            app_error("--rows: '%s' is not A:B", s);
-            return -1;
-        }
-    }
-    if (a >= b || b > n_rows) {
-        app_error("--rows %s: the tensor has rows 0:%" PRIu64, s, n_rows);
-        return -1;
-    }
-    *first = a;
-    *count = b - a;
-    return 0;
-}
-
 static int print_json(cJSON *j, FILE *out)
 {
     char *s = cJSON_Print(j);
@@ -203,7 +173,7 @@ static int dump_stats_hist(const gguf_tensor *t, const dump_view_opts *o, FILE *
         app_error("out of memory");
         return APP_FAIL;
     }
-    tstats_opts so = {.n_bins = o->view == DUMP_HIST ? o->bins : 64, .row_first = o->row_first,
+    tstats_opts so = {.n_bins = o->view == DUMP_VIEW_HIST ? o->bins : 64, .row_first = o->row_first,
                       .row_count = o->row_count, .progress = on_progress};
     tstats_status st = tstats_compute(t, &so, r);
     app_progress_end();
@@ -225,7 +195,7 @@ static int dump_stats_hist(const gguf_tensor *t, const dump_view_opts *o, FILE *
         cJSON_AddNumberToObject(root, "zeros", (double)r->zeros);
         cJSON_AddNumberToObject(root, "nan", (double)r->nan);
         cJSON_AddNumberToObject(root, "inf", (double)r->inf);
-        if (o->view == DUMP_HIST) {
+        if (o->view == DUMP_VIEW_HIST) {
             cJSON *bins = cJSON_AddArrayToObject(root, "bins");
             for (uint32_t i = 0; i < r->n_bins; i++) {
                 cJSON *b = cJSON_CreateObject();
@@ -244,7 +214,7 @@ static int dump_stats_hist(const gguf_tensor *t, const dump_view_opts *o, FILE *
     fprintf(out, "count   %" PRIu64 "\nmin     %.9g\nmax     %.9g\nmean    %.9g\nstd     %.9g\nabsmax  %.9g\n"
                  "zeros   %" PRIu64 "\nnan     %" PRIu64 "\ninf     %" PRIu64 "\n",
             r->count, r->min, r->max, r->mean, r->std, r->absmax, r->zeros, r->nan, r->inf);
-    if (o->view == DUMP_HIST) {
+    if (o->view == DUMP_VIEW_HIST) {
         uint64_t mx = 0;
         for (uint32_t i = 0; i < r->n_bins; i++)
             if (r->bins[i] > mx)
@@ -269,8 +239,8 @@ int dump_view(const gguf_tensor *t, const dump_view_opts *o, FILE *out)
         return APP_BADINPUT;
     }
     switch (o->view) {
-    case DUMP_HEX: return dump_hex(t, o, out);
-    case DUMP_VALUES: return dump_values(t, o, out);
+    case DUMP_VIEW_HEX: return dump_hex(t, o, out);
+    case DUMP_VIEW_VALUES: return dump_values(t, o, out);
     default: return dump_stats_hist(t, o, out);
     }
 }

@@ -9,19 +9,15 @@
 
 #include "gguf.h"
 
-enum { DUMP_HEX, DUMP_VALUES, DUMP_STATS, DUMP_HIST };
+enum { DUMP_VIEW_HEX, DUMP_VIEW_VALUES, DUMP_VIEW_STATS, DUMP_VIEW_HIST };
 
 typedef struct {
-    int view;            /* DUMP_* */
+    int view;            /* DUMP_VIEW_* */
     uint64_t row_first;  /* rows of ne[0] elements: [row_first, row_first + row_count) */
     uint64_t row_count;
     bool json;
     uint32_t bins;       /* --hist: number of bins */
 } dump_view_opts;
-
-/* Parse "A:B", "A:", ":B" or "A" (B exclusive) against `n_rows`.
- * Returns 0, or -1 (message printed) when out of range or malformed. */
-int dump_parse_rows(const char *s, uint64_t n_rows, uint64_t *first, uint64_t *count);
 
 /* Print view `o->view` of tensor `t` to `out`. Returns an exit status. */
 int dump_view(const gguf_tensor *t, const dump_view_opts *o, FILE *out);

@@ -8,7 +8,7 @@
 
 static const app_command COMMANDS[] = {
     {"info", cmd_info, "print a GGUF file's header, metadata and tensors (--json)"},
-    {"dump", cmd_dump, "print a tensor's values, bytes, statistics or histogram (--values --hex --stats --hist --json)"},
+    {"dump", cmd_dump, "a tensor's values: text views (--values --hex --stats --hist --json), float32 or requantized blocks"},
     {"explore", cmd_explore, "open the full-screen explorer on a file (what `ggscope FILE` does in a terminal)"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])

@@ -240,8 +240,19 @@ static void test_fixtures_bit_exact(void **state)
         assert_true(q->type_known);
         assert_int_equal(ref->type, GGTYPE_F32);
         assert_int_equal(q->n_elements, ref->n_elements);
-        /* the traits table's block size and type size agree with the file */
+        /* the traits table's block and type sizes agree with the file's layout:
+         * q's bytes end less than one alignment before the next tensor starts */
         assert_int_equal(q->n_bytes, ggtype_row_size(q->type, q->n_elements, NULL));
+        uint64_t next = UINT64_MAX;
+        for (uint64_t i = 0; i < gguf_tensor_count(f); i++) {
+            const gguf_tensor *t = gguf_tensor_at(f, i);
+            if (t->offset > q->offset && t->offset < next)
+                next = t->offset;
+        }
+        assert_true(next != UINT64_MAX);
+        if (q->offset + q->n_bytes > next || next - (q->offset + q->n_bytes) >= gguf_alignment(f))
+            fail_msg("%s: %s tensor q takes %llu bytes but the next tensor is %llu bytes after it", e->d_name,
+                     ggtype_name(q->type), (unsigned long long)q->n_bytes, (unsigned long long)(next - q->offset));
         const uint64_t n = q->n_elements;
         float *want = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
         assert_non_null(want);
