@@ -13,10 +13,6 @@
 #include "ggtype.h"
 #include "tstats.h"
 
-/* Weak until the codec helpers land the block anatomy (see ui/pane_detail.c). */
-extern int codec_block_anatomy(uint32_t type, const void *block, codec_field *fields, int cap)
-    __attribute__((weak));
-
 static int print_json(cJSON *j, FILE *out)
 {
     char *s = cJSON_Print(j);
@@ -74,7 +70,7 @@ static int dump_hex(const gguf_tensor *t, const dump_view_opts *o, FILE *out)
     }
     for (uint64_t blk = b0 / bsz; blk * bsz < b1; blk++) {
         const uint8_t *p = t->data + blk * bsz;
-        int nf = codec_block_anatomy ? codec_block_anatomy(t->type, p, fields, 512) : -1;
+        int nf = codec_block_anatomy(t->type, p, fields, 512);
         if (nf > 512)
             nf = 512;
         if (root) {

@@ -13,11 +13,6 @@
 #include "screen.h"
 #include "tstats.h"
 
-/* Weak: the block anatomy lands with the codec helpers; without it the hex
- * view shows bytes and block boundaries only. */
-extern int codec_block_anatomy(uint32_t type, const void *block, codec_field *fields, int cap)
-    __attribute__((weak));
-
 #define MAX_FIELDS 512
 #define HIST_BINS 1024
 
@@ -95,7 +90,7 @@ static int bytes_per_line(int width)
 static void hex_load_fields(detail_pane *d, const gguf_tensor *t, const ggtype_traits *tr)
 {
     d->nfields = 0;
-    if (!codec_block_anatomy || !tr || !t->data)
+    if (!tr || !t->data)
         return;
     uint64_t blk = d->hex_cur / tr->type_size;
     int n = codec_block_anatomy(t->type, t->data + blk * tr->type_size, d->fields, MAX_FIELDS);
@@ -179,7 +174,7 @@ static void draw_hex(detail_pane *d, WINDOW *w, int h, int width, const gguf_ten
         /* float types: the line's values decoded beside the bytes */
         uint32_t es = t->type == GGTYPE_F32 ? 4 : (t->type == GGTYPE_F16 || t->type == GGTYPE_BF16) ? 2 : 0;
         if (!es) {
-            ui_put(w, 1, ax, aw, codec_block_anatomy ? "no anatomy for this type" : "block anatomy: not available",
+            ui_put(w, 1, ax, aw, "no block anatomy for this type",
                    SIZE_MAX, ui_attr(UI_C_DIM), true);
             return;
         }
@@ -250,6 +245,8 @@ static int hex_key(detail_pane *d, int key, int h, int width)
         break;
     default: return PANEL_IGNORED;
     }
+    if (key == '[' || key == ']')
+        d->hex_top = d->hex_cur / bpl;   /* the block's first line at the top */
     return PANEL_HANDLED | PANEL_REDRAW;
 }
 

@@ -177,7 +177,13 @@ static void rebuild(tensors_pane *t)
             t->nrows = hdr;   /* an empty group is not shown */
         i = j;
     }
+    /* keep the selection; else the first tensor row */
     t->cur = 0;
+    for (uint32_t r = 0; r < t->nrows; r++)
+        if (t->rows[r].ti >= 0) {
+            t->cur = r;
+            break;
+        }
     for (uint32_t r = 0; r < t->nrows; r++)
         if ((keep >= 0 && t->rows[r].ti == keep) || (keep < 0 && t->rows[r].ti < 0 && t->rows[r].blk == keep_blk)) {
             t->cur = r;
