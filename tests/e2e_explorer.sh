@@ -66,7 +66,23 @@ fi
 wait_for "q quit" && echo "ok: key bar"
 save tensors
 
+# ---- mouse: a click selects a row (X10 mouse report typed into the pane) ----
+mouse() {   # mouse BUTTON X Y (0-based screen cells, < 95)
+    local b=$1 x=$2 y=$3
+    keys -l "$(printf "\e[M\x$(printf %x $((32 + b)))\x$(printf %x $((33 + x)))\x$(printf %x $((33 + y)))")"
+}
+row=$(screen | grep -n '  output\.weight' | head -1 | cut -d: -f1)
+if [[ -n $row ]]; then
+    mouse 0 50 $((row - 1)); mouse 3 50 $((row - 1))
+    wait_for "Detail  output.weight" && echo "ok: mouse click selects a tensor"
+    mouse 65 50 $((row - 1))   # wheel down: three rows further
+    wait_gone "Detail  output.weight" && echo "ok: mouse wheel scrolls"
+else
+    echo "FAIL: no output.weight row to click"; fails=$((fails + 1))
+fi
+
 # ---- the detail views: hex, values, histogram ----
+keys Home; wait_for "Detail  token_embd.weight"   # a 2-D tensor
 keys x; wait_for "[X]HEX" && wait_for "block 0 of" && echo "ok: hex view"
 save detail-hex
 keys v; wait_for "[V]ALUES" && wait_for "row 0/" && echo "ok: values view"
@@ -159,9 +175,16 @@ else
 fi
 
 # ---- SIGTERM exits cleanly and restores the terminal; no FILE -> the demo ----
-start term 100x30
+start term 120x40
 wait_for "┌ Tensors"
 wait_for "demo" && echo "ok: no FILE opens the demo model"
+# the demo model holds quantized tensors: the hex view decodes a Q4_K block
+keys f; keys -l "q4_k"; keys Enter; wait_for "filter: q4_k"
+keys Enter; wait_for "[Detail]"
+keys x ']'; wait_for "block 1 of" && wait_for "dmin" && wait_for "scale[0]" && echo "ok: hex view shows the Q4_K block anatomy"
+keys Right Right; wait_for "▸scale[0]" && echo "ok: → selects a field"
+save detail-hex-q4_K
+keys v; wait_for "[V]ALUES" && wait_for "row 0/" && echo "ok: values of a Q4_K tensor"
 pid=$(pgrep -n -f "^$BIN\$" || true)
 if [[ -n $pid ]]; then
     kill -TERM "$pid"

@@ -66,11 +66,13 @@ static void layout(screen *s, int page, int top, int left, int rows, int cols, b
         screen_place(s, e->detail, top + th, left, rows - th, cols);
         return;
     }
-    int mw = cols * 36 / 100;
+    /* a file without tensors (a vocabulary) gives the metadata more room */
+    bool none = gguf_tensor_count(e->f) == 0;
+    int mw = cols * (none ? 60 : 36) / 100;
     if (mw < 30)
         mw = 30;
-    if (mw > 60)
-        mw = 60;
+    if (mw > (none ? 90 : 60))
+        mw = none ? 90 : 60;
     int th = rows * 45 / 100;
     screen_place(s, e->meta, top, left, rows, mw);
     screen_place(s, e->tensors, top, left + mw, th, cols - mw);
@@ -364,11 +366,16 @@ static void make_title(explorer *e)
         nbytes += t->n_bytes;
     }
     double bpw = np ? 8.0 * (double)nbytes / (double)np : 0;
-    snprintf(buf, sizeof buf, " ggscope  %s  %s · GGUF v%u %s · %s · %s params · %" PRIu64 " tensors · %" PRIu64
-             " keys · %.2f bpw · ? help",
-             name, ui_fmt_bytes(gguf_file_size(e->f), size, sizeof size), gguf_version(e->f),
-             gguf_big_endian(e->f) ? "BE" : "LE", arch, ui_fmt_count(np, params, sizeof params),
-             gguf_tensor_count(e->f), gguf_kv_count(e->f), bpw);
+    int k = snprintf(buf, sizeof buf, " ggscope  %s  %s · GGUF v%u %s · %s", name,
+                     ui_fmt_bytes(gguf_file_size(e->f), size, sizeof size), gguf_version(e->f),
+                     gguf_big_endian(e->f) ? "BE" : "LE", arch);
+    if (k > 0 && (size_t)k < sizeof buf) {
+        if (gguf_tensor_count(e->f))
+            snprintf(buf + k, sizeof buf - (size_t)k, " · %s params · %" PRIu64 " tensors · %" PRIu64 " keys · %.2f bpw",
+                     ui_fmt_count(np, params, sizeof params), gguf_tensor_count(e->f), gguf_kv_count(e->f), bpw);
+        else
+            snprintf(buf + k, sizeof buf - (size_t)k, " · no tensors · %" PRIu64 " keys", gguf_kv_count(e->f));
+    }
     screen_set_title(e->s, e->page, buf);
 }
 
@@ -398,9 +405,9 @@ explorer *explorer_new(screen *s, const gguf_file *f)
         {'n', "n", NULL, "next match", e->page, key_next, e},
         {'N', "N", NULL, "previous match", e->page, key_next, e},
         {UIK_ENTER, "⏎", NULL, "expand / open (on a tensor: focus its detail)", e->page, key_enter, e},
-        {'x', "x", NULL, "detail: hex view", e->page, set_view, e},
-        {'v', "v", NULL, "detail: values view", e->page, set_view, e},
-        {'g', "x/v/g", "view", "detail: histogram view (x hex, v values)", e->page, set_view, e},
+        {'x', "x", NULL, NULL, e->page, set_view, e},
+        {'v', "v", NULL, NULL, e->page, set_view, e},
+        {'g', "x/v/g", "view", "detail view: x hex, v values, g histogram", e->page, set_view, e},
         {':', ":", NULL, "values: go to a row of the selected tensor", e->page, key_goto, e},
         {UIK_ESC, "Esc", NULL, "cancel a running histogram or search", e->page, key_esc, e},
     };

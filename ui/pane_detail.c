@@ -212,8 +212,11 @@ static void draw_hex(detail_pane *d, WINDOW *w, int h, int width, const gguf_ten
         else
             snprintf(size, sizeof size, "%u B", fd->byte_len);
         char line[160];
-        snprintf(line, sizeof line, "%s%-10s %-6s 0x%-6" PRIx64 " → %s", sel ? "▸" : " ", fd->name, size, fd->raw,
-                 fd->text);
+        if (aw >= 46)
+            snprintf(line, sizeof line, "%s%-10s %-6s 0x%-6" PRIx64 " → %s", sel ? "▸" : " ", fd->name, size, fd->raw,
+                     fd->text);
+        else   /* narrow: no raw bits */
+            snprintf(line, sizeof line, "%s%-10s %-5s → %s", sel ? "▸" : " ", fd->name, size, fd->text);
         ui_put(w, y + 1, ax, aw, line, SIZE_MAX, sel ? ui_attr(UI_C_FIELD_CUR) : ((first + y) % 2 ? ui_attr(UI_C_FIELD) : A_NORMAL), true);
     }
 }

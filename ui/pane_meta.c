@@ -314,12 +314,23 @@ static void meta_draw(panel *p, WINDOW *w, bool focused)
             continue;
         char buf[256];
         ui_color c = format_scalar(&kv->value, buf, sizeof buf);
-        int used = ui_put(w, y, x, width - x, buf, SIZE_MAX, sa ? sa : ui_attr(c), true);
-        if (kv->value.type == GGUF_VT_STRING && kv->value.size > 120 && x + used + 2 < width) {
-            char extra[48];
-            snprintf(extra, sizeof extra, " (%" PRIu64 " B, ⏎ view)", kv->value.size);
-            (void)extra;
+        int avail = width - x;
+        if (kv->value.type == GGUF_VT_STRING) {
+            gguf_str sv;
+            if (gguf_value_str(&kv->value, &sv) == GGUF_OK &&
+                (memchr(sv.ptr, '\n', (size_t)sv.len) || ui_width(sv.ptr, (size_t)sv.len) > avail)) {
+                /* a long or multi-line string: its start, then how to read it all */
+                char hint[48];
+                snprintf(hint, sizeof hint, " ⏎ %" PRIu64 " B", sv.len);
+                int hw = ui_width(hint, SIZE_MAX);
+                if (avail > hw + 8) {
+                    int u = ui_put(w, y, x, avail - hw, sv.ptr, (size_t)sv.len, sa ? sa : ui_attr(c), true);
+                    ui_put(w, y, x + u, hw, hint, SIZE_MAX, sa ? sa : ui_attr(UI_C_DIM), false);
+                    continue;
+                }
+            }
         }
+        int used = ui_put(w, y, x, avail, buf, SIZE_MAX, sa ? sa : ui_attr(c), true);
         if (gguf_str_eq(kv->key, "general.file_type")) {
             int64_t ft;
             if (gguf_value_i64(&kv->value, &ft) == GGUF_OK && ft >= 0) {

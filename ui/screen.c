@@ -495,14 +495,20 @@ void screen_help(screen *s)
         if (k_ > 0 && len + (size_t)k_ < cap)                                     \
             len += (size_t)k_;                                                    \
     } while (0)
+/* "  KEY       help" with KEY padded to 12 columns (display width, not bytes) */
+#define KEYLINE(k, h)                                                             \
+    do {                                                                          \
+        int pad_ = 12 - ui_width((k), SIZE_MAX);                                  \
+        ADD("  %s%*s %s\n", (k), pad_ > 0 ? pad_ : 0, "", (h));                   \
+    } while (0)
     ADD("Keys everywhere\n");
     for (int i = 0; i < s->nbinds; i++) {
         screen_binding *b = &s->binds[i];
-        if (b->page != -1 && b->page != s->cur)
+        if ((b->page != -1 && b->page != s->cur) || !b->help)
             continue;
-        ADD("  %-10s %s\n", b->keyname, b->help);
+        KEYLINE(b->keyname, b->help);
     }
-    ADD("  %-10s %s\n", "mouse", "click focuses a pane and selects a row; the wheel scrolls");
+    KEYLINE("mouse", "click focuses a pane and selects a row; the wheel scrolls");
     if (s->npages) {
         page_t *pg = &s->pages[s->cur];
         for (int k = 0; k < pg->n; k++) {
@@ -511,10 +517,11 @@ void screen_help(screen *s)
                 continue;
             ADD("\n%s pane\n", ops->name);
             for (const panel_keyhelp *h = ops->keys; h->key; h++)
-                ADD("  %-10s %s\n", h->key, h->help);
+                KEYLINE(h->key, h->help);
         }
     }
     ADD("\nAny other key closes this help; arrows, PgUp/PgDn scroll it.");
+#undef KEYLINE
 #undef ADD
     screen_pager(s, "Help", t, len);
     free(t);
