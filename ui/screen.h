@@ -84,7 +84,8 @@ void screen_resize(screen *s, int rows, int cols);
 void screen_dirty(screen *s);
 /* Draw if dirty (one doupdate). Returns true when a frame was drawn. */
 bool screen_render(screen *s);
-/* Periodic tick (ms clock): expires messages; returns true if it dirtied. */
+/* Periodic tick (the app calls it every 100 ms; `now_ms` is unused: the
+ * monotonic clock is read here): expires messages; true if it dirtied. */
 bool screen_tick(screen *s, uint64_t now_ms);
 void screen_size(const screen *s, int *rows, int *cols);
 
