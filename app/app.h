@@ -50,5 +50,7 @@ int app_explore(const char *path, const app_explore_opts *opts);
 int cmd_info(int argc, char **argv);
 int cmd_explore(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_template(int argc, char **argv);
 
 #endif

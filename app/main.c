@@ -10,6 +10,8 @@ static const app_command COMMANDS[] = {
     {"info", cmd_info, "print a GGUF file's header, metadata and tensors (--json)"},
     {"dump", cmd_dump, "a tensor's values: text views (--values --hex --stats --hist --json), float32 or requantized blocks"},
     {"explore", cmd_explore, "open the full-screen explorer on a file (what `ggscope FILE` does in a terminal)"},
+    {"tokenize", cmd_tokenize, "tokenize text with a model's tokenizer (--ids, --pieces, --special)"},
+    {"template", cmd_template, "render a conversation with a model's chat template"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 

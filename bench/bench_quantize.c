@@ -4,14 +4,19 @@
  *
  * Input: 1M N(0,1) floats (4 MiB, rows of 4096), quantized with
  * codec_quantize (ggml's reference algorithm, no importance matrix) again and
- * again until MIN_SECONDS have passed; the best of 3 such runs is reported. */
+ * again until MIN_SECONDS have passed; the best of 3 such runs is reported.
+ * The "scalar" column is the same output computed by ggml's candidate-by-
+ * candidate search code (qz_quantize with lanes off), i.e. what ggml's own
+ * reference quantizer costs; the types without a search have no lanes. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "codec.h"
 #include "ggtype.h"
+#include "quantize_internal.h"
 
 static double now(void)
 {
@@ -48,27 +53,30 @@ int main(int argc, char **argv)
         x[i] = (float)(r * cos(a));
         x[i + 1] = (float)(r * sin(a));
     }
-    printf("%-8s %10s %12s %10s\n", "type", "bits/val", "Mvalues/s", "MB/s out");
+    printf("%-8s %9s %12s %10s %12s %8s\n", "type", "bits/val", "Mvalues/s", "MB/s out",
+           "scalar Mv/s", "speedup");
     for (uint32_t type = 0; type < GGTYPE_COUNT; type++) {
         if (!codec_can_quantize(type))
             continue;
-        double best = 0;
+        double best[2] = {0, 0};
         size_t bytes = 0;
-        for (int run = 0; run < 3; run++) {
+        for (int run = 0; run < 6; run++) {
+            const bool lanes = run % 2 == 0;
             size_t reps = 0;
             const double t0 = now();
             double t1;
             do {
-                bytes = codec_quantize(type, x, q, R, N, NULL);
+                bytes = qz_quantize(type, x, q, R, N, NULL, lanes);
                 reps++;
                 t1 = now();
             } while (t1 - t0 < min_s);
             const double rate = (double)reps * (double)total / (t1 - t0);
-            if (rate > best)
-                best = rate;
+            if (rate > best[lanes])
+                best[lanes] = rate;
         }
-        printf("%-8s %10.3f %12.1f %10.1f\n", ggtype_name(type), 8.0 * (double)bytes / (double)total,
-               best / 1e6, best * (double)bytes / (double)total / 1e6);
+        printf("%-8s %9.3f %12.1f %10.1f %12.1f %7.1fx\n", ggtype_name(type),
+               8.0 * (double)bytes / (double)total, best[1] / 1e6,
+               best[1] * (double)bytes / (double)total / 1e6, best[0] / 1e6, best[1] / best[0]);
         fflush(stdout);
     }
     free(x);

@@ -134,7 +134,9 @@ static void an_q8(flist *l, int type)
     f_half(l, "d", 0, 0, 32);
     uint32_t o = 2;
     if (type == GGTYPE_Q8_1) {
-        f_half(l, "s", 2, 0, 32);
+        /* s = d * sum(qs): not needed to decode */
+        codec_field *f = add(l, CODEC_FIELD_OTHER, 2, 2, 0, 32, 1, "s");
+        set_num(f, cdc_f16_to_f32((uint16_t)f->raw));
         o = 4;
     }
     for (int j = 0; j < 32; j++) {

@@ -269,6 +269,15 @@ TGT static void dq_iq4_xs(const void *src, float *y, uint64_t nb)
         _mm256_storeu_ps((y), _mm256_add_ps(_mm256_mul_ps(u8x8_ps(v), s_), m_));                       \
         _mm256_storeu_ps((y) + 8, _mm256_add_ps(_mm256_mul_ps(u8x8_ps(_mm_srli_si128((v), 8)), s_), m_)); \
     } while (0)
+#define SELECT16(y, bits, a, b)                                                                   \
+    do {                                                                                          \
+        const __m256i sel_ = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);                       \
+        const __m256 a_ = _mm256_set1_ps(a), b_ = _mm256_set1_ps(b);                              \
+        const __m256i lo_ = _mm256_and_si256(_mm256_set1_epi32((int)((bits) & 0xFF)), sel_);       \
+        const __m256i hi_ = _mm256_and_si256(_mm256_set1_epi32((int)((bits) >> 8)), sel_);         \
+        _mm256_storeu_ps((y), _mm256_blendv_ps(b_, a_, _mm256_castsi256_ps(_mm256_cmpeq_epi32(lo_, sel_))));     \
+        _mm256_storeu_ps((y) + 8, _mm256_blendv_ps(b_, a_, _mm256_castsi256_ps(_mm256_cmpeq_epi32(hi_, sel_)))); \
+    } while (0)
 #include "dequant_simd_body.h"
 
 void cdc_dequant_avx2_table(cdc_dequant_fn t[GGTYPE_COUNT])

@@ -4,6 +4,7 @@
  *   EMIT_I8(y, v, s)        y[0..15] = (float)(int8)v[k] * s   (s a scalar float)
  *   EMIT_U8_SUB(y, v, s, m) y[0..15] = s * (float)(uint8)v[k] - m
  *   EMIT_U8_ADD(y, v, s, m) y[0..15] = (float)(uint8)v[k] * s + m
+ *   SELECT16(y, bits, a, b) y[k] = bit k of bits ? a : b
  * Every kernel here does what its scalar twin in dequant.c does, in 16-lane
  * groups, with the same float operations (identical results). Not a header
  * for anyone else. */
@@ -175,6 +176,17 @@ TGT static void body_tq2_0(const void *src, float *y, uint64_t nb)
     }
 }
 
+/* q1_0: bit set -> d, clear -> -d (a select, no arithmetic on the values). */
+TGT static void body_q1_0(const void *src, float *y, uint64_t nb)
+{
+    const uint8_t *b = src;
+    for (uint64_t i = 0; i < nb; i++, b += sizeof(block_q1_0)) {
+        const float d = body_half(b), neg_d = -d;
+        for (int k = 0; k < QK1_0 / 16; k++, y += 16)
+            SELECT16(y, cdc_le16(b + 2 + 2 * k), d, neg_d);
+    }
+}
+
 /* Add the kernels of this body to a path's table. */
 static void body_fill(cdc_dequant_fn t[GGTYPE_COUNT])
 {
@@ -185,4 +197,5 @@ static void body_fill(cdc_dequant_fn t[GGTYPE_COUNT])
     t[GGTYPE_MXFP4] = body_mxfp4;
     t[GGTYPE_NVFP4] = body_nvfp4;
     t[GGTYPE_TQ2_0] = body_tq2_0;
+    t[GGTYPE_Q1_0] = body_q1_0;
 }

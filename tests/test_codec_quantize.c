@@ -12,6 +12,7 @@
 #include "codec.h"
 #include "ggtype.h"
 #include "gguf.h"
+#include "quantize_internal.h"
 
 /* Every type with a quantizer, and the relative round-trip RMSE
  * (RMSE / RMS of the data) it must show on 1M N(0,1) values: below `hi`
@@ -183,9 +184,81 @@ static void test_fixtures_exact(void **state)
     assert_int_equal(checked, (int)N_QTYPES);
 }
 
+/* ---- more vectors from ggml, importance paths included ---- */
+
+/* tests/data/quant-vectors.gguf (made by tools/gen_quant_vectors.c with the
+ * peer oracle's ggml_quantize_chunk): 6 rows of varied data, an importance
+ * matrix, and ggml's output for every type without (`q.TYPE`) and with
+ * (`qi.TYPE`) the importance matrix. Ours must be the same bytes. */
+static void test_ggml_vectors(void **state)
+{
+    (void)state;
+    const char *root = getenv("GGSCOPE_SRC");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/quant-vectors.gguf", root ? root : ".");
+    gguf_error err;
+    gguf_file *f = gguf_open(path, &err);
+    if (!f) {
+        char buf[1024];
+        fail_msg("%s", gguf_error_format(&err, buf, sizeof buf));
+    }
+    const gguf_tensor *src = gguf_find_tensor(f, "src");
+    const gguf_tensor *im = gguf_find_tensor(f, "imatrix");
+    assert_non_null(src);
+    assert_non_null(im);
+    const uint64_t n = src->ne[0], nrows = src->ne[1];
+    assert_int_equal(im->n_elements, n);
+    float *x = malloc(src->n_bytes), *w = malloc(im->n_bytes);
+    assert_non_null(x);
+    assert_non_null(w);
+    memcpy(x, src->data, src->n_bytes);
+    memcpy(w, im->data, im->n_bytes);
+    int plain = 0, weighted = 0;
+    for (uint64_t i = 0; i < gguf_tensor_count(f); i++) {
+        const gguf_tensor *t = gguf_tensor_at(f, i);
+        char name[64];
+        gguf_str_copy(t->name, name, sizeof name);
+        const bool is_q = strncmp(name, "q.", 2) == 0, is_qi = strncmp(name, "qi.", 3) == 0;
+        if (!is_q && !is_qi)
+            continue;
+        assert_string_equal(strchr(name, '.') + 1, ggtype_name(t->type));
+        const size_t rb = row_bytes(t->type, n);
+        assert_int_equal(t->n_bytes, rb * nrows);
+        uint8_t *out = malloc(t->n_bytes);
+        assert_non_null(out);
+        assert_int_equal(codec_quantize(t->type, x, out, nrows, n, is_qi ? w : NULL), t->n_bytes);
+        for (uint64_t r = 0; r < nrows; r++)
+            if (memcmp(out + r * rb, t->data + r * rb, rb))
+                fail_msg("%s: row %" PRIu64 " differs from ggml's", name, r);
+        free(out);
+        plain += is_q;
+        weighted += is_qi;
+    }
+    print_message("%d types without and %d with importance weights: byte-exact\n", plain, weighted);
+    assert_int_equal(plain, (int)N_QTYPES - 2); /* all but F16 and BF16 */
+    assert_int_equal(weighted, 11);             /* the types that take weights */
+    free(x);
+    free(w);
+    gguf_close(f);
+}
+
 /* ---- round trip on Gaussian data ---- */
 
+/* 1M values; a quarter under the sanitizers (unoptimized, ~20x slower: the
+ * bounds are statistical and hold there too; the full-size figures come from
+ * the normal build) */
+#if defined(__SANITIZE_ADDRESS__)
+#define QT_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define QT_SANITIZED 1
+#endif
+#endif
+#ifdef QT_SANITIZED
+#define RT_N (1u << 18)
+#else
 #define RT_N (1u << 20)
+#endif
 
 static void test_round_trip_gaussian(void **state)
 {
@@ -199,14 +272,34 @@ static void test_round_trip_gaussian(void **state)
         const uint32_t type = QTYPES[t].type;
         const size_t bytes = round_trip(type, x, y, RT_N / 4096, 4096, NULL);
         const double e = rel_rmse(x, y, RT_N);
-        print_message("%-7s %5.2f bits/value  rel RMSE %.5f  (bounds %.4g .. %.4g)\n",
-                      ggtype_name(type), 8.0 * (double)bytes / RT_N, e, QTYPES[t].lo, QTYPES[t].hi);
+        print_message("%-7s %5.2f bits/value  rel RMSE %.5f on %u values (bounds %.4g .. %.4g)\n",
+                      ggtype_name(type), 8.0 * (double)bytes / RT_N, e, RT_N, QTYPES[t].lo,
+                      QTYPES[t].hi);
         if (!(e > QTYPES[t].lo && e < QTYPES[t].hi)) {
             print_message("FAIL: %s: rel RMSE %.5f outside [%g, %g]\n", ggtype_name(type), e,
                           QTYPES[t].lo, QTYPES[t].hi);
             failed++;
         }
     }
+    /* Q8_0's figure is the rounding noise of its format: values rounded to a
+     * grid of step d = amax/127 per block of 32 have an RMSE of
+     * sqrt(mean(d^2)/12) (uniform error), 0.53% for N(0,1) data. The measured
+     * value must be that, within 2%. */
+    double sd2 = 0, ss = 0;
+    for (size_t b = 0; b < RT_N / 32; b++) {
+        double amax = 0;
+        for (size_t i = 0; i < 32; i++) {
+            amax = fmax(amax, fabs((double)x[b * 32 + i]));
+            ss += (double)x[b * 32 + i] * x[b * 32 + i];
+        }
+        sd2 += (amax / 127) * (amax / 127);
+    }
+    const double predicted = sqrt(sd2 / (RT_N / 32) / 12) / sqrt(ss / RT_N);
+    round_trip(GGTYPE_Q8_0, x, y, RT_N / 4096, 4096, NULL);
+    const double q8 = rel_rmse(x, y, RT_N);
+    print_message("q8_0 rel RMSE %.5f, rounding-noise prediction %.5f\n", q8, predicted);
+    if (fabs(q8 / predicted - 1) > 0.02)
+        fail_msg("q8_0: %.5f is not its rounding noise %.5f", q8, predicted);
     free(x);
     free(y);
     assert_int_equal(failed, 0);
@@ -490,6 +583,56 @@ static void test_imatrix(void **state)
     free(w);
 }
 
+/* ---- the lane-parallel searches against ggml's scalar code ---- */
+
+/* codec_quantize runs the scale searches of the K-quants, IQ4 and the
+ * importance paths 16 candidates at a time; ggml's candidate-by-candidate
+ * code is kept as qz_quantize(..., lanes = false). Both must give the same
+ * bytes on every kind of data, with and without importance weights. */
+static void test_lanes_match_scalar(void **state)
+{
+    (void)state;
+    enum { N = 1024, R = 12 };
+    float *x = malloc(N * R * sizeof(float)), w[N];
+    assert_non_null(x);
+    uint64_t s = 21;
+    gaussian(x, N * R, 22, 1.0);
+    for (size_t i = 0; i < N; i++) /* row 0: as drawn; the others reshaped */
+        w[i] = (float)pow(10.0, 3.0 * rng_unit(&s) - 1.5);
+    for (size_t i = 0; i < N; i++) {
+        x[1 * N + i] = (float)(2.0 * rng_unit(&s) - 1.0);            /* uniform */
+        x[2 * N + i] = (float)rng_unit(&s);                          /* all positive */
+        x[3 * N + i] = -(float)rng_unit(&s) * 100.0f;                /* all negative */
+        x[4 * N + i] = x[4 * N + i] * x[4 * N + i] * x[4 * N + i];   /* heavy tails */
+        x[5 * N + i] = rng_unit(&s) < 0.9 ? 0.0f : x[5 * N + i];      /* sparse */
+        x[6 * N + i] = (i / 8) % 3 == 0 ? 0.5f : x[6 * N + i];        /* constant runs */
+        x[7 * N + i] = (i & 1) ? 1.0f : -1.0f;                       /* alternating */
+        x[8 * N + i] *= 1e-6f;                                       /* tiny */
+        x[9 * N + i] *= 1e4f;                                        /* large */
+        x[10 * N + i] = (float)((int)(rng_unit(&s) * 3) - 1);        /* ternary */
+        x[11 * N + i] = (i % 32 == 5) ? 50.0f : x[11 * N + i] * 0.01f; /* outliers */
+    }
+    for (size_t t = 0; t < N_QTYPES; t++) {
+        const uint32_t type = QTYPES[t].type;
+        const size_t rb = row_bytes(type, N);
+        uint8_t *a = malloc(rb * R), *b = malloc(rb * R);
+        assert_non_null(a);
+        assert_non_null(b);
+        for (int im = 0; im < 2; im++) {
+            const float *qw = im ? w : NULL;
+            assert_int_equal(qz_quantize(type, x, a, R, N, qw, false), rb * R);
+            assert_int_equal(qz_quantize(type, x, b, R, N, qw, true), rb * R);
+            for (int r = 0; r < R; r++)
+                if (memcmp(a + r * rb, b + r * rb, rb))
+                    fail_msg("%s%s: row %d: lanes differ from ggml's scalar search",
+                             ggtype_name(type), im ? " (imatrix)" : "", r);
+        }
+        free(a);
+        free(b);
+    }
+    free(x);
+}
+
 /* ---- threads ---- */
 
 typedef struct {
@@ -547,6 +690,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_api),
         cmocka_unit_test(test_fixtures_exact),
+        cmocka_unit_test(test_ggml_vectors),
         cmocka_unit_test(test_round_trip_gaussian),
         cmocka_unit_test(test_zero_rows),
         cmocka_unit_test(test_constant_rows),
@@ -554,6 +698,7 @@ int main(void)
         cmocka_unit_test(test_patterns),
         cmocka_unit_test(test_rows_independent),
         cmocka_unit_test(test_imatrix),
+        cmocka_unit_test(test_lanes_match_scalar),
         cmocka_unit_test(test_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
