@@ -930,6 +930,7 @@ static jnode *parse_primary(parser *p)
             long long v = strtoll(buf, NULL, 10);
             if (errno == ERANGE) {
                 n->kind = JN_FLOAT;
+                n->flag = true; /* still an integer by type */
                 n->f = strtod(buf, NULL);
             } else {
                 n->i = v;
