@@ -366,11 +366,34 @@ static void js_num(jx *x, jbuf *b, double d)
         buf_addc(x, b, '-');
         d = -d;
     }
-    char tmp[40];
-    int prec;
-    for (prec = 1; prec <= 17; prec++) {
+    /* the shortest digits that read back as d (as JavaScript prints): at each
+     * precision try the correctly rounded mantissa, then its neighbours */
+    char tmp[48];
+    for (int prec = 1; prec <= 17; prec++) {
         snprintf(tmp, sizeof tmp, "%.*e", prec - 1, d);
         if (strtod(tmp, NULL) == d)
+            break;
+        char *e = strchr(tmp, 'e');
+        int ex = atoi(e + 1);
+        uint64_t m = 0;
+        for (char *q = tmp; q < e; q++)
+            if (*q >= '0' && *q <= '9')
+                m = m * 10 + (uint64_t)(*q - '0');
+        bool found = false;
+        for (int dir = -1; dir <= 1 && !found; dir += 2) {
+            uint64_t c = dir < 0 ? m - 1 : m + 1;
+            char dig[24];
+            int nd = snprintf(dig, sizeof dig, "%llu", (unsigned long long)c);
+            if (nd != prec)
+                continue; /* the neighbour changed the digit count: not of this precision */
+            char cand[48];
+            snprintf(cand, sizeof cand, "%c%s%se%d", dig[0], prec > 1 ? "." : "", dig + 1, ex);
+            if (strtod(cand, NULL) == d) {
+                snprintf(tmp, sizeof tmp, "%s", cand);
+                found = true;
+            }
+        }
+        if (found)
             break;
     }
     /* tmp: D[.DDD]e[+-]XX */
