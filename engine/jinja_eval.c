@@ -1108,23 +1108,40 @@ static jval *argk(const jargs *a, size_t i, const char *k)
     return k ? kwget(a, k) : NULL;
 }
 
+static bool is_intv(const jval *v) { return v->t == JV_INT || (v->t == JV_FLOAT && v->intlike); }
+
+/* An integer value as int64, clamped (huge JavaScript integers, Infinity); NaN -> 0. */
+static int64_t int_of(const jval *v)
+{
+    if (v->t == JV_INT)
+        return v->u.i;
+    double d = v->u.f;
+    if (isnan(d))
+        return 0;
+    if (d >= 9.2e18)
+        return INT64_MAX;
+    if (d <= -9.2e18)
+        return INT64_MIN + 1;
+    return (int64_t)d;
+}
+
 /* slice() of @huggingface/jinja over n items: the chosen indices. */
 static size_t slice_indices(jx *x, int64_t n, const jval *start, const jval *stop, const jval *stepv,
                             int64_t **out, const jnode *at)
 {
-    int64_t st = stepv->t == JV_UNDEF ? 1 : stepv->u.i;
+    int64_t st = stepv->t == JV_UNDEF ? 1 : int_of(stepv);
     if (st == 0)
         rerr(x, at, "Slice step cannot be zero");
     int64_t a, b;
     if (st > 0) {
-        a = start->t == JV_UNDEF ? 0 : start->u.i;
+        a = start->t == JV_UNDEF ? 0 : int_of(start);
         a = a < 0 ? (n + a > 0 ? n + a : 0) : (a < n ? a : n);
-        b = stop->t == JV_UNDEF ? n : stop->u.i;
+        b = stop->t == JV_UNDEF ? n : int_of(stop);
         b = b < 0 ? (n + b > 0 ? n + b : 0) : (b < n ? b : n);
     } else {
-        a = start->t == JV_UNDEF ? n - 1 : start->u.i;
+        a = start->t == JV_UNDEF ? n - 1 : int_of(start);
         a = a < 0 ? (n + a > -1 ? n + a : -1) : (a < n - 1 ? a : n - 1);
-        b = stop->t == JV_UNDEF ? -1 : stop->u.i;
+        b = stop->t == JV_UNDEF ? -1 : int_of(stop);
         b = b < -1 ? (n + b > -1 ? n + b : -1) : (b < n - 1 ? b : n - 1);
     }
     size_t cnt = 0;
@@ -1146,11 +1163,11 @@ static jval *eval_slice(jx *x, jval *obj, const jnode *s, jscope *sc)
     jval *a = s->a ? eval(x, s->a, sc) : &V_UNDEF;
     jval *b = s->b ? eval(x, s->b, sc) : &V_UNDEF;
     jval *c = s->c ? eval(x, s->c, sc) : &V_UNDEF;
-    if (!(a->t == JV_INT || a->t == JV_UNDEF))
+    if (!(is_intv(a) || a->t == JV_UNDEF))
         rerr(x, s, "Slice start must be numeric or undefined");
-    if (!(b->t == JV_INT || b->t == JV_UNDEF))
+    if (!(is_intv(b) || b->t == JV_UNDEF))
         rerr(x, s, "Slice stop must be numeric or undefined");
-    if (!(c->t == JV_INT || c->t == JV_UNDEF))
+    if (!(is_intv(c) || c->t == JV_UNDEF))
         rerr(x, s, "Slice step must be numeric or undefined");
     int64_t *idx;
     if (obj->t == JV_ARRAY) {
@@ -1214,8 +1231,8 @@ static jval *member(jx *x, jval *obj, jval *prop, const jnode *at)
         if (!r && obj->t == JV_OBJECT)
             r = obj_builtin(x, obj, prop->u.s.p, prop->u.s.n);
     } else if (obj->t == JV_ARRAY || obj->t == JV_STR) {
-        if (prop->t == JV_INT) {
-            int64_t i = prop->u.i;
+        if (is_intv(prop)) {
+            int64_t i = int_of(prop);
             if (obj->t == JV_ARRAY) {
                 int64_t n = (int64_t)obj->u.a.n;
                 if (i < 0)
