@@ -264,7 +264,6 @@ static char *render_builtin(const chat_template *ct, chat_format f, const chat_m
     }
     case CHAT_FORMAT_LLAMA2: {
         const char *sys = NULL;
-        bool open = false; /* an [INST] waiting for its answer */
         for (size_t i = 0; i < n; i++) {
             if (role_is(&m[i], "system")) {
                 sys = m[i].content;
@@ -273,7 +272,6 @@ static char *render_builtin(const chat_template *ct, chat_format f, const chat_m
                 sb_add_trimmed(&b, m[i].content);
                 sb_adds(&b, " ");
                 sb_adds(&b, eos);
-                open = false;
             } else {
                 sb_adds(&b, bos);
                 sb_adds(&b, "[INST] ");
@@ -285,10 +283,8 @@ static char *render_builtin(const chat_template *ct, chat_format f, const chat_m
                 }
                 sb_add_trimmed(&b, m[i].content);
                 sb_adds(&b, " [/INST]");
-                open = true;
             }
         }
-        (void)open;
         break;
     }
     case CHAT_FORMAT_MISTRAL: {
