@@ -552,3 +552,20 @@ char *chat_render_delta(const chat_template *ct, const chat_message *msgs, size_
         *len = full_len;
     return full;
 }
+
+size_t chat_common_prefix(const char *a, size_t an, const char *b, size_t bn)
+{
+    size_t n = an < bn ? an : bn, i = 0;
+    while (i < n && a[i] == b[i])
+        i++;
+    /* a continuation byte at i means the character starting before i differs */
+    if (i < an || i < bn) {
+        while (i > 0) {
+            unsigned char na = i < an ? (unsigned char)a[i] : 0, nb = i < bn ? (unsigned char)b[i] : 0;
+            if ((na & 0xC0) != 0x80 && (nb & 0xC0) != 0x80)
+                break;
+            i--;
+        }
+    }
+    return i;
+}

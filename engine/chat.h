@@ -109,4 +109,9 @@ char *chat_render_json(const chat_template *ct, const cJSON *messages, const cha
 char *chat_render_delta(const chat_template *ct, const chat_message *msgs, size_t n_prev, size_t n,
                         const chat_opts *opts, size_t *len, bool *reset, chat_result *res);
 
+/* The length of the longest common prefix of a[0..an) and b[0..bn), backed
+ * off so that it does not end inside a UTF-8 character: how much of a prompt
+ * already evaluated (a) the new render (b) keeps. */
+size_t chat_common_prefix(const char *a, size_t an, const char *b, size_t bn);
+
 #endif

@@ -381,13 +381,26 @@ static void test_delta(void **state)
     chat_template_free(ct);
 }
 
+static void test_common_prefix(void **state)
+{
+    (void)state;
+    assert_int_equal(chat_common_prefix("abc", 3, "abd", 3), 2);
+    assert_int_equal(chat_common_prefix("abc", 3, "abc", 3), 3);
+    assert_int_equal(chat_common_prefix("abc", 3, "abcdef", 6), 3);
+    assert_int_equal(chat_common_prefix("", 0, "x", 1), 0);
+    /* "é" (C3 A9) and "è" (C3 A8) share a lead byte: not a character boundary */
+    assert_int_equal(chat_common_prefix("x\xC3\xA9", 3, "x\xC3\xA8", 3), 1);
+    assert_int_equal(chat_common_prefix("x\xE4\xB8\xAD", 4, "x\xE4\xB8\xAE", 4), 1);
+    assert_int_equal(chat_common_prefix("x\xC3\xA9", 3, "x\xC3", 2), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_detect),          cmocka_unit_test(test_builtin_formats),
         cmocka_unit_test(test_builtin_vs_templates), cmocka_unit_test(test_template_via_chat),
         cmocka_unit_test(test_fallbacks),       cmocka_unit_test(test_system_prompt_and_json),
-        cmocka_unit_test(test_delta),
+        cmocka_unit_test(test_delta),           cmocka_unit_test(test_common_prefix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
