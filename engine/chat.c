@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "chat.h"
+#include "gguf.h"
 
 struct chat_template {
     char *text;             /* NULL when the model has no template */
@@ -107,6 +108,48 @@ chat_template *chat_template_new(const char *text, const char *bos, const char *
     return ct;
 }
 
+/* A token's text by the id stored under `key`; malloc'd, "" when absent. */
+static char *gguf_token_text(const gguf_file *g, const char *key)
+{
+    uint64_t id;
+    const gguf_value *toks;
+    gguf_str s;
+    if (gguf_get_u64(g, key, &id) != GGUF_OK || gguf_get_arr(g, "tokenizer.ggml.tokens", &toks) != GGUF_OK ||
+        gguf_arr_str(toks, id, &s) != GGUF_OK)
+        return dupstr("");
+    char *d = s.len < SIZE_MAX ? malloc((size_t)s.len + 1) : NULL;
+    if (d) {
+        memcpy(d, s.ptr, (size_t)s.len);
+        d[s.len] = 0;
+    }
+    return d;
+}
+
+chat_template *chat_template_from_gguf(const gguf_file *g, const char *bos, const char *eos)
+{
+    if (!g)
+        return NULL;
+    char *text = NULL, *b = NULL, *e = NULL;
+    chat_template *ct = NULL;
+    gguf_str s;
+    if (gguf_get_str(g, "tokenizer.chat_template", &s) == GGUF_OK) {
+        text = s.len < SIZE_MAX ? malloc((size_t)s.len + 1) : NULL;
+        if (!text)
+            goto done;
+        memcpy(text, s.ptr, (size_t)s.len);
+        text[s.len] = 0;
+    }
+    b = bos ? dupstr(bos) : gguf_token_text(g, "tokenizer.ggml.bos_token_id");
+    e = eos ? dupstr(eos) : gguf_token_text(g, "tokenizer.ggml.eos_token_id");
+    if (b && e)
+        ct = chat_template_new(text, b, e);
+done:
+    free(text);
+    free(b);
+    free(e);
+    return ct;
+}
+
 chat_template *chat_template_new_builtin(chat_format format, const char *bos, const char *eos)
 {
     if (format <= CHAT_FORMAT_TEMPLATE || format >= CHAT_FORMAT_COUNT)
@@ -132,6 +175,10 @@ void chat_template_free(chat_template *ct)
 }
 
 const char *chat_template_describe(const chat_template *ct) { return ct ? ct->describe : ""; }
+
+const char *chat_template_bos(const chat_template *ct) { return ct ? ct->bos : ""; }
+
+const char *chat_template_eos(const chat_template *ct) { return ct ? ct->eos : ""; }
 
 chat_format chat_template_fallback(const chat_template *ct) { return ct ? ct->fallback : CHAT_FORMAT_CHATML; }
 

@@ -61,6 +61,14 @@ typedef struct {
  * Returns NULL only when out of memory. Free with chat_template_free(). */
 chat_template *chat_template_new(const char *template_text, const char *bos, const char *eos);
 
+/* The chat template of a GGUF model: `tokenizer.chat_template` (none when
+ * absent) with BOS/EOS texts from `tokenizer.ggml.bos_token_id` /
+ * `eos_token_id` looked up in `tokenizer.ggml.tokens` ("" when absent).
+ * bos/eos, when not NULL, override the model's. NULL only when out of memory
+ * or g is NULL. */
+struct gguf_file;
+chat_template *chat_template_from_gguf(const struct gguf_file *g, const char *bos, const char *eos);
+
 /* A chat template that always uses built-in `format` (not TEMPLATE). */
 chat_template *chat_template_new_builtin(chat_format format, const char *bos, const char *eos);
 
@@ -79,6 +87,10 @@ const char *chat_format_name(chat_format f);
  * (Jinja, N bytes)", "model template (does not parse; fallback Llama 3)",
  * "built-in Gemma", "no template (fallback ChatML)". Valid until freed. */
 const char *chat_template_describe(const chat_template *ct);
+
+/* The BOS / EOS texts the template renders with (never NULL). */
+const char *chat_template_bos(const chat_template *ct);
+const char *chat_template_eos(const chat_template *ct);
 
 /* The built-in format this template falls back to. */
 chat_format chat_template_fallback(const chat_template *ct);
