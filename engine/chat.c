@@ -54,10 +54,12 @@ chat_format chat_detect_format(const char *t, const char *eos)
         return CHAT_FORMAT_LLAMA3;
     if (strstr(t, "<start_of_turn>"))
         return CHAT_FORMAT_GEMMA;
+    /* Phi-3/4 end turns with <|end|> (some build '<|' + role + '|>' and only
+     * name <|assistant|> or <|system|> literally); Zephyr with the EOS token */
+    if ((strstr(t, "<|user|>") || strstr(t, "<|assistant|>") || strstr(t, "<|system|>")) && strstr(t, "<|end|>"))
+        return CHAT_FORMAT_PHI3;
     if (strstr(t, "<|user|>")) {
-        if (strstr(t, "<|end|>"))
-            return CHAT_FORMAT_PHI3;
-        (void)eos; /* Zephyr ends turns with the EOS token (`</s>` or eos_token) */
+        (void)eos;
         return CHAT_FORMAT_ZEPHYR;
     }
     if (strstr(t, "[INST]"))

@@ -5,7 +5,7 @@
  * render (including a template that raises, e.g. Gemma refusing a system
  * turn), a built-in format is used instead: the one whose markers appear in
  * the template text (`<|im_start|>` -> ChatML, `<|start_header_id|>` ->
- * Llama 3, `<start_of_turn>` -> Gemma, `<|user|>` + `<|end|>` -> Phi-3,
+ * Llama 3, `<start_of_turn>` -> Gemma, `<|user|>`/`<|assistant|>` + `<|end|>` -> Phi-3,
  * `<|user|>` -> Zephyr, `[INST]` + `<<SYS>>` -> Llama 2, `[INST]` ->
  * Mistral; ChatML when nothing matches). Every result says which was used. */
 #ifndef GGSCOPE_CHAT_H

@@ -29,6 +29,7 @@ static void test_detect(void **state)
         {"{{ bos_token }}<|start_header_id|>{{ role }}<|end_header_id|>", CHAT_FORMAT_LLAMA3},
         {"<start_of_turn>user\n{{ content }}<end_of_turn>", CHAT_FORMAT_GEMMA},
         {"{{ '<|user|>\n' + content + '<|end|>\n' }}", CHAT_FORMAT_PHI3},
+        {"{{ '<|' + m.role + '|>' + m.content + '<|end|>' }}{{ '<|assistant|>' }}", CHAT_FORMAT_PHI3},
         {"{{ '<|user|>\n' + content + eos_token }}", CHAT_FORMAT_ZEPHYR},
         {"[INST] <<SYS>>\n{{ s }}\n<</SYS>>\n\n{{ u }} [/INST]", CHAT_FORMAT_LLAMA2},
         {"{{ bos_token }}[INST]{{ u }}[/INST]", CHAT_FORMAT_MISTRAL},
