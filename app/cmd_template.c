@@ -57,6 +57,10 @@ static char *read_all(const char *path, size_t *n)
         if (r == 0)
             break;
     }
+    if (buf && ferror(f)) {
+        free(buf);
+        buf = NULL;
+    }
     if (f != stdin)
         fclose(f);
     if (buf) {

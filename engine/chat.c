@@ -426,7 +426,11 @@ static char *render_core(const chat_template *ct, const cJSON *msgs, const chat_
         } else if (ct->text) {
             res->error = ct->parse_err;
         }
-        if (o->no_fallback && ct->text) {
+        if (o->no_fallback) {
+            if (!ct->text) {
+                set_error(res, JINJA_EARG, "the model has no chat template");
+                return NULL;
+            }
             char eb[600];
             snprintf(res->status, sizeof res->status, "chat template failed: %s",
                      jinja_error_format(&res->error, eb, sizeof eb));

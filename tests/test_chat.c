@@ -318,6 +318,8 @@ static void test_fallbacks(void **state)
     assert_int_equal(r.format, CHAT_FORMAT_CHATML);
     assert_non_null(strstr(r.status, "no chat template"));
     free(out);
+    assert_null(chat_render(ct, conv, 1, &strict, NULL, &r));
+    assert_non_null(strstr(r.error.msg, "no chat template"));
     chat_template_free(ct);
     chat_template_free(NULL);
 }
