@@ -13,49 +13,67 @@
 #include "ggtype.h"
 #include "kernels_internal.h"
 
-/* The codec (codec_dequantize) is built on another branch; until it is in
- * the tree the generic path reports failure instead of breaking the link. */
-#pragma weak codec_dequantize
-
 /* ---- SIMD path selection ---- */
 
-static kern_tile_fn g_tab[3][GGTYPE_COUNT];
+static kern_tile_fn g_tab[4][GGTYPE_COUNT];
 static kern_simd g_simd = KERN_SIMD_SCALAR;
 static bool g_avx2_vnni;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#define KERN_X86 1
+#endif
+
+/* CPU features from cpuid + xgetbv (clang's __builtin_cpu_supports lacks
+ * some names, and the OS must have enabled the YMM/ZMM state). */
+typedef struct {
+    bool avx2, fma, f16c, avx512, avx512vnni, avxvnni;
+} cpu_feat;
+
+static cpu_feat cpu_features(void)
+{
+    cpu_feat f = {0};
+#ifdef KERN_X86
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(1, 0, &a, &b, &c, &d))
+        return f;
+    bool osxsave = (c >> 27) & 1, avx = (c >> 28) & 1;
+    f.fma = (c >> 12) & 1;
+    f.f16c = (c >> 29) & 1;
+    if (!osxsave || !avx)
+        return f;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    bool ymm_os = (lo & 0x6) == 0x6, zmm_os = (lo & 0xe6) == 0xe6;
+    if (!ymm_os)
+        return (cpu_feat){0};
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+        return f;
+    f.avx2 = (b >> 5) & 1;
+    bool avx512f = (b >> 16) & 1, avx512dq = (b >> 17) & 1, avx512bw = (b >> 30) & 1,
+         avx512vl = (b >> 31) & 1;
+    f.avx512vnni = (c >> 11) & 1;
+    f.avx512 = zmm_os && avx512f && avx512dq && avx512bw && avx512vl;
+    if (__get_cpuid_count(7, 1, &a, &b, &c, &d))
+        f.avxvnni = (a >> 4) & 1;
+#endif
+    return f;
+}
+
 static bool cpu_has(kern_simd s)
 {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    __builtin_cpu_init();
+    cpu_feat f = cpu_features();
     switch (s) {
     case KERN_SIMD_SCALAR:
         return true;
     case KERN_SIMD_AVX2:
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-               __builtin_cpu_supports("f16c");
+    case KERN_SIMD_AVX2_PLAIN:
+        return f.avx2 && f.fma && f.f16c;
     case KERN_SIMD_AVX512:
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-               __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx2") &&
-               __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+        return f.avx2 && f.fma && f.f16c && f.avx512 && f.avx512vnni;
     }
     return false;
-#else
-    return s == KERN_SIMD_SCALAR;
-#endif
-}
-
-static bool cpu_has_avxvnni(void)
-{
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    /* CPUID.(EAX=7,ECX=1):EAX bit 4 = AVX-VNNI (not every compiler knows the name). */
-    unsigned a = 7, b = 0, c = 1, d = 0;
-    __asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
-    return (a >> 4) & 1;
-#else
-    return false;
-#endif
 }
 
 static void simd_init(void)
@@ -63,9 +81,11 @@ static void simd_init(void)
     kern_fill_scalar(g_tab[KERN_SIMD_SCALAR]);
     memcpy(g_tab[KERN_SIMD_AVX2], g_tab[KERN_SIMD_SCALAR], sizeof g_tab[0]);
     memcpy(g_tab[KERN_SIMD_AVX512], g_tab[KERN_SIMD_SCALAR], sizeof g_tab[0]);
+    memcpy(g_tab[KERN_SIMD_AVX2_PLAIN], g_tab[KERN_SIMD_SCALAR], sizeof g_tab[0]);
     if (cpu_has(KERN_SIMD_AVX2)) {
-        g_avx2_vnni = cpu_has_avxvnni();
+        g_avx2_vnni = cpu_features().avxvnni;
         kern_fill_avx2(g_tab[KERN_SIMD_AVX2], g_avx2_vnni);
+        kern_fill_avx2(g_tab[KERN_SIMD_AVX2_PLAIN], 0);
         g_simd = KERN_SIMD_AVX2;
     }
     if (cpu_has(KERN_SIMD_AVX512)) {
@@ -82,6 +102,8 @@ static void simd_init(void)
             want = KERN_SIMD_AVX2;
         else if (strcmp(env, "avx512") == 0)
             want = KERN_SIMD_AVX512;
+        else if (strcmp(env, "avx2-plain") == 0)
+            want = KERN_SIMD_AVX2_PLAIN;
         if (cpu_has(want))
             g_simd = want;
     }
@@ -95,7 +117,7 @@ kern_simd kern_simd_get(void)
 
 bool kern_simd_available(kern_simd s)
 {
-    return (unsigned)s <= KERN_SIMD_AVX512 && cpu_has(s);
+    return (unsigned)s <= KERN_SIMD_AVX2_PLAIN && cpu_has(s);
 }
 
 int kern_simd_set(kern_simd s)
@@ -112,6 +134,8 @@ const char *kern_simd_name(void)
     switch (kern_simd_get()) {
     case KERN_SIMD_AVX2:
         return g_avx2_vnni ? "avx2+vnni" : "avx2";
+    case KERN_SIMD_AVX2_PLAIN:
+        return "avx2";
     case KERN_SIMD_AVX512:
         return "avx512+vnni";
     default:
@@ -388,8 +412,6 @@ int kern_matmul(kern_pool *pool, uint32_t wtype, const void *W, size_t row_bytes
         else
             kern_pool_run(pool, quant_worker, &c);
     } else {
-        if (!c.tile && &codec_dequantize == NULL)
-            return -1;
         c.act = (const uint8_t *)x;
         c.act_stride = (size_t)n_cols * sizeof(float);
         c.nb = n_cols;
