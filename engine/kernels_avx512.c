@@ -10,9 +10,273 @@
 #define DOT_US(acc, u, s) _mm256_dpbusd_epi32((acc), (u), (s))
 #include "kernels_simd.inc"
 
+/* ---- 512-bit tiles ----
+ * 32-element block types, four rows at once: the 16 quant bytes of rows
+ * r0..r3 fill the four 128-bit lanes of a zmm (low nibbles in one, high
+ * nibbles in another), each token's 16+16 activation bytes are broadcast to
+ * every lane, so one vpdpbusd pair yields the block dot of four rows (4 int32
+ * lanes each) and the weight unpacking is shared by up to 4 tokens. */
+
+#define K5 static KTARGET inline __attribute__((always_inline))
+
+K5 uint16_t ld16(const uint8_t *p)
+{
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
+}
+
+/* f16 values at p[0..3] (+ off) -> [f0 x4, f1 x4, f2 x4, f3 x4] */
+K5 __m512 h2f_quad(const uint8_t *const p[4], size_t off)
+{
+    uint64_t h = (uint64_t)ld16(p[0] + off) | (uint64_t)ld16(p[1] + off) << 16 |
+                 (uint64_t)ld16(p[2] + off) << 32 | (uint64_t)ld16(p[3] + off) << 48;
+    __m128 f = _mm_cvtph_ps(_mm_cvtsi64_si128((long long)h));
+    const __m512i idx = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+    return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(f));
+}
+
+K5 __m512i quad16(const uint8_t *const p[4], size_t off)
+{
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(p[0] + off)));
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p[1] + off)), 1);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p[2] + off)), 2);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p[3] + off)), 3);
+    return v;
+}
+
+K5 void q32x4_sub(const uint8_t *w, size_t rb, int nr, const uint8_t *act, size_t as,
+                  int64_t nb, float *y, int64_t ys, const int NT, const int kind, const size_t bsz)
+{
+    const uint8_t *rp[4];
+    for (int r = 0; r < 4; r++)
+        rp[r] = w + (size_t)(r < nr ? r : 0) * rb; /* missing rows: computed, dropped */
+    size_t qoff = kind == K32_Q4_1 ? 4 : kind == K32_Q5_0 ? 6 : kind == K32_Q5_1 ? 8 : 2;
+    size_t hoff = kind == K32_Q5_0 ? 2 : 4;
+    __m512 acc[4];
+    for (int t = 0; t < NT; t++)
+        acc[t] = _mm512_setzero_ps();
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    uint8_t tab[16];
+    for (int i = 0; i < 16; i++)
+        tab[i] = (uint8_t)(kern_iq4nl_values[i] + 128);
+    const __m512i iq4tab = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)tab));
+    for (int64_t b = 0; b < nb; b++) {
+        size_t bo = (size_t)b * bsz;
+        __m512i raw = quad16(rp, bo + qoff);
+        __m512i ulo = _mm512_and_si512(raw, m4);
+        __m512i uhi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+        if (kind == K32_Q5_0 || kind == K32_Q5_1) {
+            uint64_t lo = 0, hi = 0;
+            for (int r = 0; r < 4; r++) {
+                uint32_t qh;
+                memcpy(&qh, rp[r] + bo + hoff, 4);
+                lo |= (uint64_t)(qh & 0xFFFF) << (16 * r);
+                hi |= (uint64_t)(qh >> 16) << (16 * r);
+            }
+            const __m512i v16 = _mm512_set1_epi8(16);
+            ulo = _mm512_mask_add_epi8(ulo, (__mmask64)lo, ulo, v16);
+            uhi = _mm512_mask_add_epi8(uhi, (__mmask64)hi, uhi, v16);
+        }
+        if (kind == K32_IQ4_NL) {
+            ulo = _mm512_shuffle_epi8(iq4tab, ulo);
+            uhi = _mm512_shuffle_epi8(iq4tab, uhi);
+        }
+        __m512 dq = h2f_quad(rp, bo);
+        __m512 mq = _mm512_setzero_ps();
+        if (kind == K32_Q4_1 || kind == K32_Q5_1)
+            mq = _mm512_mul_ps(h2f_quad(rp, bo + 2), _mm512_set1_ps(0.25f));
+        for (int t = 0; t < NT; t++) {
+            const kq8 *a = (const kq8 *)(act + (size_t)t * as) + b;
+            __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)a->qs));
+            __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(a->qs + 16)));
+            /* offsets of the unsigned quants, spread over the 4 lanes of a row */
+            __m512i p = kind == K32_Q4_0   ? _mm512_set1_epi32(-2 * a->s)
+                        : kind == K32_Q5_0 ? _mm512_set1_epi32(-4 * a->s)
+                        : kind == K32_IQ4_NL ? _mm512_set1_epi32(-32 * a->s)
+                                             : _mm512_setzero_si512();
+            p = _mm512_dpbusd_epi32(p, ulo, xlo);
+            p = _mm512_dpbusd_epi32(p, uhi, xhi);
+            __m512 dx = _mm512_set1_ps(a->d);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dq, dx), acc[t]);
+            if (kind == K32_Q4_1 || kind == K32_Q5_1)
+                acc[t] = _mm512_fmadd_ps(mq, _mm512_set1_ps(a->d * (float)a->s), acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++) {
+        float v[16];
+        _mm512_storeu_ps(v, acc[t]);
+        for (int r = 0; r < nr; r++)
+            y[t * ys + r] = (v[4 * r] + v[4 * r + 1]) + (v[4 * r + 2] + v[4 * r + 3]);
+    }
+}
+
+/* Q8_0, two rows per zmm (32 bytes each), quants made unsigned by +128. */
+K5 void q8x4_sub(const uint8_t *w, size_t rb, int nr, const uint8_t *act, size_t as, int64_t nb,
+                 float *y, int64_t ys, const int NT)
+{
+    const uint8_t *rp[4];
+    for (int r = 0; r < 4; r++)
+        rp[r] = w + (size_t)(r < nr ? r : 0) * rb;
+    __m512 acc[2][4];
+    for (int t = 0; t < NT; t++)
+        acc[0][t] = acc[1][t] = _mm512_setzero_ps();
+    const __m512i x80 = _mm512_set1_epi8((char)0x80);
+    const __m512i lo2 = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i hi2 = _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2);
+    for (int64_t b = 0; b < nb; b++) {
+        size_t bo = (size_t)b * sizeof(block_q8_0);
+        __m512i u[2];
+        for (int h = 0; h < 2; h++) {
+            __m512i v = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(rp[2 * h] + bo + 2)));
+            v = _mm512_inserti64x4(v, _mm256_loadu_si256((const __m256i *)(rp[2 * h + 1] + bo + 2)), 1);
+            u[h] = _mm512_xor_si512(v, x80);
+        }
+        uint64_t hh = (uint64_t)ld16(rp[0] + bo) | (uint64_t)ld16(rp[1] + bo) << 16 |
+                      (uint64_t)ld16(rp[2] + bo) << 32 | (uint64_t)ld16(rp[3] + bo) << 48;
+        __m512 d4 = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)hh)));
+        __m512 dq[2] = {_mm512_permutexvar_ps(lo2, d4), _mm512_permutexvar_ps(hi2, d4)};
+        for (int t = 0; t < NT; t++) {
+            const kq8 *a = (const kq8 *)(act + (size_t)t * as) + b;
+            __m512i xv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)a->qs));
+            __m512i init = _mm512_set1_epi32(-16 * a->s);
+            __m512 dx = _mm512_set1_ps(a->d);
+            for (int h = 0; h < 2; h++) {
+                __m512i p = _mm512_dpbusd_epi32(init, u[h], xv);
+                acc[h][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dq[h], dx), acc[h][t]);
+            }
+        }
+    }
+    for (int t = 0; t < NT; t++)
+        for (int h = 0; h < 2; h++) {
+            float v[16];
+            _mm512_storeu_ps(v, acc[h][t]);
+            for (int k = 0; k < 2; k++) {
+                int r = 2 * h + k;
+                if (r < nr) {
+                    float s = 0;
+                    for (int i = 0; i < 8; i++)
+                        s += v[8 * k + i];
+                    y[t * ys + r] = s;
+                }
+            }
+        }
+}
+
+#define Q32X4_TILE(fname, kind, bsz)                                                          \
+    static KTARGET void fname(const uint8_t *w, size_t rb, int nr, const uint8_t *act,        \
+                              size_t as, int nt, int64_t nb, float *y, int64_t ys)            \
+    {                                                                                         \
+        switch (nt) {                                                                         \
+        case 4: q32x4_sub(w, rb, nr, act, as, nb, y, ys, 4, kind, bsz); break;                \
+        case 3: q32x4_sub(w, rb, nr, act, as, nb, y, ys, 3, kind, bsz); break;                \
+        case 2: q32x4_sub(w, rb, nr, act, as, nb, y, ys, 2, kind, bsz); break;                \
+        default: q32x4_sub(w, rb, nr, act, as, nb, y, ys, 1, kind, bsz); break;               \
+        }                                                                                     \
+    }
+
+Q32X4_TILE(tile512_q4_0, K32_Q4_0, sizeof(block_q4_0))
+Q32X4_TILE(tile512_q4_1, K32_Q4_1, sizeof(block_q4_1))
+Q32X4_TILE(tile512_q5_0, K32_Q5_0, sizeof(block_q5_0))
+Q32X4_TILE(tile512_q5_1, K32_Q5_1, sizeof(block_q5_1))
+Q32X4_TILE(tile512_iq4_nl, K32_IQ4_NL, sizeof(block_iq4_nl))
+
+static KTARGET void tile512_q8_0(const uint8_t *w, size_t rb, int nr, const uint8_t *act,
+                                 size_t as, int nt, int64_t nb, float *y, int64_t ys)
+{
+    switch (nt) {
+    case 4: q8x4_sub(w, rb, nr, act, as, nb, y, ys, 4); break;
+    case 3: q8x4_sub(w, rb, nr, act, as, nb, y, ys, 3); break;
+    case 2: q8x4_sub(w, rb, nr, act, as, nb, y, ys, 2); break;
+    default: q8x4_sub(w, rb, nr, act, as, nb, y, ys, 1); break;
+    }
+}
+
+/* Q4_K / Q5_K, one row x NT tokens: each zmm holds one 64-element half of a
+ * 128-element group (sub-blocks 2j and 2j+1), products pairwise to int16 by
+ * vpmaddubsw, scaled per sub-block by vpmaddwd. */
+K5 void q45k_sub(const uint8_t *w, const uint8_t *act, size_t as, int64_t nb, float *y,
+                 int64_t ys, const int NT, const int q5)
+{
+    __m512 acc[4];
+    __m256 accm[4];
+    for (int t = 0; t < NT; t++) {
+        acc[t] = _mm512_setzero_ps();
+        accm[t] = _mm256_setzero_ps();
+    }
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i mdup = _mm256_set_epi16(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *blk = w + (size_t)b * (q5 ? sizeof(block_q5_K) : sizeof(block_q4_K));
+        float d = h2f1_avx512(ld16(blk)), dmin = h2f1_avx512(ld16(blk + 2));
+        uint32_t utmp[4];
+        k4_scales_avx512(blk + 4, utmp);
+        /* utmp bytes 0..7: scales, 8..15: mins */
+        __m256i sm16 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)utmp));
+        __m256i mins = _mm256_permutexvar_epi16(mdup, sm16);
+        __m512i sm512 = _mm512_castsi256_si512(sm16);
+        const uint8_t *qs = blk + (q5 ? 48 : 16);
+        __m512i u[4], sc[4];
+        __m256i qh = q5 ? _mm256_loadu_si256((const __m256i *)(blk + 16)) : _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) {
+            __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
+            u[j] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(q, m4)),
+                                      _mm256_and_si256(_mm256_srli_epi16(q, 4), m4), 1);
+            if (q5) {
+                __mmask32 lo = _mm256_test_epi8_mask(qh, _mm256_set1_epi8((char)(1 << (2 * j))));
+                __mmask32 hi = _mm256_test_epi8_mask(qh, _mm256_set1_epi8((char)(2 << (2 * j))));
+                __mmask64 m = (__mmask64)((uint64_t)lo | ((uint64_t)hi << 32));
+                u[j] = _mm512_mask_add_epi8(u[j], m, u[j], _mm512_set1_epi8(16));
+            }
+            __m512i idx = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * j)),
+                                             _mm256_set1_epi16((short)(2 * j + 1)), 1);
+            sc[j] = _mm512_permutexvar_epi16(idx, sm512);
+        }
+        for (int t = 0; t < NT; t++) {
+            const block_q8_K *a = (const block_q8_K *)(act + (size_t)t * as) + b;
+            __m512i sumi = _mm512_setzero_si512();
+            for (int j = 0; j < 4; j++) {
+                __m512i p = _mm512_maddubs_epi16(u[j], _mm512_loadu_si512(a->qs + 64 * j));
+                sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(p, sc[j]));
+            }
+            __m256i mm = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)a->bsums), mins);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(d * a->d), acc[t]);
+            accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm), _mm256_set1_ps(dmin * a->d), accm[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++)
+        y[t * ys] = _mm512_reduce_add_ps(acc[t]) - hsum_avx512(accm[t]);
+}
+
+#define Q45K_TILE(fname, q5)                                                                  \
+    static KTARGET void fname(const uint8_t *w, size_t rb, int nr, const uint8_t *act,        \
+                              size_t as, int nt, int64_t nb, float *y, int64_t ys)            \
+    {                                                                                         \
+        for (int r = 0; r < nr; r++) {                                                        \
+            const uint8_t *wr = w + (size_t)r * rb;                                           \
+            switch (nt) {                                                                     \
+            case 4: q45k_sub(wr, act, as, nb, y + r, ys, 4, q5); break;                       \
+            case 3: q45k_sub(wr, act, as, nb, y + r, ys, 3, q5); break;                       \
+            case 2: q45k_sub(wr, act, as, nb, y + r, ys, 2, q5); break;                       \
+            default: q45k_sub(wr, act, as, nb, y + r, ys, 1, q5); break;                      \
+            }                                                                                 \
+        }                                                                                     \
+    }
+
+Q45K_TILE(tile512_q4_K, 0)
+Q45K_TILE(tile512_q5_K, 1)
+
 void kern_fill_avx512(kern_tile_fn tab[GGTYPE_COUNT])
 {
     fill_tiles_avx512(tab);
+    tab[GGTYPE_Q4_0] = tile512_q4_0;
+    tab[GGTYPE_Q4_1] = tile512_q4_1;
+    tab[GGTYPE_Q5_0] = tile512_q5_0;
+    tab[GGTYPE_Q5_1] = tile512_q5_1;
+    tab[GGTYPE_IQ4_NL] = tile512_iq4_nl;
+    tab[GGTYPE_Q8_0] = tile512_q8_0;
+    tab[GGTYPE_Q4_K] = tile512_q4_K;
+    tab[GGTYPE_Q5_K] = tile512_q5_K;
 }
 
 #else
