@@ -16,6 +16,7 @@
 /* ---- SIMD path selection ---- */
 
 static kern_tile_fn g_tab[4][GGTYPE_COUNT];
+static kern_gemm_fn g_gemm[4][GGTYPE_COUNT]; /* batched GEMM, where a path has one */
 static kern_simd g_simd = KERN_SIMD_SCALAR;
 static bool g_avx2_vnni;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -91,6 +92,7 @@ static void simd_init(void)
     if (cpu_has(KERN_SIMD_AVX512)) {
         memcpy(g_tab[KERN_SIMD_AVX512], g_tab[KERN_SIMD_AVX2], sizeof g_tab[0]);
         kern_fill_avx512(g_tab[KERN_SIMD_AVX512]);
+        kern_fill_gemm_avx512(g_gemm[KERN_SIMD_AVX512]);
         g_simd = KERN_SIMD_AVX512;
     }
     const char *env = getenv("GGSCOPE_SIMD");
@@ -171,7 +173,7 @@ static size_t act_row_bytes(uint32_t atype, int64_t n_cols)
     if (atype == GGTYPE_Q8_0 || atype == GGTYPE_Q8_1)
         return n_cols % 32 ? 0 : (size_t)(n_cols / 32) * sizeof(kq8);
     if (atype == GGTYPE_Q8_K)
-        return n_cols % QK_K ? 0 : (size_t)(n_cols / QK_K) * sizeof(block_q8_K);
+        return n_cols % QK_K ? 0 : (size_t)(n_cols / QK_K) * sizeof(kq8k);
     return 0;
 }
 
@@ -238,9 +240,14 @@ static void quant_q8_K(const float *x, block_q8_K *y)
 static void quant_act_row(uint32_t atype, const float *x, uint8_t *dst, int64_t n)
 {
     if (atype == GGTYPE_Q8_K) {
-        block_q8_K *y = (block_q8_K *)dst;
-        for (int64_t b = 0; b < n / QK_K; b++)
-            quant_q8_K(x + b * QK_K, &y[b]);
+        kq8k *y = (kq8k *)dst;
+        for (int64_t b = 0; b < n / QK_K; b++) {
+            quant_q8_K(x + b * QK_K, &y[b].q);
+            for (int g = 0; g < 16; g++)
+                y[b].ds16[g] = y[b].q.d * (float)y[b].q.bsums[g];
+            for (int j = 0; j < 8; j++)
+                y[b].ds32[j] = y[b].q.d * (float)(y[b].q.bsums[2 * j] + y[b].q.bsums[2 * j + 1]);
+        }
         return;
     }
     kq8 *y = (kq8 *)dst;
@@ -248,6 +255,7 @@ static void quant_act_row(uint32_t atype, const float *x, uint8_t *dst, int64_t 
         float d;
         quant_q8_32(x + b * 32, y[b].qs, &d, &y[b].s);
         y[b].d = kern_h2f(kern_f2h(d)); /* ggml stores the scale as f16 */
+        y[b].ds = y[b].d * (float)y[b].s;
     }
 }
 
@@ -258,7 +266,8 @@ int kern_quantize_act(uint32_t act_type, const float *x, void *dst, int64_t n)
     if (act_type == GGTYPE_Q8_K) {
         if (n % QK_K)
             return -1;
-        quant_act_row(act_type, x, dst, n);
+        for (int64_t b = 0; b < n / QK_K; b++)
+            quant_q8_K(x + b * QK_K, (block_q8_K *)dst + b);
         return 0;
     }
     if ((act_type != GGTYPE_Q8_0 && act_type != GGTYPE_Q8_1) || n % 32)
@@ -300,6 +309,7 @@ typedef struct {
     atomic_llong next;
     atomic_int err;
     kern_tile_fn f32_tile;       /* generic path: dot of a dequantized row */
+    kern_gemm_fn gemm;           /* batched path: chunks of KERN_GEMM_ROWS rows */
 } mm_ctx;
 
 static void quant_worker(void *p, int ith, int nth)
@@ -315,6 +325,12 @@ static void run_chunk(mm_ctx *c, int64_t chunk, float *rowbuf)
     int64_t r0 = (chunk % c->n_rchunks) * c->rc, t0 = (chunk / c->n_rchunks) * c->tc;
     int64_t r1 = r0 + c->rc < c->n_rows ? r0 + c->rc : c->n_rows;
     int64_t t1 = t0 + c->tc < c->n_tok ? t0 + c->tc : c->n_tok;
+    if (c->gemm) {
+        c->gemm(c->W + (size_t)r0 * c->row_bytes, c->row_bytes, (int)(r1 - r0),
+                c->act + (size_t)t0 * c->act_stride, c->act_stride, t1 - t0, c->n_cols,
+                c->y + t0 * c->n_rows + r0, c->n_rows, rowbuf);
+        return;
+    }
     if (rowbuf) {
         /* Generic path: dequantize each row once, dot it with every token. */
         for (int64_t r = r0; r < r1; r++) {
@@ -346,8 +362,8 @@ static void mm_worker(void *p, int ith, int nth)
 {
     mm_ctx *c = p;
     float *rowbuf = NULL;
-    if (!c->tile) {
-        rowbuf = malloc((size_t)c->n_cols * sizeof(float));
+    if (c->gemm || !c->tile) {
+        rowbuf = malloc(c->gemm ? kern_gemm_tmp_size(c->n_cols) : (size_t)c->n_cols * sizeof(float));
         if (!rowbuf) {
             atomic_store(&c->err, 1);
             return;
@@ -420,12 +436,19 @@ int kern_matmul(kern_pool *pool, uint32_t wtype, const void *W, size_t row_bytes
     /* Chunks: few rows for mat-vec (balance), row x token blocks that stay
      * in L2 for prompt batches. */
     int nth = kern_pool_threads(pool);
+    if (n_tok >= KERN_GEMM_MIN_TOK && g_gemm[simd][wtype] && !getenv("GGSCOPE_NO_GEMM"))
+        c.gemm = g_gemm[simd][wtype];
     c.tc = n_tok <= 64 ? n_tok : 64;
     int64_t want = (n_rows + (int64_t)nth * 8 - 1) / ((int64_t)nth * 8);
     int64_t rc = want < 64 ? want : 64;
     rc = (rc + KERN_TILE_R - 1) / KERN_TILE_R * KERN_TILE_R;
     if (n_tok > 4 && rc < 16)
         rc = 16;
+    if (c.gemm) {
+        /* the repacked rows are reused by every token of the chunk */
+        rc = KERN_GEMM_ROWS;
+        c.tc = n_tok <= 512 ? n_tok : 512;
+    }
     c.rc = rc;
     c.n_rchunks = (n_rows + rc - 1) / rc;
     c.n_chunks = c.n_rchunks * ((n_tok + c.tc - 1) / c.tc);

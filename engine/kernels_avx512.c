@@ -233,7 +233,7 @@ K5 void q45k_sub(const uint8_t *w, const uint8_t *act, size_t as, int64_t nb, fl
             sc[j] = _mm512_permutexvar_epi16(idx, sm512);
         }
         for (int t = 0; t < NT; t++) {
-            const block_q8_K *a = (const block_q8_K *)(act + (size_t)t * as) + b;
+            const block_q8_K *a = &((const kq8k *)(act + (size_t)t * as) + b)->q;
             __m512i sumi = _mm512_setzero_si512();
             for (int j = 0; j < 4; j++) {
                 __m512i p = _mm512_maddubs_epi16(u[j], _mm512_loadu_si512(a->qs + 64 * j));
@@ -266,6 +266,242 @@ K5 void q45k_sub(const uint8_t *w, const uint8_t *act, size_t as, int64_t nb, fl
 Q45K_TILE(tile512_q4_K, 0)
 Q45K_TILE(tile512_q5_K, 1)
 
+
+/* ---- repacked GEMM for prompt batches ----
+ * A chunk of 16 rows is unpacked once into unsigned bytes (u) with a float
+ * scale and offset per 32 (or 16) elements, w = dw * u + mw, laid out so that
+ * one zmm holds 4 consecutive quants of all 16 rows; then each token's block
+ * costs 8 vpdpbusd with broadcast activations, one int->float conversion and
+ * two FMAs for 16 rows. */
+
+typedef struct {
+    uint8_t *R; /* [nb32][8][16][4] */
+    float *dw;  /* [nb32][H][16] */
+    float *mw;  /* [nb32][H][16] */
+    int H;      /* scale groups per 32 elements: 1, or 2 (per 16) */
+} rp_buf;
+
+K5 void rp_put(const rp_buf *rb, int64_t b, int r, __m256i u, float dw0, float mw0, float dw1,
+               float mw1)
+{
+    const __m256i vidx = _mm256_setr_epi32(0, 64, 128, 192, 256, 320, 384, 448);
+    _mm256_i32scatter_epi32(rb->R + b * 512 + r * 4, vidx, u, 1);
+    float *dw = rb->dw + b * rb->H * 16, *mw = rb->mw + b * rb->H * 16;
+    dw[r] = dw0;
+    mw[r] = mw0;
+    if (rb->H == 2) {
+        dw[16 + r] = dw1;
+        mw[16 + r] = mw1;
+    }
+}
+
+enum { RP_Q4_0, RP_Q4_1, RP_Q5_0, RP_Q5_1, RP_Q8_0, RP_IQ4_NL, RP_Q4_K, RP_Q5_K, RP_Q6_K };
+
+K5 void rp_row(const uint8_t *row, int64_t nb32, const rp_buf *rb, int r, const int kind)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    if (kind == RP_Q4_K || kind == RP_Q5_K) {
+        for (int64_t B = 0; B < nb32 / 8; B++) {
+            const uint8_t *blk = row + (size_t)B * (kind == RP_Q5_K ? 176 : 144);
+            float d = h2f1_avx512(ld16(blk)), dmin = h2f1_avx512(ld16(blk + 2));
+            uint32_t utmp[4];
+            k4_scales_avx512(blk + 4, utmp);
+            const uint8_t *sc = (const uint8_t *)utmp, *mn = sc + 8;
+            const uint8_t *qs = blk + (kind == RP_Q5_K ? 48 : 16);
+            __m256i qh = kind == RP_Q5_K ? _mm256_loadu_si256((const __m256i *)(blk + 16))
+                                         : _mm256_setzero_si256();
+            for (int j = 0; j < 4; j++) {
+                __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
+                __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+                if (kind == RP_Q5_K) {
+                    const __m256i m10 = _mm256_set1_epi8(0x10);
+                    __m256i hb = _mm256_srli_epi16(qh, 2 * j);
+                    lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(hb, 4), m10));
+                    hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(hb, 3), m10));
+                }
+                rp_put(rb, 8 * B + 2 * j, r, lo, d * sc[2 * j], -dmin * mn[2 * j], 0, 0);
+                rp_put(rb, 8 * B + 2 * j + 1, r, hi, d * sc[2 * j + 1], -dmin * mn[2 * j + 1], 0, 0);
+            }
+        }
+        return;
+    }
+    if (kind == RP_Q6_K) {
+        for (int64_t B = 0; B < nb32 / 8; B++) {
+            const block_q6_K *x = (const block_q6_K *)(row + (size_t)B * sizeof(block_q6_K));
+            float d = h2f1_avx512(ld16((const uint8_t *)&x->d));
+            const __m256i m30 = _mm256_set1_epi8(0x30);
+            for (int n = 0; n < 2; n++) {
+                __m256i ql0 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * n));
+                __m256i ql1 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * n + 32));
+                __m256i qh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * n));
+                __m256i u[4];
+                u[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+                u[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+                u[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30));
+                u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                                       _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+                for (int jj = 0; jj < 4; jj++) {
+                    int k = 4 * n + jj;
+                    float s0 = d * (float)x->scales[2 * k], s1 = d * (float)x->scales[2 * k + 1];
+                    rp_put(rb, 8 * B + k, r, u[jj], s0, -32.0f * s0, s1, -32.0f * s1);
+                }
+            }
+        }
+        return;
+    }
+    uint8_t tab[16];
+    for (int i = 0; i < 16; i++)
+        tab[i] = (uint8_t)(kern_iq4nl_values[i] + 128);
+    const __m256i iq4tab = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)tab));
+    const size_t bsz = kind == RP_Q4_0 || kind == RP_IQ4_NL ? 18 : kind == RP_Q4_1 ? 20
+                       : kind == RP_Q5_0 ? 22 : kind == RP_Q5_1 ? 24 : 34;
+    for (int64_t b = 0; b < nb32; b++) {
+        const uint8_t *blk = row + (size_t)b * bsz;
+        float d = h2f1_avx512(ld16(blk));
+        __m256i u;
+        float mw;
+        switch (kind) {
+        case RP_Q4_0: u = nibbles_avx512(blk + 2); mw = -8.0f * d; break;
+        case RP_Q4_1: u = nibbles_avx512(blk + 4); mw = h2f1_avx512(ld16(blk + 2)); break;
+        case RP_Q5_0:
+            u = _mm256_or_si256(nibbles_avx512(blk + 6), bits_to_0x10_avx512(blk + 2));
+            mw = -16.0f * d;
+            break;
+        case RP_Q5_1:
+            u = _mm256_or_si256(nibbles_avx512(blk + 8), bits_to_0x10_avx512(blk + 4));
+            mw = h2f1_avx512(ld16(blk + 2));
+            break;
+        case RP_Q8_0:
+            u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk + 2)), _mm256_set1_epi8((char)0x80));
+            mw = -128.0f * d;
+            break;
+        default: /* RP_IQ4_NL */
+            u = _mm256_shuffle_epi8(iq4tab, nibbles_avx512(blk + 2));
+            mw = -128.0f * d;
+            break;
+        }
+        rp_put(rb, b, r, u, d, mw, 0, 0);
+    }
+}
+
+K5 int32_t ld32(const int8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+K5 void gemm_core(const rp_buf *rb, int64_t nb32, const uint8_t *act, size_t as, float *y,
+                  int64_t ys, __mmask16 m, const int NT, const int H, const int KQ)
+{
+    __m512 acc[4];
+    for (int t = 0; t < NT; t++)
+        acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb32; b++) {
+        __m512i W[8];
+        for (int g = 0; g < 8; g++)
+            W[g] = _mm512_loadu_si512(rb->R + b * 512 + 64 * g);
+        const float *dwp = rb->dw + b * H * 16, *mwp = rb->mw + b * H * 16;
+        __m512 dw0 = _mm512_loadu_ps(dwp), mw0 = _mm512_loadu_ps(mwp);
+        __m512 dw1 = H == 2 ? _mm512_loadu_ps(dwp + 16) : dw0;
+        __m512 mw1 = H == 2 ? _mm512_loadu_ps(mwp + 16) : mw0;
+        for (int t = 0; t < NT; t++) {
+            const int8_t *xq;
+            float dx, ds0, ds1 = 0;
+            if (KQ) {
+                const kq8k *A = (const kq8k *)(act + (size_t)t * as) + b / 8;
+                int j = (int)(b % 8);
+                xq = A->q.qs + 32 * j;
+                dx = A->q.d;
+                if (H == 2) {
+                    ds0 = A->ds16[2 * j];
+                    ds1 = A->ds16[2 * j + 1];
+                } else {
+                    ds0 = A->ds32[j];
+                }
+            } else {
+                const kq8 *a = (const kq8 *)(act + (size_t)t * as) + b;
+                xq = a->qs;
+                dx = a->d;
+                ds0 = a->ds;
+            }
+            __m512 vdx = _mm512_set1_ps(dx);
+            if (H == 1) {
+                __m512i p = _mm512_setzero_si512();
+                for (int g = 0; g < 8; g++)
+                    p = _mm512_dpbusd_epi32(p, W[g], _mm512_set1_epi32(ld32(xq + 4 * g)));
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw0, vdx), acc[t]);
+                acc[t] = _mm512_fmadd_ps(mw0, _mm512_set1_ps(ds0), acc[t]);
+            } else {
+                __m512i p0 = _mm512_setzero_si512(), p1 = _mm512_setzero_si512();
+                for (int g = 0; g < 4; g++) {
+                    p0 = _mm512_dpbusd_epi32(p0, W[g], _mm512_set1_epi32(ld32(xq + 4 * g)));
+                    p1 = _mm512_dpbusd_epi32(p1, W[g + 4], _mm512_set1_epi32(ld32(xq + 16 + 4 * g)));
+                }
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), _mm512_mul_ps(dw0, vdx), acc[t]);
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), _mm512_mul_ps(dw1, vdx), acc[t]);
+                acc[t] = _mm512_fmadd_ps(mw0, _mm512_set1_ps(ds0), acc[t]);
+                acc[t] = _mm512_fmadd_ps(mw1, _mm512_set1_ps(ds1), acc[t]);
+            }
+        }
+    }
+    for (int t = 0; t < NT; t++)
+        _mm512_mask_storeu_ps(y + t * ys, m, acc[t]);
+}
+
+K5 void gemm_any(const uint8_t *w, size_t rbytes, int nr, const uint8_t *act, size_t as,
+                 int64_t nt, int64_t n_cols, float *y, int64_t ys, void *tmp, const int kind)
+{
+    const int H = kind == RP_Q6_K ? 2 : 1;
+    const int KQ = kind == RP_Q4_K || kind == RP_Q5_K || kind == RP_Q6_K;
+    int64_t nb32 = n_cols / 32;
+    uint8_t *base = (uint8_t *)(((uintptr_t)tmp + 63) & ~(uintptr_t)63);
+    rp_buf rb = {base, (float *)(base + nb32 * 512), (float *)(base + nb32 * 512 + nb32 * H * 64), H};
+    for (int r = 0; r < 16; r++) /* missing rows repeat the last one; their lanes are not stored */
+        rp_row(w + (size_t)(r < nr ? r : nr - 1) * rbytes, nb32, &rb, r, kind);
+    __mmask16 m = (__mmask16)((1u << nr) - 1);
+    int64_t t = 0;
+    for (; t + 4 <= nt; t += 4)
+        gemm_core(&rb, nb32, act + (size_t)t * as, as, y + t * ys, ys, m, 4, H, KQ);
+    switch (nt - t) {
+    case 3: gemm_core(&rb, nb32, act + (size_t)t * as, as, y + t * ys, ys, m, 3, H, KQ); break;
+    case 2: gemm_core(&rb, nb32, act + (size_t)t * as, as, y + t * ys, ys, m, 2, H, KQ); break;
+    case 1: gemm_core(&rb, nb32, act + (size_t)t * as, as, y + t * ys, ys, m, 1, H, KQ); break;
+    default: break;
+    }
+}
+
+#define GEMM_FN(fname, kind)                                                                  \
+    static KTARGET void fname(const uint8_t *w, size_t rb, int nr, const uint8_t *act,        \
+                              size_t as, int64_t nt, int64_t n_cols, float *y, int64_t ys,    \
+                              void *tmp)                                                      \
+    {                                                                                         \
+        gemm_any(w, rb, nr, act, as, nt, n_cols, y, ys, tmp, kind);                           \
+    }
+
+GEMM_FN(gemm_q4_0, RP_Q4_0)
+GEMM_FN(gemm_q4_1, RP_Q4_1)
+GEMM_FN(gemm_q5_0, RP_Q5_0)
+GEMM_FN(gemm_q5_1, RP_Q5_1)
+GEMM_FN(gemm_q8_0, RP_Q8_0)
+GEMM_FN(gemm_iq4_nl, RP_IQ4_NL)
+GEMM_FN(gemm_q4_K, RP_Q4_K)
+GEMM_FN(gemm_q5_K, RP_Q5_K)
+GEMM_FN(gemm_q6_K, RP_Q6_K)
+
+void kern_fill_gemm_avx512(kern_gemm_fn tab[GGTYPE_COUNT])
+{
+    tab[GGTYPE_Q4_0] = gemm_q4_0;
+    tab[GGTYPE_Q4_1] = gemm_q4_1;
+    tab[GGTYPE_Q5_0] = gemm_q5_0;
+    tab[GGTYPE_Q5_1] = gemm_q5_1;
+    tab[GGTYPE_Q8_0] = gemm_q8_0;
+    tab[GGTYPE_IQ4_NL] = gemm_iq4_nl;
+    tab[GGTYPE_Q4_K] = gemm_q4_K;
+    tab[GGTYPE_Q5_K] = gemm_q5_K;
+    tab[GGTYPE_Q6_K] = gemm_q6_K;
+}
+
 void kern_fill_avx512(kern_tile_fn tab[GGTYPE_COUNT])
 {
     fill_tiles_avx512(tab);
@@ -281,6 +517,11 @@ void kern_fill_avx512(kern_tile_fn tab[GGTYPE_COUNT])
 
 #else
 void kern_fill_avx512(kern_tile_fn tab[GGTYPE_COUNT])
+{
+    (void)tab;
+}
+
+void kern_fill_gemm_avx512(kern_gemm_fn tab[GGTYPE_COUNT])
 {
     (void)tab;
 }
