@@ -17,6 +17,8 @@
 
 static kern_tile_fn g_tab[4][GGTYPE_COUNT];
 static kern_gemm_fn g_gemm[4][GGTYPE_COUNT]; /* batched GEMM, where a path has one */
+static kern_q8_fn g_q8[4];    /* activation quantizers per path (NULL: scalar) */
+static kern_q8k_fn g_q8k[4];
 static kern_simd g_simd = KERN_SIMD_SCALAR;
 static bool g_avx2_vnni;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -87,6 +89,9 @@ static void simd_init(void)
         g_avx2_vnni = cpu_features().avxvnni;
         kern_fill_avx2(g_tab[KERN_SIMD_AVX2], g_avx2_vnni);
         kern_fill_avx2(g_tab[KERN_SIMD_AVX2_PLAIN], 0);
+        kern_quant_avx2(&g_q8[KERN_SIMD_AVX2], &g_q8k[KERN_SIMD_AVX2]);
+        g_q8[KERN_SIMD_AVX2_PLAIN] = g_q8[KERN_SIMD_AVX512] = g_q8[KERN_SIMD_AVX2];
+        g_q8k[KERN_SIMD_AVX2_PLAIN] = g_q8k[KERN_SIMD_AVX512] = g_q8k[KERN_SIMD_AVX2];
         g_simd = KERN_SIMD_AVX2;
     }
     if (cpu_has(KERN_SIMD_AVX512)) {
@@ -239,6 +244,15 @@ static void quant_q8_K(const float *x, block_q8_K *y)
 /* One activation row into the internal layout. */
 static void quant_act_row(uint32_t atype, const float *x, uint8_t *dst, int64_t n)
 {
+    kern_simd simd = kern_simd_get();
+    if (atype == GGTYPE_Q8_K && g_q8k[simd]) {
+        g_q8k[simd](x, (kq8k *)dst, n / QK_K);
+        return;
+    }
+    if (atype != GGTYPE_Q8_K && g_q8[simd]) {
+        g_q8[simd](x, (kq8 *)dst, n / 32);
+        return;
+    }
     if (atype == GGTYPE_Q8_K) {
         kq8k *y = (kq8k *)dst;
         for (int64_t b = 0; b < n / QK_K; b++) {

@@ -5,6 +5,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+#include <math.h>
 
 /* Plain AVX2: u8 x s8 products through maddubs (pairs to int16) + madd. */
 #define KTARGET __attribute__((target("avx2,fma,f16c")))
@@ -25,6 +26,12 @@
 #undef KSFX
 #undef DOT_US
 
+void kern_quant_avx2(kern_q8_fn *q8, kern_q8k_fn *q8k)
+{
+    *q8 = quant_q8_32_avx2;
+    *q8k = quant_q8_K_avx2;
+}
+
 void kern_fill_avx2(kern_tile_fn tab[GGTYPE_COUNT], int vnni)
 {
     if (vnni)
@@ -34,6 +41,12 @@ void kern_fill_avx2(kern_tile_fn tab[GGTYPE_COUNT], int vnni)
 }
 
 #else
+void kern_quant_avx2(kern_q8_fn *q8, kern_q8k_fn *q8k)
+{
+    (void)q8;
+    (void)q8k;
+}
+
 void kern_fill_avx2(kern_tile_fn tab[GGTYPE_COUNT], int vnni)
 {
     (void)tab;

@@ -4,6 +4,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+#include <math.h>
 
 #define KTARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
 #define KSFX(name) name##_avx512
@@ -139,7 +140,10 @@ K5 void q8x4_sub(const uint8_t *w, size_t rb, int nr, const uint8_t *act, size_t
         for (int t = 0; t < NT; t++) {
             const kq8 *a = (const kq8 *)(act + (size_t)t * as) + b;
             __m512i xv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)a->qs));
-            __m512i init = _mm512_set1_epi32(-16 * a->s);
+            /* -128 * (sum of the 4 activations of each lane): every lane is then
+             * an exact partial dot, so nothing cancels after the conversion */
+            __m512i lsum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), xv);
+            __m512i init = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(lsum, 7));
             __m512 dx = _mm512_set1_ps(a->d);
             for (int h = 0; h < 2; h++) {
                 __m512i p = _mm512_dpbusd_epi32(init, u[h], xv);

@@ -55,6 +55,11 @@ static inline size_t kern_gemm_tmp_size(int64_t n_cols)
 }
 void kern_fill_gemm_avx512(kern_gemm_fn tab[GGTYPE_COUNT]);
 
+/* Activation quantizers of one row (nb blocks), bit-identical to the scalar ones. */
+typedef void (*kern_q8_fn)(const float *x, kq8 *y, int64_t nb);
+typedef void (*kern_q8k_fn)(const float *x, kq8k *y, int64_t nb);
+void kern_quant_avx2(kern_q8_fn *q8, kern_q8k_fn *q8k);
+
 /* Per-ISA kernels fill in the entries they implement (indexed by ggml type). */
 void kern_fill_scalar(kern_tile_fn tab[GGTYPE_COUNT]);
 void kern_fill_avx2(kern_tile_fn tab[GGTYPE_COUNT], int vnni);

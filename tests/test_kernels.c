@@ -158,6 +158,65 @@ static void test_quantize_act(void **state)
     assert_int_equal(kern_quantize_act(GGTYPE_Q4_0, x, q0, 32), -1);
 }
 
+/* The activations every SIMD path actually multiplies with, read back
+ * through identity weights (tile paths: exact integer sums times d_w = 1),
+ * must be bit-identical to the scalar kern_quantize_act. */
+static void test_act_quant_all_paths(void **state)
+{
+    (void)state;
+    enum { N = 512, T = 3 };
+    float *x = malloc(sizeof(float) * N * T), *y = malloc(sizeof(float) * N * T);
+    float *ref = malloc(sizeof(float) * N);
+    uint8_t *w8 = calloc(N, N / 32 * sizeof(block_q8_0));
+    uint8_t *w6 = calloc(N, N / 256 * sizeof(block_q4_K));
+    uint8_t aq[N / 32 * sizeof(block_q8_0) + N / 256 * sizeof(block_q8_K)];
+    assert_true(x && y && ref && w8 && w6);
+    for (int i = 0; i < N * T; i++)
+        x[i] = rndf(-1.0f, 1.0f) * (i % 13 == 0 ? 8.0f : 1.0f);
+    x[5] = 0.5f * (x[6] = 1.0f); /* a few exact halves for the rounding */
+    size_t rb8 = N / 32 * sizeof(block_q8_0), rb6 = N / 256 * sizeof(block_q4_K);
+    for (int r = 0; r < N; r++) {
+        block_q8_0 *b8 = (block_q8_0 *)(w8 + r * rb8) + r / 32;
+        b8->d = codec_f32_to_f16(1.0f);
+        b8->qs[r % 32] = 1;
+        for (int b = 0; b < N / 256; b++) {
+            block_q4_K *b4 = (block_q4_K *)(w6 + r * rb6) + b;
+            static const uint8_t sc[12] = {1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1}; /* scales 1, mins 0 */
+            memcpy(b4->scales, sc, 12);
+            memset(b4->qs, 0, sizeof b4->qs);
+            b4->d = codec_f32_to_f16(1.0f);
+            b4->dmin = 0;
+        }
+        /* element e = r % 256 of block r / 256 gets quant 1 */
+        block_q4_K *b4 = (block_q4_K *)(w6 + r * rb6) + r / 256;
+        int e = r % 256, j = e / 64, l = e % 64;
+        b4->qs[32 * j + l % 32] |= (uint8_t)(l < 32 ? 1 : 1 << 4);
+    }
+    kern_simd saved = kern_simd_get();
+    for (int p = KERN_SIMD_SCALAR; p <= KERN_SIMD_AVX2_PLAIN; p++) {
+        if (kern_simd_set((kern_simd)p) != 0)
+            continue;
+        for (int k = 0; k < 2; k++) {
+            uint32_t wt = k ? GGTYPE_Q4_K : GGTYPE_Q8_0, at = kern_act_type(wt);
+            assert_int_equal(kern_matmul(NULL, wt, k ? w6 : w8, k ? rb6 : rb8, N, N, x, T, y, NULL, 0), 0);
+            for (int t = 0; t < T; t++) {
+                assert_int_equal(kern_quantize_act(at, x + t * N, aq, N), 0);
+                assert_int_equal(codec_dequantize(at, aq, ref, N), 0);
+                for (int r = 0; r < N; r++)
+                    if (y[t * N + r] != ref[r]) /* exact (0 == -0) */
+                        fail_msg("%s activations on %s: token %d elem %d: %.9g vs %.9g",
+                                 ggtype_name(at), kern_simd_name(), t, r, y[t * N + r], ref[r]);
+            }
+        }
+    }
+    assert_int_equal(kern_simd_set(saved), 0);
+    free(x);
+    free(y);
+    free(ref);
+    free(w8);
+    free(w6);
+}
+
 /* ---- matmul ---- */
 
 static bool is_int_type(uint32_t t)
@@ -466,6 +525,7 @@ int main(void)
         cmocka_unit_test(test_pool_null_and_default),
         cmocka_unit_test(test_simd_select),
         cmocka_unit_test(test_quantize_act),
+        cmocka_unit_test(test_act_quant_all_paths),
         cmocka_unit_test(test_f16_helpers),
         cmocka_unit_test(test_matmul_errors),
         cmocka_unit_test(test_matmul_F32),
