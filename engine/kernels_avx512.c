@@ -299,7 +299,7 @@ K5 void rp_put(const rp_buf *rb, int64_t b, int r, __m256i u, float dw0, float m
     }
 }
 
-enum { RP_Q4_0, RP_Q4_1, RP_Q5_0, RP_Q5_1, RP_Q8_0, RP_IQ4_NL, RP_Q4_K, RP_Q5_K, RP_Q6_K };
+enum { RP_Q4_0, RP_Q4_1, RP_Q5_0, RP_Q5_1, RP_Q8_0, RP_IQ4_NL, RP_Q4_K, RP_Q5_K, RP_Q6_K, RP_Q2_K, RP_Q3_K };
 
 K5 void rp_row(const uint8_t *row, int64_t nb32, const rp_buf *rb, int r, const int kind)
 {
@@ -325,6 +325,47 @@ K5 void rp_row(const uint8_t *row, int64_t nb32, const rp_buf *rb, int r, const 
                 }
                 rp_put(rb, 8 * B + 2 * j, r, lo, d * sc[2 * j], -dmin * mn[2 * j], 0, 0);
                 rp_put(rb, 8 * B + 2 * j + 1, r, hi, d * sc[2 * j + 1], -dmin * mn[2 * j + 1], 0, 0);
+            }
+        }
+        return;
+    }
+    if (kind == RP_Q2_K || kind == RP_Q3_K) {
+        const __m256i m3 = _mm256_set1_epi8(3), m1 = _mm256_set1_epi8(1);
+        for (int64_t B = 0; B < nb32 / 8; B++) {
+            const uint8_t *qs, *hmask = NULL;
+            float d, dmin = 0, dw[16], mw[16];
+            if (kind == RP_Q2_K) {
+                const block_q2_K *x = (const block_q2_K *)(row + (size_t)B * sizeof(block_q2_K));
+                d = h2f1_avx512(ld16((const uint8_t *)&x->d));
+                dmin = h2f1_avx512(ld16((const uint8_t *)&x->dmin));
+                for (int g = 0; g < 16; g++) {
+                    dw[g] = d * (float)(x->scales[g] & 15);
+                    mw[g] = -dmin * (float)(x->scales[g] >> 4);
+                }
+                qs = x->qs;
+            } else {
+                const block_q3_K *x = (const block_q3_K *)(row + (size_t)B * sizeof(block_q3_K));
+                d = h2f1_avx512(ld16((const uint8_t *)&x->d));
+                int8_t s16[16];
+                kern_q3k_scales(x->scales, s16);
+                for (int g = 0; g < 16; g++) {
+                    dw[g] = d * (float)s16[g];
+                    mw[g] = -4.0f * dw[g];
+                }
+                qs = x->qs;
+                hmask = x->hmask;
+            }
+            __m256i hm = hmask ? _mm256_loadu_si256((const __m256i *)hmask) : _mm256_setzero_si256();
+            for (int n = 0; n < 2; n++) {
+                __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * n));
+                for (int j = 0; j < 4; j++) {
+                    int k = 4 * n + j;
+                    __m256i u = _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), m3);
+                    if (hmask)
+                        u = _mm256_or_si256(u, _mm256_slli_epi16(
+                                                   _mm256_and_si256(_mm256_srli_epi16(hm, k), m1), 2));
+                    rp_put(rb, 8 * B + k, r, u, dw[2 * k], mw[2 * k], dw[2 * k + 1], mw[2 * k + 1]);
+                }
             }
         }
         return;
@@ -456,8 +497,8 @@ K5 void gemm_core(const rp_buf *rb, int64_t nb32, const uint8_t *act, size_t as,
 K5 void gemm_any(const uint8_t *w, size_t rbytes, int nr, const uint8_t *act, size_t as,
                  int64_t nt, int64_t n_cols, float *y, int64_t ys, void *tmp, const int kind)
 {
-    const int H = kind == RP_Q6_K ? 2 : 1;
-    const int KQ = kind == RP_Q4_K || kind == RP_Q5_K || kind == RP_Q6_K;
+    const int H = kind == RP_Q6_K || kind == RP_Q2_K || kind == RP_Q3_K ? 2 : 1;
+    const int KQ = kind >= RP_Q4_K;
     int64_t nb32 = n_cols / 32;
     uint8_t *base = (uint8_t *)(((uintptr_t)tmp + 63) & ~(uintptr_t)63);
     rp_buf rb = {base, (float *)(base + nb32 * 512), (float *)(base + nb32 * 512 + nb32 * H * 64), H};
@@ -492,6 +533,8 @@ GEMM_FN(gemm_iq4_nl, RP_IQ4_NL)
 GEMM_FN(gemm_q4_K, RP_Q4_K)
 GEMM_FN(gemm_q5_K, RP_Q5_K)
 GEMM_FN(gemm_q6_K, RP_Q6_K)
+GEMM_FN(gemm_q2_K, RP_Q2_K)
+GEMM_FN(gemm_q3_K, RP_Q3_K)
 
 void kern_fill_gemm_avx512(kern_gemm_fn tab[GGTYPE_COUNT])
 {
@@ -504,6 +547,8 @@ void kern_fill_gemm_avx512(kern_gemm_fn tab[GGTYPE_COUNT])
     tab[GGTYPE_Q4_K] = gemm_q4_K;
     tab[GGTYPE_Q5_K] = gemm_q5_K;
     tab[GGTYPE_Q6_K] = gemm_q6_K;
+    tab[GGTYPE_Q2_K] = gemm_q2_K;
+    tab[GGTYPE_Q3_K] = gemm_q3_K;
 }
 
 void kern_fill_avx512(kern_tile_fn tab[GGTYPE_COUNT])
