@@ -19,6 +19,7 @@ static kern_tile_fn g_tab[4][GGTYPE_COUNT];
 static kern_gemm_fn g_gemm[4][GGTYPE_COUNT]; /* batched GEMM, where a path has one */
 static kern_q8_fn g_q8[4];    /* activation quantizers per path (NULL: scalar) */
 static kern_q8k_fn g_q8k[4];
+static kern_f16_ops g_f16[4]; /* F16 row helpers per path (NULL members: scalar) */
 static kern_simd g_simd = KERN_SIMD_SCALAR;
 static bool g_avx2_vnni;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -92,6 +93,8 @@ static void simd_init(void)
         kern_quant_avx2(&g_q8[KERN_SIMD_AVX2], &g_q8k[KERN_SIMD_AVX2]);
         g_q8[KERN_SIMD_AVX2_PLAIN] = g_q8[KERN_SIMD_AVX512] = g_q8[KERN_SIMD_AVX2];
         g_q8k[KERN_SIMD_AVX2_PLAIN] = g_q8k[KERN_SIMD_AVX512] = g_q8k[KERN_SIMD_AVX2];
+        kern_f16_avx2(&g_f16[KERN_SIMD_AVX2]);
+        g_f16[KERN_SIMD_AVX2_PLAIN] = g_f16[KERN_SIMD_AVX512] = g_f16[KERN_SIMD_AVX2];
         g_simd = KERN_SIMD_AVX2;
     }
     if (cpu_has(KERN_SIMD_AVX512)) {
@@ -479,12 +482,22 @@ int kern_matmul(kern_pool *pool, uint32_t wtype, const void *W, size_t row_bytes
 
 void kern_f32_to_f16(const float *src, uint16_t *dst, int64_t n)
 {
+    kern_simd simd = kern_simd_get();
+    if (g_f16[simd].f2h) {
+        g_f16[simd].f2h(src, dst, n);
+        return;
+    }
     for (int64_t i = 0; i < n; i++)
         dst[i] = kern_f2h(src[i]);
 }
 
 void kern_f16_to_f32(const uint16_t *src, float *dst, int64_t n)
 {
+    kern_simd simd = kern_simd_get();
+    if (g_f16[simd].h2f) {
+        g_f16[simd].h2f(src, dst, n);
+        return;
+    }
     for (int64_t i = 0; i < n; i++)
         dst[i] = kern_h2f(src[i]);
 }
@@ -498,6 +511,11 @@ float kern_dot_f16_f32(const uint16_t *a, const float *b, int64_t n)
 
 void kern_axpy_f16(float alpha, const uint16_t *x, float *y, int64_t n)
 {
+    kern_simd simd = kern_simd_get();
+    if (g_f16[simd].axpy) {
+        g_f16[simd].axpy(alpha, x, y, n);
+        return;
+    }
     for (int64_t i = 0; i < n; i++)
         y[i] += alpha * kern_h2f(x[i]);
 }

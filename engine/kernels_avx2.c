@@ -32,6 +32,13 @@ void kern_quant_avx2(kern_q8_fn *q8, kern_q8k_fn *q8k)
     *q8k = quant_q8_K_avx2;
 }
 
+void kern_f16_avx2(kern_f16_ops *ops)
+{
+    ops->axpy = axpy_f16_avx2;
+    ops->h2f = f16_to_f32_avx2;
+    ops->f2h = f32_to_f16_avx2;
+}
+
 void kern_fill_avx2(kern_tile_fn tab[GGTYPE_COUNT], int vnni)
 {
     if (vnni)
@@ -41,6 +48,11 @@ void kern_fill_avx2(kern_tile_fn tab[GGTYPE_COUNT], int vnni)
 }
 
 #else
+void kern_f16_avx2(kern_f16_ops *ops)
+{
+    (void)ops;
+}
+
 void kern_quant_avx2(kern_q8_fn *q8, kern_q8k_fn *q8k)
 {
     (void)q8;

@@ -60,6 +60,14 @@ typedef void (*kern_q8_fn)(const float *x, kq8 *y, int64_t nb);
 typedef void (*kern_q8k_fn)(const float *x, kq8k *y, int64_t nb);
 void kern_quant_avx2(kern_q8_fn *q8, kern_q8k_fn *q8k);
 
+/* F16 row helpers of the SIMD paths (F16C). */
+typedef struct {
+    void (*axpy)(float alpha, const uint16_t *x, float *y, int64_t n);
+    void (*h2f)(const uint16_t *src, float *dst, int64_t n);
+    void (*f2h)(const float *src, uint16_t *dst, int64_t n);
+} kern_f16_ops;
+void kern_f16_avx2(kern_f16_ops *ops);
+
 /* Per-ISA kernels fill in the entries they implement (indexed by ggml type). */
 void kern_fill_scalar(kern_tile_fn tab[GGTYPE_COUNT]);
 void kern_fill_avx2(kern_tile_fn tab[GGTYPE_COUNT], int vnni);

@@ -485,9 +485,8 @@ static void test_simd_select(void **state)
                   kern_simd_available(KERN_SIMD_AVX512) ? ", avx512" : "", kern_simd_name());
 }
 
-static void test_f16_helpers(void **state)
+static void f16_helpers_once(void)
 {
-    (void)state;
     float a[67], b[67], back[67];
     uint16_t h[67];
     for (int i = 0; i < 67; i++) {
@@ -515,6 +514,16 @@ static void test_f16_helpers(void **state)
     kern_axpy_f16(0.5f, h, yv, 67);
     for (int i = 0; i < 67; i++)
         assert_true(fabsf(yv[i] - (b[i] + 0.5f * codec_f16_to_f32(h[i]))) < 1e-6f);
+}
+
+static void test_f16_helpers(void **state)
+{
+    (void)state;
+    kern_simd saved = kern_simd_get();
+    for (int p = KERN_SIMD_SCALAR; p <= KERN_SIMD_AVX2_PLAIN; p++)
+        if (kern_simd_set((kern_simd)p) == 0)
+            f16_helpers_once();
+    assert_int_equal(kern_simd_set(saved), 0);
 }
 
 int main(void)
