@@ -201,3 +201,68 @@ void ecli_print_js_number(FILE *out, double v)
         fprintf(out, "e%c%d", np - 1 < 0 ? '-' : '+', abs(np - 1));
     }
 }
+
+/* ---- text (fallback without a tokenizer: the vocabulary's raw strings) ---- */
+
+struct ecli_text {
+    const gguf_file *f;
+    const gguf_value *tokens;
+    int64_t eos, eot;
+};
+
+ecli_text *ecli_text_new(const gguf_file *f)
+{
+    ecli_text *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->f = f;
+    if (gguf_get_arr(f, "tokenizer.ggml.tokens", &t->tokens) != GGUF_OK)
+        t->tokens = NULL;
+    uint64_t v;
+    t->eos = gguf_get_u64(f, "tokenizer.ggml.eos_token_id", &v) == GGUF_OK ? (int64_t)v : -1;
+    t->eot = gguf_get_u64(f, "tokenizer.ggml.eot_token_id", &v) == GGUF_OK ? (int64_t)v : -1;
+    return t;
+}
+
+void ecli_text_free(ecli_text *t)
+{
+    free(t);
+}
+
+bool ecli_tokenize(ecli_text *t, const char *text, int32_t **ids, uint32_t *n)
+{
+    (void)t;
+    (void)text;
+    *ids = NULL;
+    *n = 0;
+    app_error("text prompts need the tokenizer, which this build lacks: use --tokens IDS");
+    return false;
+}
+
+void ecli_print_piece(ecli_text *t, int32_t id, FILE *out)
+{
+    gguf_str s;
+    if (!t || !t->tokens || gguf_arr_str(t->tokens, (uint64_t)id, &s) != GGUF_OK) {
+        fprintf(out, "[%d]", id);
+        return;
+    }
+    for (uint64_t i = 0; i < s.len; i++) {
+        unsigned char c = (unsigned char)s.ptr[i];
+        /* SentencePiece's U+2581 (e2 96 81) is a space; <0xXX> is a byte */
+        if (c == 0xe2 && i + 2 < s.len && (unsigned char)s.ptr[i + 1] == 0x96 &&
+            (unsigned char)s.ptr[i + 2] == 0x81) {
+            fputc(' ', out);
+            i += 2;
+        } else if (s.len == 6 && i == 0 && !memcmp(s.ptr, "<0x", 3) && s.ptr[5] == '>') {
+            fputc((int)strtol((char[]){s.ptr[3], s.ptr[4], 0}, NULL, 16), out);
+            return;
+        } else {
+            fputc(c, out);
+        }
+    }
+}
+
+bool ecli_is_eog(ecli_text *t, int32_t id)
+{
+    return t && (id == t->eos || id == t->eot);
+}

@@ -48,6 +48,18 @@ bool ecli_parse_float(const char *opt, const char *s, float *out);
  * round-trip form, e.g. 17.023767471313477, 1e-7): the peer's JSON numbers. */
 void ecli_print_js_number(FILE *out, double v);
 
+/* Text side of a model: tokenizing prompts, printing tokens. */
+typedef struct ecli_text ecli_text;
+/* Never NULL for a valid file (falls back to the raw vocabulary strings). */
+ecli_text *ecli_text_new(const gguf_file *f);
+void ecli_text_free(ecli_text *t);
+/* Tokenize a prompt (BOS added as the model asks). false (message printed) on failure. */
+bool ecli_tokenize(ecli_text *t, const char *text, int32_t **ids, uint32_t *n);
+/* Write the text of a token (bytes may be a partial UTF-8 sequence). */
+void ecli_print_piece(ecli_text *t, int32_t id, FILE *out);
+/* Whether a token ends generation (EOS / EOT). */
+bool ecli_is_eog(ecli_text *t, int32_t id);
+
 /* Help lines for the common options. */
 #define ECLI_COMMON_HELP                                                                   \
     "  --backend B       cpu | auto (default auto: the CPU backend in this build)\n"     \
