@@ -5,10 +5,12 @@
 #include <string.h>
 
 #include "backend_cpu_internal.h"
+#include "codec.h"
 #include "ggtype.h"
 #include "kernels.h"
 
 typedef struct {
+    bool float_path;   /* GGSCOPE_MATMUL=float: dequantize + float dots (debugging) */
     kern_pool *pool;
     void *scratch;
     size_t scratch_size;
@@ -19,6 +21,8 @@ void *backend_cpu_ctx_new(int n_threads)
     cpu_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
+    const char *mm = getenv("GGSCOPE_MATMUL");
+    c->float_path = mm && !strcmp(mm, "float");
     c->pool = kern_pool_new(n_threads);
     if (!c->pool) {
         free(c);
@@ -53,9 +57,35 @@ bool backend_cpu_matmul_supports(uint32_t type)
     return t && (t->is_quantized || type == GGTYPE_F32 || type == GGTYPE_F16 || type == GGTYPE_BF16);
 }
 
+/* Plain path: dequantize each weight row, dot in double with every token. */
+static int matmul_float(const backend_weight *w, const float *x, uint32_t n_tok, float *y)
+{
+    const uint64_t K = w->ne0, N = w->ne1;
+    float *row = malloc(sizeof(float) * K);
+    if (!row)
+        return BACKEND_ENOMEM;
+    for (uint64_t r = 0; r < N; r++) {
+        if (codec_dequantize(w->type, (const uint8_t *)w->data + r * w->row_bytes, row, K)) {
+            free(row);
+            return BACKEND_EUNSUPPORTED;
+        }
+        for (uint32_t t = 0; t < n_tok; t++) {
+            const float *xt = x + (size_t)t * K;
+            double s = 0.0;
+            for (uint64_t c = 0; c < K; c++)
+                s += (double)row[c] * xt[c];
+            y[(size_t)t * N + r] = (float)s;
+        }
+    }
+    free(row);
+    return 0;
+}
+
 int backend_cpu_matmul(void *ctx, const backend_weight *w, const float *x, uint32_t n_tok, float *y)
 {
     cpu_ctx *c = ctx;
+    if (c->float_path)
+        return matmul_float(w, x, n_tok, y);
     size_t need = kern_matmul_scratch_size(w->type, (int64_t)w->ne0, n_tok);
     if (need == (size_t)-1)
         return BACKEND_EARG;
