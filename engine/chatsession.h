@@ -1,0 +1,181 @@
+/* chatsession: a conversation with a model on the engine, without a
+ * terminal: the transcript, rendering with the chat template, fitting the
+ * context (dropping the oldest turns), prefix reuse of the KV cache,
+ * generation with per-token sampling information, save / load.
+ *
+ * Threads. A chs has two sides:
+ *   - the conversation side (messages, settings, rendering, save/load:
+ *     every function not marked "worker") is used by one thread, the UI's
+ *     loop thread;
+ *   - the engine side (chs_generate, chs_held) uses the session and the
+ *     list of tokens it holds. It is called by one thread at a time (the
+ *     generation worker) and never while the conversation side changes the
+ *     settings it was handed: chs_generate takes its settings by copy and
+ *     its prompt as an array, so the loop thread may keep editing messages
+ *     while a reply is generated.
+ * The tokenizer and the template are immutable after chs_new. */
+#ifndef GGSCOPE_CHATSESSION_H
+#define GGSCOPE_CHATSESSION_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chat.h"
+#include "gguf.h"
+#include "sampler.h"
+#include "session.h"
+#include "tokenizer.h"
+
+/* Sampling information of one generated token (the token inspector). */
+typedef struct {
+    int32_t id;
+    uint32_t off, len;        /* bytes of the reply's text this token produced */
+    float prob, entropy;
+    int32_t n_alt;
+    int32_t alt_id[SAMPLER_N_ALT];
+    float alt_prob[SAMPLER_N_ALT];
+} chs_tokinfo;
+
+/* Why a reply ended. */
+typedef enum {
+    CHS_STOP_EOG = 0,     /* end-of-generation token (EOS, EOT, the template's end of turn) */
+    CHS_STOP_LIMIT,       /* n_predict tokens */
+    CHS_STOP_CTX,         /* the context is full */
+    CHS_STOP_CANCEL,      /* the cancel flag was set */
+    CHS_STOP_ERROR,
+} chs_stop;
+
+/* Figures of one reply. */
+typedef struct {
+    uint32_t n_prompt;    /* prompt tokens */
+    uint32_t n_reused;    /* of which already in the KV cache */
+    uint32_t n_eval;      /* prompt tokens evaluated now (n_prompt - n_reused) */
+    uint32_t n_gen;       /* tokens generated */
+    double t_prompt_s;    /* prompt evaluation */
+    double t_first_s;     /* from the start to the first token sampled */
+    double t_gen_s;       /* from the first token to the end */
+    chs_stop stop;
+} chs_reply_stats;
+
+typedef struct {
+    char *role;           /* "user", "assistant" (the system prompt is separate) */
+    char *content;
+    size_t len;
+    bool dropped;         /* left out of the prompt to fit the context */
+    chs_tokinfo *toks;    /* assistant replies generated here (else NULL) */
+    size_t n_toks;
+    bool has_stats;
+    chs_reply_stats st;
+} chs_msg;
+
+typedef struct {
+    sampler_params sp;
+    int32_t n_predict;    /* max tokens per reply (<= 0: until the context is full) */
+} chs_settings;
+
+typedef struct chs chs;
+
+/* A conversation on session `s` (not owned; it and `f` must outlive the
+ * chs). Loads the tokenizer and the chat template of `f`. NULL with a
+ * message in msg on failure (no tokenizer, out of memory). */
+chs *chs_new(const gguf_file *f, session *s, char *msg, size_t cap);
+/* Free; accepts NULL. */
+void chs_free(chs *c);
+
+const tok_vocab *chs_vocab(const chs *c);
+const chat_template *chs_template(const chs *c);
+session *chs_session(const chs *c);
+/* The status line of the last render ("chat format: ChatML (built-in; ...)"). */
+const char *chs_format_status(const chs *c);
+
+/* ---- settings ---- */
+
+/* Defaults: the sampler's, n_predict 512. */
+chs_settings chs_default_settings(void);
+chs_settings chs_get_settings(const chs *c);
+void chs_set_settings(chs *c, const chs_settings *st);
+/* `/set NAME VALUE`: temp, top_k, top_p, min_p, repeat_penalty,
+ * repeat_last_n, seed, n_predict. 0, or -1 with a message. */
+int chs_set(chs *c, const char *name, const char *value, char *msg, size_t cap);
+/* The names chs_set accepts, NULL-terminated. */
+extern const char *const chs_setting_names[];
+
+/* ---- the conversation ---- */
+
+/* The system prompt ("" = none); copied. 0 or -1 (out of memory). */
+int chs_set_system(chs *c, const char *text);
+const char *chs_system(const chs *c);
+/* Append a message (role "user" or "assistant"); copied. 0 or -1. */
+int chs_add(chs *c, const char *role, const char *text, size_t len);
+/* Append an assistant reply with its tokens' information and figures
+ * (both copied; toks may be NULL). 0 or -1. */
+int chs_add_reply(chs *c, const char *text, size_t len, const chs_tokinfo *toks, size_t n_toks,
+                  const chs_reply_stats *st);
+size_t chs_count(const chs *c);
+const chs_msg *chs_at(const chs *c, size_t i);
+/* Remove every message (the system prompt stays). */
+void chs_clear(chs *c);
+/* Remove the last message when it is an assistant reply; returns true when
+ * the conversation now ends with a user message (ready to regenerate). */
+bool chs_pop_reply(chs *c);
+/* Remove the last user message and what follows it; its text is returned
+ * (malloc'd) for editing, NULL when there is none. */
+char *chs_pop_user(chs *c);
+/* Bumped by every change of the transcript (for caches of the UI). */
+uint64_t chs_version(const chs *c);
+
+/* The prompt text of the messages that are not dropped (the system prompt
+ * first), with a generation prompt when `gen` is set. malloc'd, length in
+ * *len; NULL on failure (res, when not NULL, says why). */
+char *chs_render(chs *c, bool gen, size_t *len, chat_result *res);
+
+/* Tokenize a rendered prompt as the chat does: special tokens parsed, BOS
+ * added only when the model asks for it and the text does not already
+ * begin with it. 0 or -1. */
+int chs_tokenize(const chs *c, const char *text, size_t len, int32_t **ids, size_t *n);
+
+/* The prompt of the next reply: the conversation rendered with a generation
+ * prompt and tokenized. When it does not leave room for a reply
+ * (min(n_predict, n_ctx / 4) tokens), the oldest turns (a user message and
+ * the replies after it) are marked dropped, the system prompt kept, until
+ * it does; *n_dropped says how many messages were dropped now. Returns 0,
+ * or -1 with a message (the last message alone does not fit, no message,
+ * out of memory). *ids is malloc'd. */
+int chs_prompt(chs *c, int32_t **ids, size_t *n, unsigned *n_dropped, char *msg, size_t cap);
+
+/* ---- the engine side (worker) ---- */
+
+/* Receives each generated token: `text` is the newly complete UTF-8 text
+ * (may be empty), `ti` its sampling information. */
+typedef struct {
+    void (*on_token)(void *ctx, const char *text, size_t len, const chs_tokinfo *ti);
+    void *ctx;
+    const atomic_bool *cancel;   /* polled before every token and every prompt chunk (may be NULL) */
+    unsigned delay_ms;           /* sleep after each token (tests: slow generation down) */
+} chs_sink;
+
+/* Generate a reply to prompt ids[0..n) (from chs_prompt) with settings `st`:
+ * the tokens the session already holds are compared with ids, the cache is
+ * truncated to the common prefix and only the rest is evaluated (in chunks,
+ * checking the cancel flag); then tokens are sampled until an end-of-
+ * generation token, n_predict, the end of the context, or cancellation.
+ * Fills *out. Returns 0 (also when cancelled), or -1 with a message. */
+int chs_generate(chs *c, const int32_t *ids, size_t n, const chs_settings *st, const chs_sink *sink,
+                 chs_reply_stats *out, char *msg, size_t cap);
+/* Tokens the session holds (the prefix a next prompt may reuse). */
+size_t chs_held(const chs *c);
+/* Forget the KV cache (next prompt evaluated from scratch). */
+void chs_reset_cache(chs *c);
+
+/* ---- files ---- */
+
+/* Write the conversation and settings as JSON to `path`, atomically (a
+ * temporary file in the same directory, then rename). 0, or -1 with a message. */
+int chs_save(const chs *c, const char *path, char *msg, size_t cap);
+/* Replace the conversation and settings with those of a file chs_save
+ * wrote. On failure (-1, message) nothing changes. */
+int chs_load(chs *c, const char *path, char *msg, size_t cap);
+
+#endif

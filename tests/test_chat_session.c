@@ -1,0 +1,400 @@
+/* Chat session logic without a terminal: a second turn evaluates only the
+ * tokens after the prefix the KV cache shares with it (engine counters), and
+ * its reply equals the reply of a fresh session; context overflow drops the
+ * oldest turns and keeps the system prompt; cancellation; /regen and /edit
+ * helpers; /set; save / load round trip (atomic, bad files rejected). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "chatsession.h"
+#include "model.h"
+#include "session.h"
+#include "testmodel.h"
+
+typedef struct {
+    char path[512];
+    gguf_file *f;
+    model *m;
+    session *s;
+    chs *c;
+} fixture;
+
+static fixture *open_fx(const char *tag, uint32_t n_ctx)
+{
+    fixture *fx = calloc(1, sizeof *fx);
+    snprintf(fx->path, sizeof fx->path, "%s", tu_tmp_path(tag));
+    testmodel_params p = testmodel_default_params();
+    p.n_layer = 1;
+    p.n_embd = 64;
+    p.n_ff = 64;
+    char msg[512];
+    if (testmodel_write(&p, fx->path, msg, sizeof msg))
+        fail_msg("testmodel_write: %s", msg);
+    gguf_error err;
+    fx->f = gguf_open(fx->path, &err);
+    assert_non_null(fx->f);
+    model_status st;
+    fx->m = model_load(fx->f, &st, msg, sizeof msg);
+    if (!fx->m)
+        fail_msg("model_load: %s", msg);
+    session_params sp = {.n_ctx = n_ctx, .n_threads = 1};
+    fx->s = session_new(fx->m, &sp, msg, sizeof msg);
+    if (!fx->s)
+        fail_msg("session_new: %s", msg);
+    fx->c = chs_new(fx->f, fx->s, msg, sizeof msg);
+    if (!fx->c)
+        fail_msg("chs_new: %s", msg);
+    chs_settings cs = chs_get_settings(fx->c);
+    cs.sp.temp = 0;
+    cs.sp.repeat_penalty = 1;
+    cs.n_predict = 6;
+    chs_set_settings(fx->c, &cs);
+    return fx;
+}
+
+static void close_fx(fixture *fx)
+{
+    chs_free(fx->c);
+    session_free(fx->s);
+    model_free(fx->m);
+    gguf_close(fx->f);
+    remove(fx->path);
+    free(fx);
+}
+
+typedef struct {
+    char text[4096];
+    size_t len;
+    int32_t ids[512];
+    size_t n;
+    chs_tokinfo ti[512];
+    size_t cancel_after;
+    atomic_bool cancel;
+} collect;
+
+static void on_tok(void *ctx, const char *t, size_t len, const chs_tokinfo *ti)
+{
+    collect *co = ctx;
+    if (ti->id >= 0 && co->n < 512) {
+        co->ti[co->n] = *ti;
+        co->ids[co->n++] = ti->id;
+    }
+    if (co->len + len < sizeof co->text) {
+        memcpy(co->text + co->len, t, len);
+        co->len += len;
+        co->text[co->len] = 0;
+    }
+    if (co->cancel_after && co->n >= co->cancel_after)
+        atomic_store(&co->cancel, true);
+}
+
+/* One turn: prompt, generate, append the reply. */
+static chs_reply_stats turn(fixture *fx, const char *user, collect *co, int32_t **ids_out, size_t *n_out)
+{
+    if (user)
+        assert_int_equal(chs_add(fx->c, "user", user, strlen(user)), 0);
+    int32_t *ids;
+    size_t n;
+    char msg[512];
+    unsigned dropped;
+    if (chs_prompt(fx->c, &ids, &n, &dropped, msg, sizeof msg))
+        fail_msg("chs_prompt: %s", msg);
+    memset(co, 0, sizeof *co);
+    atomic_init(&co->cancel, false);
+    chs_sink sk = {on_tok, co, &co->cancel, 0};
+    chs_settings st = chs_get_settings(fx->c);
+    chs_reply_stats rs;
+    if (chs_generate(fx->c, ids, n, &st, &sk, &rs, msg, sizeof msg))
+        fail_msg("chs_generate: %s", msg);
+    assert_int_equal(chs_add_reply(fx->c, co->text, co->len, co->ti, co->n, &rs), 0);
+    if (ids_out) {
+        *ids_out = ids;
+        *n_out = n;
+    } else {
+        free(ids);
+    }
+    return rs;
+}
+
+static void test_second_turn_reuses_prefix(void **state)
+{
+    (void)state;
+    fixture *fx = open_fx("chs-reuse.gguf", 512);
+    assert_int_equal(chs_set_system(fx->c, "You are terse."), 0);
+    collect *co = calloc(1, sizeof *co);
+    int32_t *ids1, *ids2;
+    size_t n1, n2;
+    chs_reply_stats r1 = turn(fx, "hello there", co, &ids1, &n1);
+    assert_int_equal(r1.n_reused, 0);
+    assert_int_equal(r1.n_eval, n1);
+    assert_true(r1.n_gen >= 1);
+    /* what the cache holds now: the prompt and every generated token that was fed back */
+    size_t n_held = chs_held(fx->c);
+    int32_t held[1024];
+    memcpy(held, ids1, n1 * sizeof *ids1);
+    size_t fed = r1.stop == CHS_STOP_EOG || r1.stop == CHS_STOP_LIMIT ? co->n - 1 : co->n;
+    memcpy(held + n1, co->ids, fed * sizeof *held);
+    assert_int_equal(n_held, n1 + fed);
+    assert_int_equal(session_used(fx->s), n_held);
+
+    session_reset_stats(fx->s);
+    chs_reply_stats r2 = turn(fx, "and again", co, &ids2, &n2);
+    session_stats ss = session_get_stats(fx->s);
+    size_t lcp = 0;
+    while (lcp < n_held && lcp < n2 && held[lcp] == ids2[lcp])
+        lcp++;
+    print_message("turn 1: %zu prompt tokens; turn 2: %zu prompt tokens, %u reused, %u evaluated\n", n1,
+                  n2, r2.n_reused, r2.n_eval);
+    assert_true(n2 > n1);
+    assert_int_equal(r2.n_reused, lcp);
+    assert_int_equal(r2.n_eval, n2 - lcp);
+    /* the shared prefix covers at least the first turn's prompt but its last few tokens */
+    assert_true(lcp + 4 >= n1);
+    /* the engine's counters: only the new prompt tokens plus the reply's fed-back tokens */
+    size_t fed2 = r2.stop == CHS_STOP_EOG || r2.stop == CHS_STOP_LIMIT ? co->n - 1 : co->n;
+    assert_int_equal(ss.n_prompt_tokens + ss.n_gen_tokens, (n2 - lcp) + fed2);
+    assert_true(ss.n_prompt_tokens + ss.n_gen_tokens < n2);
+
+    /* the reply with reuse equals the reply of a fresh cache on the same prompt */
+    char reply2[4096];
+    snprintf(reply2, sizeof reply2, "%s", co->text);
+    int32_t ids_reply2[512];
+    size_t nr2 = co->n;
+    memcpy(ids_reply2, co->ids, nr2 * sizeof *ids_reply2);
+    chs_reset_cache(fx->c);
+    chs_settings st = chs_get_settings(fx->c);
+    chs_sink sk = {on_tok, co, NULL, 0};
+    memset(co, 0, sizeof *co);
+    chs_reply_stats r3;
+    char msg[256];
+    assert_int_equal(chs_generate(fx->c, ids2, n2, &st, &sk, &r3, msg, sizeof msg), 0);
+    assert_int_equal(r3.n_reused, 0);
+    assert_int_equal(co->n, nr2);
+    assert_memory_equal(co->ids, ids_reply2, nr2 * sizeof *ids_reply2);
+    assert_string_equal(co->text, reply2);
+    /* the same prompt again: everything but the last token is reused */
+    memset(co, 0, sizeof *co);
+    session_reset_stats(fx->s);
+    assert_int_equal(chs_generate(fx->c, ids2, n2, &st, &sk, &r3, msg, sizeof msg), 0);
+    assert_int_equal(r3.n_reused, n2 - 1);
+    assert_int_equal(r3.n_eval, 1);
+    assert_memory_equal(co->ids, ids_reply2, nr2 * sizeof *ids_reply2);
+    free(ids1);
+    free(ids2);
+    free(co);
+    close_fx(fx);
+}
+
+static void test_token_info(void **state)
+{
+    (void)state;
+    fixture *fx = open_fx("chs-info.gguf", 256);
+    collect *co = calloc(1, sizeof *co);
+    turn(fx, "hi", co, NULL, NULL);
+    const chs_msg *m = chs_at(fx->c, 1);
+    assert_non_null(m);
+    assert_string_equal(m->role, "assistant");
+    assert_true(m->n_toks >= 1);
+    for (size_t i = 0; i < m->n_toks; i++) {
+        const chs_tokinfo *t = &m->toks[i];
+        assert_true(t->prob > 0 && t->prob <= 1.0f);
+        assert_true(t->entropy >= 0);
+        assert_true(t->n_alt >= 1 && t->n_alt <= SAMPLER_N_ALT);
+        /* greedy: the chosen token is the most probable one */
+        assert_int_equal(t->alt_id[0], t->id);
+        for (int k = 1; k < t->n_alt; k++)
+            assert_true(t->alt_prob[k] <= t->alt_prob[k - 1]);
+    }
+    free(co);
+    close_fx(fx);
+}
+
+static void test_cancel(void **state)
+{
+    (void)state;
+    fixture *fx = open_fx("chs-cancel.gguf", 256);
+    chs_settings cs = chs_get_settings(fx->c);
+    cs.n_predict = 100;
+    chs_set_settings(fx->c, &cs);
+    assert_int_equal(chs_add(fx->c, "user", "go", 2), 0);
+    int32_t *ids;
+    size_t n;
+    char msg[256];
+    assert_int_equal(chs_prompt(fx->c, &ids, &n, NULL, msg, sizeof msg), 0);
+    collect *co = calloc(1, sizeof *co);
+    atomic_init(&co->cancel, false);
+    co->cancel_after = 3;
+    chs_sink sk = {on_tok, co, &co->cancel, 0};
+    chs_reply_stats rs;
+    assert_int_equal(chs_generate(fx->c, ids, n, &cs, &sk, &rs, msg, sizeof msg), 0);
+    if (rs.stop == CHS_STOP_EOG)
+        assert_true(rs.n_gen <= 3);
+    else {
+        assert_int_equal(rs.stop, CHS_STOP_CANCEL);
+        assert_int_equal(rs.n_gen, 3);   /* stopped within one token */
+    }
+    /* a pending engine cancel does not break the next reply */
+    session_cancel(fx->s);
+    chs_sink sk2 = {on_tok, co, NULL, 0};
+    co->cancel_after = 0;
+    assert_int_equal(chs_generate(fx->c, ids, n, &cs, &sk2, &rs, msg, sizeof msg), 0);
+    assert_int_not_equal(rs.stop, CHS_STOP_CANCEL);
+    free(ids);
+    free(co);
+    close_fx(fx);
+}
+
+static void test_overflow_drops_oldest(void **state)
+{
+    (void)state;
+    fixture *fx = open_fx("chs-overflow.gguf", 256);
+    assert_int_equal(chs_set_system(fx->c, "SYS"), 0);
+    char line[64];
+    for (int i = 0; i < 6; i++) {
+        snprintf(line, sizeof line, "question number %d", i);
+        assert_int_equal(chs_add(fx->c, "user", line, strlen(line)), 0);
+        snprintf(line, sizeof line, "answer number %d", i);
+        assert_int_equal(chs_add(fx->c, "assistant", line, strlen(line)), 0);
+    }
+    assert_int_equal(chs_add(fx->c, "user", "last", 4), 0);
+    int32_t *ids;
+    size_t n;
+    unsigned dropped = 0;
+    char msg[256];
+    assert_int_equal(chs_prompt(fx->c, &ids, &n, &dropped, msg, sizeof msg), 0);
+    chs_settings st = chs_get_settings(fx->c);
+    assert_true(dropped > 0);
+    assert_true(dropped % 2 == 0);   /* whole turns: a question and its answer */
+    assert_true(n + (size_t)st.n_predict <= 256);
+    for (unsigned i = 0; i < dropped; i++)
+        assert_true(chs_at(fx->c, i)->dropped);
+    assert_false(chs_at(fx->c, dropped)->dropped);
+    assert_false(chs_at(fx->c, chs_count(fx->c) - 1)->dropped);
+    size_t len;
+    char *text = chs_render(fx->c, true, &len, NULL);
+    assert_non_null(strstr(text, "SYS"));
+    assert_null(strstr(text, "question number 0"));
+    assert_non_null(strstr(text, "last"));
+    free(text);
+    /* a reply still fits */
+    collect *co = calloc(1, sizeof *co);
+    chs_sink sk = {on_tok, co, NULL, 0};
+    chs_reply_stats rs;
+    assert_int_equal(chs_generate(fx->c, ids, n, &st, &sk, &rs, msg, sizeof msg), 0);
+    assert_int_not_equal(rs.stop, CHS_STOP_ERROR);
+    free(ids);
+    /* a single message longer than the context is an error, not a crash */
+    chs_clear(fx->c);
+    char big[4096];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    assert_int_equal(chs_add(fx->c, "user", big, strlen(big)), 0);
+    assert_int_equal(chs_prompt(fx->c, &ids, &n, &dropped, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "does not fit"));
+    free(co);
+    close_fx(fx);
+}
+
+static void test_regen_edit_set(void **state)
+{
+    (void)state;
+    fixture *fx = open_fx("chs-edit.gguf", 128);
+    chs *c = fx->c;
+    assert_false(chs_pop_reply(c));
+    assert_null(chs_pop_user(c));
+    chs_add(c, "user", "one", 3);
+    chs_add(c, "assistant", "uno", 3);
+    chs_add(c, "user", "two", 3);
+    chs_add(c, "assistant", "dos", 3);
+    assert_true(chs_pop_reply(c));
+    assert_int_equal(chs_count(c), 3);
+    assert_true(chs_pop_reply(c));   /* already ends with the user message */
+    chs_add(c, "assistant", "dos", 3);
+    char *t = chs_pop_user(c);
+    assert_string_equal(t, "two");
+    free(t);
+    assert_int_equal(chs_count(c), 2);
+    char msg[256];
+    assert_int_equal(chs_set(c, "temp", "0.25", msg, sizeof msg), 0);
+    assert_int_equal(chs_set(c, "top_k", "7", msg, sizeof msg), 0);
+    assert_int_equal(chs_set(c, "seed", "18446744073709551615", msg, sizeof msg), 0);
+    assert_int_equal(chs_set(c, "n_predict", "33", msg, sizeof msg), 0);
+    assert_int_equal(chs_set(c, "temp", "abc", msg, sizeof msg), -1);
+    assert_int_equal(chs_set(c, "repeat_penalty", "0", msg, sizeof msg), -1);
+    assert_int_equal(chs_set(c, "bogus", "1", msg, sizeof msg), -1);
+    chs_settings st = chs_get_settings(c);
+    assert_true(st.sp.temp == 0.25f);
+    assert_int_equal(st.sp.top_k, 7);
+    assert_true(st.sp.seed == UINT64_MAX);
+    assert_int_equal(st.n_predict, 33);
+    close_fx(fx);
+}
+
+static void test_save_load(void **state)
+{
+    (void)state;
+    fixture *fx = open_fx("chs-save.gguf", 128);
+    chs *c = fx->c;
+    char msg[256];
+    chs_set_system(c, "be \"kind\"\n");
+    const char *uni = "h\xc3\xa9llo \xe2\x9c\x93 \xf0\x9f\x98\x80\nline 2";
+    chs_add(c, "user", uni, strlen(uni));
+    chs_add(c, "assistant", "fine", 4);
+    chs_set(c, "temp", "0.5", msg, sizeof msg);
+    chs_set(c, "seed", "12345678901234567", msg, sizeof msg);
+    chs_set(c, "n_predict", "77", msg, sizeof msg);
+    char path[600];
+    snprintf(path, sizeof path, "%s", tu_tmp_path("chs-session.json"));
+    assert_int_equal(chs_save(c, path, msg, sizeof msg), 0);
+    char tmp[700];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    assert_int_not_equal(access(tmp, F_OK), 0);   /* renamed into place */
+
+    chs_clear(c);
+    chs_set_system(c, "");
+    chs_set(c, "temp", "1.5", msg, sizeof msg);
+    assert_int_equal(chs_load(c, path, msg, sizeof msg), 0);
+    assert_string_equal(chs_system(c), "be \"kind\"\n");
+    assert_int_equal(chs_count(c), 2);
+    assert_string_equal(chs_at(c, 0)->role, "user");
+    assert_string_equal(chs_at(c, 0)->content, uni);
+    assert_string_equal(chs_at(c, 1)->content, "fine");
+    chs_settings st = chs_get_settings(c);
+    assert_true(st.sp.temp == 0.5f);
+    assert_true(st.sp.seed == 12345678901234567ull);
+    assert_int_equal(st.n_predict, 77);
+
+    /* bad files: rejected, the conversation unchanged */
+    const char *bad[] = {"{", "[]", "{\"ggscope_chat\":2,\"messages\":[]}",
+                         "{\"ggscope_chat\":1,\"messages\":[{\"role\":\"user\"}]}",
+                         "{\"ggscope_chat\":1,\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}",
+                         "{\"ggscope_chat\":1,\"settings\":{\"temp\":\"hot\"},\"messages\":[]}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        FILE *fp = fopen(path, "wb");
+        fputs(bad[i], fp);
+        fclose(fp);
+        assert_int_equal(chs_load(c, path, msg, sizeof msg), -1);
+        assert_int_equal(chs_count(c), 2);
+        assert_string_equal(chs_system(c), "be \"kind\"\n");
+    }
+    assert_int_equal(chs_load(c, "/nonexistent/dir/x.json", msg, sizeof msg), -1);
+    assert_int_equal(chs_save(c, "/nonexistent/dir/x.json", msg, sizeof msg), -1);
+    remove(path);
+    close_fx(fx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_second_turn_reuses_prefix),
+        cmocka_unit_test(test_token_info),
+        cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_overflow_drops_oldest),
+        cmocka_unit_test(test_regen_edit_set),
+        cmocka_unit_test(test_save_load),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
