@@ -40,6 +40,7 @@ typedef struct {
     bool mono;            /* no colours */
     bool no_mouse;        /* do not capture the mouse */
     const char *search;   /* start with this search (NULL: none) */
+    struct chat_ui *chat; /* start on this chat page (app/chat_ui.h; the explorer frees it); NULL: explorer */
 } app_explore_opts;
 
 /* Run the full-screen explorer on `path` (stdin/stdout must be terminals).
@@ -55,5 +56,6 @@ int cmd_template(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
 
 #endif

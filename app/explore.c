@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "app.h"
+#include "chat_ui.h"
 #include "explorer.h"
 #include "screen.h"
 
@@ -29,6 +30,8 @@ typedef struct {
     uv_async_t wake;
     screen *scr;
     explorer *ex;
+    chat_ui *chat;          /* the chat page, once opened */
+    const char *path;
     bool quitting;
     bool exit_after_first;
     double t0;
@@ -161,6 +164,37 @@ static void tick_cb(uv_timer_t *h)
     frame(a);
 }
 
+/* Bracketed paste on while a chat page exists (the chat keeps pasted new lines). */
+static void bracketed_paste(bool on)
+{
+    const char *seq = on ? "\033[?2004h" : "\033[?2004l";
+    ssize_t r = write(STDOUT_FILENO, seq, strlen(seq));
+    (void)r;
+}
+
+/* `c` on the explorer: the chat page on the same file (loaded on first use). */
+static int key_chat(screen *s, int key, void *ctx)
+{
+    app_state *a = ctx;
+    (void)key;
+    if (!a->chat) {
+        chat_ui_opts co = {.eng = {.backend = "auto"}};
+        char err[512];
+        a->chat = chat_ui_new(a->path, &co, true, err, sizeof err);
+        if (!a->chat) {
+            screen_message(s, "chat: %s", err);
+            return PANEL_HANDLED | PANEL_REDRAW;
+        }
+        if (chat_ui_attach(a->chat, s, a->ex ? explorer_page(a->ex) : -1) < 0) {
+            screen_message(s, "chat: cannot add the page");
+            return PANEL_HANDLED | PANEL_REDRAW;
+        }
+        bracketed_paste(true);
+    }
+    chat_ui_show(a->chat);
+    return PANEL_HANDLED | PANEL_REDRAW;
+}
+
 static void begin_quit(app_state *a)
 {
     if (a->quitting)
@@ -184,10 +218,13 @@ int app_explore(const char *path, const app_explore_opts *opts)
     const char *env = getenv("GGSCOPE_EXIT_AFTER_FIRST_FRAME");
     a.exit_after_first = env && *env && strcmp(env, "0") != 0;
     gguf_file *f = app_open_gguf(path);
-    if (!f)
+    if (!f) {
+        chat_ui_free(opts ? opts->chat : NULL);
         return APP_BADINPUT;
+    }
     if (uv_loop_init(&a.loop) != 0) {
         app_error("cannot start the event loop");
+        chat_ui_free(opts ? opts->chat : NULL);
         gguf_close(f);
         return APP_FAIL;
     }
@@ -196,12 +233,24 @@ int app_explore(const char *path, const app_explore_opts *opts)
     if (!a.scr) {
         app_error("cannot initialise the terminal (TERM=%s)", getenv("TERM") ? getenv("TERM") : "");
         uv_loop_close(&a.loop);
+        chat_ui_free(opts ? opts->chat : NULL);
         gguf_close(f);
         return APP_FAIL;
     }
     a.ex = explorer_new(a.scr, f);
+    a.path = path;
     ui_runner r = {runner_submit, runner_wake, &a};
     screen_set_runner(a.scr, &r);
+    if (a.ex)
+        screen_bind(a.scr, &(screen_binding){'c', "c", "chat", "chat with the model of this file (F2 comes back)",
+                                             explorer_page(a.ex), key_chat, &a});
+    if (opts && opts->chat) {
+        a.chat = opts->chat;
+        if (chat_ui_attach(a.chat, a.scr, a.ex ? explorer_page(a.ex) : -1) >= 0) {
+            bracketed_paste(true);
+            chat_ui_show(a.chat);
+        }
+    }
 
     uv_poll_init(&a.loop, &a.input, STDIN_FILENO);
     uv_signal_init(&a.loop, &a.sig_winch);
@@ -226,7 +275,10 @@ int app_explore(const char *path, const app_explore_opts *opts)
     uv_run(&a.loop, UV_RUN_DEFAULT);
 
     explorer_free(a.ex);
+    chat_ui_free(a.chat);
     screen_free(a.scr);   /* endwin: the terminal is restored */
+    if (a.chat)
+        bracketed_paste(false);
     int rc = uv_loop_close(&a.loop);
     (void)rc;
     gguf_close(f);

@@ -14,6 +14,7 @@ static const app_command COMMANDS[] = {
     {"template", cmd_template, "render a conversation with a model's chat template"},
     {"run", cmd_run, "generate text from a prompt with the built-in engine"},
     {"bench", cmd_bench, "measure prompt and generation speed (tokens/s, --json)"},
+    {"chat", cmd_chat, "chat with a model in the terminal (the built-in engine; no FILE: the demo model)"},
     {"logits", cmd_logits, "print the logits of token ids as JSON lines (as the peer does)"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])

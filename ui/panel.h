@@ -34,6 +34,12 @@ typedef struct screen screen;
 #define UIK_ENTER '\n'
 #define UIK_TAB '\t'
 #define UIK_CTRL(c) ((c) & 0x1f)
+/* Esc immediately followed by a key (Alt/Meta+key); UIK_ALT('\n') is also
+ * what Shift+Enter sends on terminals that tell it apart (CSI 27;2;13~, CSI 13;2u). */
+#define UIK_ALT(c) (0x400000 | (c))
+/* Bracketed paste (CSI 200~ ... CSI 201~): keys in between were pasted. */
+#define UIK_PASTE_BEGIN 0x600001
+#define UIK_PASTE_END 0x600002
 
 /* Results of on_key / on_mouse, or-ed together. */
 enum {

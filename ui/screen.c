@@ -656,6 +656,45 @@ static int screen_mouse(screen *s)
     return 0;
 }
 
+/* After an Esc: ncurses has already waited ESCDELAY for the rest of a
+ * sequence it does not know. Nothing more: Esc. CSI 200~ / 201~: bracketed
+ * paste; CSI 27;2;13~ or 13;2u: Shift+Enter; another CSI: ignored (0).
+ * Another key: Alt+key. */
+static int read_escape(void)
+{
+    wint_t c;
+    int rc = get_wch(&c);
+    if (rc == ERR)
+        return UIK_ESC;
+    if (rc == KEY_CODE_YES)
+        return c == KEY_ENTER ? UIK_ALT('\n') : UIK_FN((int)c);   /* Esc then a function key */
+    if (c == '\r' || c == '\n')
+        return UIK_ALT('\n');
+    if (c == 27)
+        return UIK_ESC;
+    if (c != '[')
+        return UIK_ALT((int)c);
+    char par[24];
+    size_t n = 0;
+    for (;;) {
+        rc = get_wch(&c);
+        if (rc == ERR || rc == KEY_CODE_YES)
+            return 0;
+        if (c >= 0x40 && c <= 0x7e)
+            break;
+        if (n + 1 < sizeof par)
+            par[n++] = (char)c;
+    }
+    par[n] = 0;
+    if (c == '~' && !strcmp(par, "200"))
+        return UIK_PASTE_BEGIN;
+    if (c == '~' && !strcmp(par, "201"))
+        return UIK_PASTE_END;
+    if ((c == '~' && !strcmp(par, "27;2;13")) || (c == 'u' && !strcmp(par, "13;2")))
+        return UIK_ALT('\n');
+    return 0;
+}
+
 int screen_drain_input(screen *s)
 {
     int flags = 0;
@@ -673,6 +712,10 @@ int screen_drain_input(screen *s)
             if (ch == KEY_RESIZE)
                 continue;   /* SIGWINCH is handled by the loop */
             key = ch == KEY_ENTER ? UIK_ENTER : UIK_FN((int)ch);
+        } else if (ch == 27) {
+            key = read_escape();
+            if (!key)
+                continue;
         } else {
             key = (int)ch;
             if (key == '\r')

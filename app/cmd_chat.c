@@ -1,0 +1,131 @@
+/* ggscope chat [FILE] [options]: the chat page of the explorer, opened
+ * first, on FILE or the demo model. See docs/chat.md. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app.h"
+#include "chat_ui.h"
+
+static void help(FILE *out)
+{
+    fprintf(out,
+            "usage: ggscope chat [FILE] [options]\n"
+            "\n"
+            "Chat with the model in FILE (no FILE: the built-in demo model) on ggscope's own\n"
+            "engine, in the terminal. The reply is generated on a worker thread; Esc stops it.\n"
+            "Type /help inside for the commands (/system /clear /regen /edit /set /show /save\n"
+            "/load /template /quit); F2 shows the file in the explorer.\n"
+            "\n"
+            "options:\n"
+            "  --system TEXT         system prompt\n"
+            "  --temp T              temperature (default 0.8; 0 = greedy)\n"
+            "  --top-k K             keep the K most likely tokens (default 40; 0 = off)\n"
+            "  --top-p P             nucleus sampling (default 0.95; 1 = off)\n"
+            "  --min-p P             drop tokens below P x the best probability (default 0.05; 0 = off)\n"
+            "  --repeat-penalty R    penalty of recent tokens (default 1.1; 1 = off)\n"
+            "  --repeat-last-n N     window of the penalty (default 64)\n"
+            "  --seed S              random seed (default 42)\n"
+            "  -n N                  max tokens per reply (default 512; 0 = until the context is full)\n"
+            "  -c, --ctx N           context positions (default min(model's, 4096))\n"
+            ECLI_COMMON_HELP
+            "  --mono                no colours (also when NO_COLOR is set)\n"
+            "  --no-mouse            do not capture the mouse\n"
+            "  -h, --help            this help\n"
+            "\n"
+            "GGSCOPE_CHAT_DELAY_MS=N sleeps N ms after each token (tests, demonstrations).\n");
+}
+
+int cmd_chat(int argc, char **argv)
+{
+    chat_ui_opts co = {.eng = {.backend = "auto"}, .have_settings = true};
+    co.settings = chs_default_settings();
+    sampler_params *sp = &co.settings.sp;
+    app_explore_opts eo = {0};
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int r = ecli_common_opt(argc, argv, &i, &co.eng);
+        if (r < 0)
+            return APP_BADINPUT;
+        if (r)
+            continue;
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        long lv;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            help(stdout);
+            return APP_OK;
+        } else if (!strcmp(a, "--system")) {
+            if (!val) {
+                app_error("--system needs a value");
+                return APP_BADINPUT;
+            }
+            co.system = argv[++i];
+        } else if (!strcmp(a, "--temp")) {
+            if (!ecli_parse_float(a, val, &sp->temp))
+                return APP_BADINPUT;
+            i++;
+        } else if (!strcmp(a, "--top-k")) {
+            if (!ecli_parse_long(a, val, 0, 1 << 24, &lv))
+                return APP_BADINPUT;
+            sp->top_k = (int32_t)lv;
+            i++;
+        } else if (!strcmp(a, "--top-p")) {
+            if (!ecli_parse_float(a, val, &sp->top_p))
+                return APP_BADINPUT;
+            i++;
+        } else if (!strcmp(a, "--min-p")) {
+            if (!ecli_parse_float(a, val, &sp->min_p))
+                return APP_BADINPUT;
+            i++;
+        } else if (!strcmp(a, "--repeat-penalty")) {
+            if (!ecli_parse_float(a, val, &sp->repeat_penalty) || !(sp->repeat_penalty > 0)) {
+                app_error("--repeat-penalty must be > 0");
+                return APP_BADINPUT;
+            }
+            i++;
+        } else if (!strcmp(a, "--repeat-last-n")) {
+            if (!ecli_parse_long(a, val, 0, 1 << 20, &lv))
+                return APP_BADINPUT;
+            sp->repeat_last_n = (int32_t)lv;
+            i++;
+        } else if (!strcmp(a, "--seed")) {
+            char *end;
+            if (!val || !*val || val[0] == '-' || (sp->seed = strtoull(val, &end, 10), *end)) {
+                app_error("--seed: expected a whole number");
+                return APP_BADINPUT;
+            }
+            i++;
+        } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
+            if (!ecli_parse_long(a, val, 0, 1 << 24, &lv))
+                return APP_BADINPUT;
+            co.settings.n_predict = (int32_t)lv;
+            i++;
+        } else if (!strcmp(a, "--mono")) {
+            eo.mono = true;
+        } else if (!strcmp(a, "--no-mouse")) {
+            eo.no_mouse = true;
+        } else if (a[0] == '-' && a[1]) {
+            app_error("chat: unknown option '%s' (see ggscope chat --help)", a);
+            return APP_BADINPUT;
+        } else if (!path) {
+            path = a;
+        } else {
+            app_error("chat: unexpected argument '%s'", a);
+            return APP_BADINPUT;
+        }
+    }
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        app_error("chat: stdin and stdout must be a terminal (use `ggscope run` in scripts)");
+        return APP_BADINPUT;
+    }
+    if (!path)
+        path = app_demo_path();
+    if (!path)
+        return APP_FAIL;
+    char err[512];
+    eo.chat = chat_ui_new(path, &co, false, err, sizeof err);
+    if (!eo.chat)
+        return APP_BADINPUT;
+    return app_explore(path, &eo);
+}
