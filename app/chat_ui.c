@@ -443,16 +443,16 @@ static void layout_lines(chat_ui *u, int width)
             double tps = st->n_gen > 1 && st->t_gen_s > 0 ? (st->n_gen - 1) / st->t_gen_s : 0;
             if (l)
                 snprintf(l->info, sizeof l->info,
-                         "%u tokens · %.1f tok/s · first token %.0f ms · prompt %u tokens (%u reused, %u evaluated) · %s",
-                         st->n_gen, tps, st->t_first_s * 1e3, st->n_prompt, st->n_reused, st->n_eval,
-                         stop_name(st->stop));
+                         "%u tokens · %s · %.1f tok/s · first token %.0f ms · prompt %u tokens: %u reused, %u evaluated",
+                         st->n_gen, stop_name(st->stop), tps, st->t_first_s * 1e3, st->n_prompt, st->n_reused,
+                         st->n_eval);
         }
         add_line(u, L_BLANK, (int)i, 0);
     }
     if (u->streaming) {
         l = add_line(u, L_HEAD, -2, ui_attr(UI_C_NUMBER) | A_BOLD);
         if (l)
-            snprintf(l->info, sizeof l->info, "\xe2\x96\x8c assistant  …");
+            snprintf(l->info, sizeof l->info, "\xe2\x96\x8c assistant  generating… (Esc stops)");
         w.msg = -2;
         w.a = ui_attr(UI_C_NORMAL);
         wrap(u->reply ? u->reply : "", u->rlen, tw, text_span, &w);
