@@ -175,7 +175,20 @@ keys C-c
 wait_for "EXITED 0" 10 && echo "ok: quit during generation: the worker stops, exit status 0"
 check "terminal restored (alternate screen off)" test "$(T display -p -t "$S" '#{alternate_on}')" = 0
 
-# ---- 3. with ../shared: stories260K greedy reply equals ggscope run ----
+# ---- 3. a full context drops the oldest turn, keeps the system prompt, never crashes ----
+start small 100x40 "GGSCOPE_CHAT_DELAY_MS=0" --temp 0 --ctx 100 --system "'Be brief.'"
+wait_for "┌ Message"
+keys "First question" Enter
+wait_for "end of turn"
+keys "Second question" Enter
+wait_for "context full" && wait_for "dropped" && echo "ok: a full context drops the oldest turn with a notice"
+wait_for "4 messages" && wait_gone "generating" && check "the system prompt is kept" has "Be brief."
+check "the new reply is complete" test "$(count "The end.")" -eq 2
+save chat-context-full
+keys C-c
+wait_for "EXITED 0"
+
+# ---- 4. with ../shared: stories260K greedy reply equals ggscope run ----
 MODEL=$SHARED/models/stories260K.gguf
 if [[ -f $MODEL ]]; then
     N=40
