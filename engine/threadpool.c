@@ -3,6 +3,7 @@
  * so back-to-back runs (one per op of a forward pass) cost microseconds and
  * an idle pool costs nothing. */
 #include "kernels.h"
+#include "kernels_internal.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,8 +25,14 @@ typedef struct {
     int ith;
 } worker_arg;
 
+typedef struct {
+    void *ptr;
+    size_t size;
+} thread_buf;
+
 struct kern_pool {
     int n;
+    thread_buf *bufs;      /* per-thread work buffers, kept between runs */
     pthread_t *threads;
     worker_arg *args;
     void (*fn)(void *ctx, int ith, int nth);
@@ -84,6 +91,11 @@ kern_pool *kern_pool_new(int n_threads)
     if (!p)
         return NULL;
     p->n = n_threads;
+    p->bufs = calloc((size_t)n_threads, sizeof *p->bufs);
+    if (!p->bufs) {
+        free(p);
+        return NULL;
+    }
     atomic_init(&p->gen, 0);
     atomic_init(&p->pending, 0);
     atomic_init(&p->stop, 0);
@@ -119,6 +131,7 @@ fail_cv_done:
 fail_cv_work:
     pthread_mutex_destroy(&p->mu);
 fail_mu:
+    free(p->bufs);
     free(p);
     return NULL;
 }
@@ -139,7 +152,26 @@ void kern_pool_free(kern_pool *p)
     pthread_cond_destroy(&p->cv_done);
     pthread_cond_destroy(&p->cv_work);
     pthread_mutex_destroy(&p->mu);
+    for (int i = 0; i < p->n; i++)
+        free(p->bufs[i].ptr);
+    free(p->bufs);
     free(p);
+}
+
+void *kern_pool_thread_buf(kern_pool *p, int ith, size_t size)
+{
+    if (!p || ith < 0 || ith >= p->n)
+        return NULL;
+    thread_buf *b = &p->bufs[ith];
+    if (b->size < size) {
+        void *n = malloc(size);
+        if (!n)
+            return NULL;
+        free(b->ptr);
+        b->ptr = n;
+        b->size = size;
+    }
+    return b->ptr;
 }
 
 int kern_pool_threads(const kern_pool *p)
