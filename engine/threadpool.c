@@ -6,6 +6,7 @@
 #include "kernels_internal.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -82,7 +83,13 @@ static void *worker_main(void *argp)
 kern_pool *kern_pool_new(int n_threads)
 {
     if (n_threads <= 0) {
-        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        /* the cores this process may run on (taskset, cgroup cpusets), else all online */
+        cpu_set_t set;
+        long c = 0;
+        if (sched_getaffinity(0, sizeof set, &set) == 0)
+            c = CPU_COUNT(&set);
+        if (c <= 0)
+            c = sysconf(_SC_NPROCESSORS_ONLN);
         n_threads = c > 0 ? (int)c : 1;
     }
     if (n_threads > 512)
