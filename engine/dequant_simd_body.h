@@ -334,6 +334,26 @@ TGT static void body_iq1_m(const void *src, float *y, uint64_t nb)
     }
 }
 
+TGT static void body_q8_1(const void *src, float *y, uint64_t nb)
+{
+    const uint8_t *b = src;
+    for (uint64_t i = 0; i < nb; i++, b += sizeof(block_q8_1), y += QK8_1) {
+        const float d = body_half(b);
+        EMIT_I8(y, _mm_loadu_si128((const __m128i *)(b + 4)), d);
+        EMIT_I8(y + 16, _mm_loadu_si128((const __m128i *)(b + 20)), d);
+    }
+}
+
+TGT static void body_q8_K(const void *src, float *y, uint64_t nb)
+{
+    const uint8_t *b = src;
+    for (uint64_t i = 0; i < nb; i++, b += sizeof(block_q8_K)) {
+        const float d = cdc_f32_from_bits(cdc_le32(b));
+        for (int j = 0; j < QK_K; j += 16, y += 16)
+            EMIT_I8(y, _mm_loadu_si128((const __m128i *)(b + 4 + j)), d);
+    }
+}
+
 /* Add the kernels of this body to a path's table. */
 static void body_fill(cdc_dequant_fn t[GGTYPE_COUNT])
 {
@@ -345,6 +365,8 @@ static void body_fill(cdc_dequant_fn t[GGTYPE_COUNT])
     t[GGTYPE_NVFP4] = body_nvfp4;
     t[GGTYPE_TQ2_0] = body_tq2_0;
     t[GGTYPE_Q1_0] = body_q1_0;
+    t[GGTYPE_Q8_1] = body_q8_1;
+    t[GGTYPE_Q8_K] = body_q8_K;
     t[GGTYPE_IQ2_XXS] = body_iq2_xxs;
     t[GGTYPE_IQ2_XS] = body_iq2_xs;
     t[GGTYPE_IQ2_S] = body_iq2_s;
