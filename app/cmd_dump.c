@@ -1,5 +1,7 @@
-/* ggscope dump FILE TENSOR --f32 | --raw | --requant TYPE --raw [--rows A:B] [-o OUT]:
- * a tensor's values for scripts and checks.
+/* ggscope dump FILE TENSOR --f32 | --raw | --requant TYPE --raw [--rows A:B] [-o OUT]
+ *                         | --values | --hex | --stats | --hist [--bins N] [--json]:
+ * a tensor's values for scripts and checks; the text views are what the
+ * explorer's detail pane shows (app/dump_views.c).
  *
  * The option table and `dump_opts` are meant to grow (views such as --hex or
  * --stats): each output mode is one `dump_mode` and one writer function. */
@@ -13,14 +15,17 @@
 
 #include "app.h"
 #include "codec.h"
+#include "dump_views.h"
 #include "ggtype.h"
 #include "gguf.h"
+#include "tstats.h"
 
 typedef enum {
     DUMP_NONE = 0,
     DUMP_F32,          /* --f32: raw little-endian float32 */
     DUMP_REQUANT_RAW,  /* --requant TYPE --raw: raw blocks of TYPE */
     DUMP_RAW,          /* --raw alone: the tensor's bytes as stored */
+    DUMP_VIEW,         /* --values, --hex, --stats, --hist: text or --json */
 } dump_mode;
 
 typedef struct {
@@ -32,6 +37,9 @@ typedef struct {
     bool has_rows;            /* --rows A:B given */
     uint64_t row_begin, row_end;  /* [begin, end); end UINT64_MAX = last row */
     const char *out_path;     /* -o; NULL = stdout */
+    int view;                 /* DUMP_VIEW_* when mode == DUMP_VIEW */
+    bool json;                /* --json */
+    uint32_t bins;            /* --bins */
 } dump_opts;
 
 /* A tensor seen as rows of ne[0] elements (higher dimensions flattened). */
@@ -50,6 +58,7 @@ static void dump_usage(FILE *out)
             "usage: ggscope dump FILE TENSOR --f32 [--rows A:B] [-o OUT]\n"
             "       ggscope dump FILE TENSOR --requant TYPE --raw [--rows A:B] [-o OUT]\n"
             "       ggscope dump FILE TENSOR --raw [--rows A:B] [-o OUT]\n"
+            "       ggscope dump FILE TENSOR --values|--hex|--stats|--hist [--bins N] [--json] [--rows A:B] [-o OUT]\n"
             "\n"
             "Write one tensor's values, for scripts and checks. A row is ne[0] elements\n"
             "(higher dimensions are flattened: row r of a [n0, n1, n2] tensor is at r*n0).\n"
@@ -61,6 +70,14 @@ static void dump_usage(FILE *out)
             "                  tensor's bytes as stored in the file\n"
             "  --rows A:B      rows A (inclusive) to B (exclusive); 'A:' to the end, ':B'\n"
             "                  from the start, 'A' the single row A\n"
+            "  --values        the dequantized values as text, one line per row\n"
+            "  --hex           the bytes block by block, each block's fields decoded (anatomy)\n"
+            "  --stats         count, min, max, mean, std, absmax, zeros, NaN, Inf of the values\n"
+            "                  (the explorer's histogram view shows the same figures)\n"
+            "  --hist          --stats and a histogram over [min, max]\n"
+            "  --bins N        histogram bins, 1..4096 (default 32)\n"
+            "  --json          --values/--hex/--stats/--hist as one JSON document\n"
+            "                  (--values and --hex default to rows 0:8, --stats/--hist to all)\n"
             "  -o, --output F  write to file F instead of standard output\n"
             "  -h, --help      this help\n"
             "\n"
@@ -109,8 +126,13 @@ static int parse_args(int argc, char **argv, dump_opts *o)
         {"f32", no_argument, 0, 'F'},          {"requant", required_argument, 0, 'Q'},
         {"raw", no_argument, 0, 'R'},          {"rows", required_argument, 0, 'r'},
         {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'},
+        {"values", no_argument, 0, 'V'},       {"hex", no_argument, 0, 'X'},
+        {"stats", no_argument, 0, 'S'},        {"hist", no_argument, 0, 'H'},
+        {"json", no_argument, 0, 'J'},         {"bins", required_argument, 0, 'B'},
         {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
+    o->bins = 32;
+    int views = 0;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -126,6 +148,21 @@ static int parse_args(int argc, char **argv, dump_opts *o)
             o->has_rows = true;
             break;
         case 'o': o->out_path = optarg; break;
+        case 'V': o->view = DUMP_VIEW_VALUES, views++; break;
+        case 'X': o->view = DUMP_VIEW_HEX, views++; break;
+        case 'S': o->view = DUMP_VIEW_STATS, views++; break;
+        case 'H': o->view = DUMP_VIEW_HIST, views++; break;
+        case 'J': o->json = true; break;
+        case 'B': {
+            char *e;
+            unsigned long b = strtoul(optarg, &e, 10);
+            if (*e || b < 1 || b > TSTATS_MAX_BINS) {
+                app_error("--bins takes 1..%d", TSTATS_MAX_BINS);
+                return APP_BADINPUT;
+            }
+            o->bins = (uint32_t)b;
+            break;
+        }
         case 'h': dump_usage(stdout); return -1;
         default: dump_usage(stderr); return APP_BADINPUT;
         }
@@ -136,6 +173,18 @@ static int parse_args(int argc, char **argv, dump_opts *o)
     }
     o->file = argv[optind];
     o->tensor = argv[optind + 1];
+    if (views) {
+        if (views > 1 || o->mode != DUMP_NONE || o->requant || o->raw) {
+            app_error("give one of --values, --hex, --stats, --hist (they exclude --f32, --raw, --requant)");
+            return APP_BADINPUT;
+        }
+        o->mode = DUMP_VIEW;
+        return APP_OK;
+    }
+    if (o->json) {
+        app_error("--json goes with --values, --hex, --stats or --hist");
+        return APP_BADINPUT;
+    }
     if (o->requant) {
         if (o->mode == DUMP_F32) {
             app_error("--f32 and --requant exclude each other");
@@ -165,7 +214,8 @@ static int parse_args(int argc, char **argv, dump_opts *o)
         o->mode = DUMP_RAW;
     }
     if (o->mode == DUMP_NONE) {
-        app_error("nothing to dump: give --f32 or --requant TYPE --raw (see ggscope dump --help)");
+        app_error("nothing to dump: give --values, --hex, --stats, --hist, --f32 or --requant TYPE --raw "
+                  "(see ggscope dump --help)");
         return APP_BADINPUT;
     }
     return APP_OK;
@@ -350,6 +400,13 @@ int cmd_dump(int argc, char **argv)
         }
     }
 
+    if (o.mode == DUMP_VIEW && r0 == r1) {
+        app_error("tensor '%s' has no rows", o.tensor);
+        rc = APP_BADINPUT;
+        goto done;
+    }
+    if (o.mode == DUMP_VIEW && !o.has_rows && (o.view == DUMP_VIEW_HEX || o.view == DUMP_VIEW_VALUES) && r1 > 8)
+        r1 = 8;
     if (o.out_path) {
         out = fopen(o.out_path, "wb");
         if (!out) {
@@ -358,7 +415,7 @@ int cmd_dump(int argc, char **argv)
             goto done;
         }
     } else {
-        if (isatty(STDOUT_FILENO)) {
+        if (o.mode != DUMP_VIEW && isatty(STDOUT_FILENO)) {
             app_error("refusing to write binary data to a terminal: redirect it or use -o FILE");
             rc = APP_BADINPUT;
             goto done;
@@ -366,6 +423,11 @@ int cmd_dump(int argc, char **argv)
         out = stdout;
     }
 
+    if (o.mode == DUMP_VIEW) {
+        dump_view_opts vo = {.view = o.view, .row_first = r0, .row_count = r1 - r0, .json = o.json, .bins = o.bins};
+        rc = dump_view(dt.t, &vo, out);
+        goto flush;
+    }
     /* whole rows per chunk, at least one row */
     uint64_t rows_per_chunk = dt.row_len ? CHUNK_ELEMS / dt.row_len : 1;
     if (rows_per_chunk == 0)

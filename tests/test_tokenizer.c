@@ -498,6 +498,46 @@ static void test_pre_tokenizers(void **state)
     split("default", "a, b12345", def);
 }
 
+/* Arbitrary bytes (malformed UTF-8 included): SPM keeps every byte (byte
+ * fallback), so detokenizing gives the bytes back; BPE replaces malformed
+ * bytes by U+FFFD like llama.cpp and must produce valid ids. */
+static void test_random_bytes(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"llama-spm", "llama-bpe", "qwen2", "deepseek-coder"};
+    for (int k = 0; k < 4; k++) {
+        opened o;
+        if (!open_vocab(names[k], &o))
+            TU_SKIP_NO_SHARED();
+        uint32_t r = 99u + (uint32_t)k;
+        for (int iter = 0; iter < 200; iter++) {
+            char buf[64];
+            size_t n = 1 + (size_t)(iter % 63);
+            for (size_t i = 0; i < n; i++) {
+                r = r * 1664525u + 1013904223u;
+                buf[i] = (char)(r >> 24);
+            }
+            tok_id *ids;
+            size_t m;
+            assert_int_equal(tok_tokenize(o.v, buf, n, TOK_PARSE_SPECIAL, &ids, &m), TOK_OK);
+            for (size_t i = 0; i < m; i++)
+                assert_true(ids[i] >= 0 && (uint32_t)ids[i] < tok_n_vocab(o.v));
+            /* (a space after a stray lead byte is swallowed into its "character"
+             * as U+2581, exactly as llama.cpp does, so leave spaces out) */
+            if (tok_model_kind(o.v) == TOK_MODEL_SPM && !memchr(buf, '<', n) && !memchr(buf, ' ', n)) {
+                char *text;
+                size_t tl;
+                assert_int_equal(tok_detokenize(o.v, ids, m, 0, &text, &tl), TOK_OK);
+                assert_int_equal(tl, n);
+                assert_memory_equal(text, buf, n);
+                free(text);
+            }
+            free(ids);
+        }
+        close_vocab(&o);
+    }
+}
+
 /* SPM merges word by word when the vocabulary allows it: the result must be
  * the one of merging the whole text at once (llama.cpp's way). */
 static void test_spm_word_split_equivalence(void **state)
@@ -541,6 +581,7 @@ int main(void)
         cmocka_unit_test(test_special_tokens),
         cmocka_unit_test(test_stream_split_emoji),
         cmocka_unit_test(test_spm_word_split_equivalence),
+        cmocka_unit_test(test_random_bytes),
         cmocka_unit_test(test_vocab_vectors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
