@@ -98,14 +98,12 @@ static int run_cases(const char *in, const char *outp)
     return rc;
 }
 
+/* n alternating user/assistant turns (no system turn: Gemma refuses one). */
 static cJSON *conversation(int n)
 {
     cJSON *vars = cJSON_CreateObject();
     cJSON *msgs = cJSON_AddArrayToObject(vars, "messages");
-    cJSON *m = cJSON_CreateObject();
-    cJSON_AddStringToObject(m, "role", "system");
-    cJSON_AddStringToObject(m, "content", "You are a helpful assistant.");
-    cJSON_AddItemToArray(msgs, m);
+    cJSON *m;
     char buf[512];
     for (int i = 0; i < n; i++) {
         m = cJSON_CreateObject();
