@@ -12,6 +12,9 @@ static const app_command COMMANDS[] = {
     {"explore", cmd_explore, "open the full-screen explorer on a file (what `ggscope FILE` does in a terminal)"},
     {"tokenize", cmd_tokenize, "tokenize text with a model's tokenizer (--ids, --pieces, --special)"},
     {"template", cmd_template, "render a conversation with a model's chat template"},
+    {"run", cmd_run, "generate text from a prompt with the built-in engine"},
+    {"bench", cmd_bench, "measure prompt and generation speed (tokens/s, --json)"},
+    {"logits", cmd_logits, "print the logits of token ids as JSON lines (as the peer does)"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 
