@@ -191,6 +191,10 @@ TGT static void body_q1_0(const void *src, float *y, uint64_t nb)
 
 /* ---- IQ types: 16 values (two 8-value grid rows) at a time ---- */
 
+/* The branch-free deltas below build the bits of +-0.125 (IQ1S_DELTA and
+ * IQ1M_DELTA in quant_blocks.h); the random-block test compares them with the
+ * scalar code, which uses the constants. */
+
 TGT static void body_iq2_xxs(const void *src, float *y, uint64_t nb)
 {
     const uint8_t *b = src;
@@ -303,7 +307,7 @@ TGT static void body_iq1_s(const void *src, float *y, uint64_t nb)
         for (int ib = 0; ib < QK_K / 32; ib++, qs += 4) {
             const uint16_t qh = cdc_le16(qhp + 2 * ib);
             const float dl = d * (2 * ((qh >> 12) & 7) + 1);
-            const float delta = qh & 0x8000 ? -IQ1S_DELTA : IQ1S_DELTA;
+            const float delta = cdc_f32_from_bits(0x3e000000u | ((uint32_t)(qh & 0x8000) << 16)); /* +-0.125 */
             for (int l = 0; l < 4; l += 2, y += 16)
                 EMIT_IQ1_16(y, qt_iq1s_grid[qs[l] | (((qh >> 3 * l) & 7) << 8)],
                             qt_iq1s_grid[qs[l + 1] | (((qh >> 3 * (l + 1)) & 7) << 8)], dl, delta, delta);
@@ -324,13 +328,36 @@ TGT static void body_iq1_m(const void *src, float *y, uint64_t nb)
             const uint16_t sc = cdc_le16(sc8 + 2 * (ib / 2));
             const float dl1 = d * (2 * ((sc >> (6 * (ib % 2) + 0)) & 0x7) + 1);
             const float dl2 = d * (2 * ((sc >> (6 * (ib % 2) + 3)) & 0x7) + 1);
-            const float dt0 = qh[0] & 0x08 ? -IQ1M_DELTA : IQ1M_DELTA, dt1 = qh[0] & 0x80 ? -IQ1M_DELTA : IQ1M_DELTA;
-            const float dt2 = qh[1] & 0x08 ? -IQ1M_DELTA : IQ1M_DELTA, dt3 = qh[1] & 0x80 ? -IQ1M_DELTA : IQ1M_DELTA;
+            /* +-IQ1M_DELTA (0.125 = 0x3e000000) without branches: the sign bit from bit 3 of each nibble */
+            const float dt0 = cdc_f32_from_bits(0x3e000000u | ((uint32_t)(qh[0] & 0x08) << 28));
+            const float dt1 = cdc_f32_from_bits(0x3e000000u | ((uint32_t)(qh[0] & 0x80) << 24));
+            const float dt2 = cdc_f32_from_bits(0x3e000000u | ((uint32_t)(qh[1] & 0x08) << 28));
+            const float dt3 = cdc_f32_from_bits(0x3e000000u | ((uint32_t)(qh[1] & 0x80) << 24));
             EMIT_IQ1_16(y, qt_iq1s_grid[qs[0] | ((qh[0] << 8) & 0x700)], qt_iq1s_grid[qs[1] | ((qh[0] << 4) & 0x700)],
                         dl1, dt0, dt1);
             EMIT_IQ1_16(y + 16, qt_iq1s_grid[qs[2] | ((qh[1] << 8) & 0x700)],
                         qt_iq1s_grid[qs[3] | ((qh[1] << 4) & 0x700)], dl2, dt2, dt3);
         }
+    }
+}
+
+TGT static void body_q8_1(const void *src, float *y, uint64_t nb)
+{
+    const uint8_t *b = src;
+    for (uint64_t i = 0; i < nb; i++, b += sizeof(block_q8_1), y += QK8_1) {
+        const float d = body_half(b);
+        EMIT_I8(y, _mm_loadu_si128((const __m128i *)(b + 4)), d);
+        EMIT_I8(y + 16, _mm_loadu_si128((const __m128i *)(b + 20)), d);
+    }
+}
+
+TGT static void body_q8_K(const void *src, float *y, uint64_t nb)
+{
+    const uint8_t *b = src;
+    for (uint64_t i = 0; i < nb; i++, b += sizeof(block_q8_K)) {
+        const float d = cdc_f32_from_bits(cdc_le32(b));
+        for (int j = 0; j < QK_K; j += 16, y += 16)
+            EMIT_I8(y, _mm_loadu_si128((const __m128i *)(b + 4 + j)), d);
     }
 }
 
@@ -345,6 +372,8 @@ static void body_fill(cdc_dequant_fn t[GGTYPE_COUNT])
     t[GGTYPE_NVFP4] = body_nvfp4;
     t[GGTYPE_TQ2_0] = body_tq2_0;
     t[GGTYPE_Q1_0] = body_q1_0;
+    t[GGTYPE_Q8_1] = body_q8_1;
+    t[GGTYPE_Q8_K] = body_q8_K;
     t[GGTYPE_IQ2_XXS] = body_iq2_xxs;
     t[GGTYPE_IQ2_XS] = body_iq2_xs;
     t[GGTYPE_IQ2_S] = body_iq2_s;

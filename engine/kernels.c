@@ -327,6 +327,7 @@ typedef struct {
     atomic_int err;
     kern_tile_fn f32_tile;       /* generic path: dot of a dequantized row */
     kern_gemm_fn gemm;           /* batched path: chunks of KERN_GEMM_ROWS rows */
+    kern_pool *pool;             /* for its per-thread work buffers */
 } mm_ctx;
 
 static void quant_worker(void *p, int ith, int nth)
@@ -378,9 +379,13 @@ static void run_chunk(mm_ctx *c, int64_t chunk, float *rowbuf)
 static void mm_worker(void *p, int ith, int nth)
 {
     mm_ctx *c = p;
-    float *rowbuf = NULL;
+    (void)nth;
+    float *rowbuf = NULL, *owned = NULL;
     if (c->gemm || !c->tile) {
-        rowbuf = malloc(c->gemm ? kern_gemm_tmp_size(c->n_cols) : (size_t)c->n_cols * sizeof(float));
+        size_t need = c->gemm ? kern_gemm_tmp_size(c->n_cols) : (size_t)c->n_cols * sizeof(float);
+        rowbuf = kern_pool_thread_buf(c->pool, ith, need);
+        if (!rowbuf)
+            rowbuf = owned = malloc(need);
         if (!rowbuf) {
             atomic_store(&c->err, 1);
             return;
@@ -392,8 +397,7 @@ static void mm_worker(void *p, int ith, int nth)
         if (atomic_load_explicit(&c->err, memory_order_relaxed))
             break;
     }
-    (void)nth;
-    free(rowbuf);
+    free(owned);
 }
 
 int kern_matmul(kern_pool *pool, uint32_t wtype, const void *W, size_t row_bytes,
@@ -423,6 +427,7 @@ int kern_matmul(kern_pool *pool, uint32_t wtype, const void *W, size_t row_bytes
     c.y = y;
     c.tile = g_tab[simd][wtype];
     c.f32_tile = g_tab[simd][GGTYPE_F32];
+    c.pool = pool;
     atomic_init(&c.err, 0);
 
     void *owned = NULL;

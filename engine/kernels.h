@@ -16,7 +16,8 @@ typedef struct kern_pool kern_pool;
 
 /* A pool of n_threads threads (the caller counts as one; n_threads - 1 workers
  * are started and stay parked between runs). n_threads <= 0: one thread per
- * core. Returns NULL when threads or memory cannot be had. */
+ * core this process may run on (its CPU affinity). At most 512. Returns NULL
+ * when threads or memory cannot be had. */
 kern_pool *kern_pool_new(int n_threads);
 
 /* Stops and joins the workers. Accepts NULL. */

@@ -551,6 +551,62 @@ void kern_fill_gemm_avx512(kern_gemm_fn tab[GGTYPE_COUNT])
     tab[GGTYPE_Q3_K] = gemm_q3_K;
 }
 
+
+/* ---- float weights, 512-bit: 4 rows x up to 4 tokens of 16-lane FMAs,
+ * the tail through masked loads ---- */
+
+K5 __m512 fl_load16(const uint8_t *w, int64_t i, __mmask16 m, const int kind)
+{
+    if (kind == KF_F32)
+        return _mm512_maskz_loadu_ps(m, (const float *)w + i);
+    __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)w + i);
+    if (kind == KF_F16)
+        return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+K5 void fl512_sub(const uint8_t *w, size_t rb, int nr, const uint8_t *act, size_t as, int64_t n,
+                  float *y, int64_t ys, const int NT, const int kind)
+{
+    const uint8_t *rp[4];
+    for (int r = 0; r < 4; r++)
+        rp[r] = w + (size_t)(r < nr ? r : 0) * rb;
+    __m512 acc[4][4];
+    for (int r = 0; r < 4; r++)
+        for (int t = 0; t < NT; t++)
+            acc[r][t] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        __m512 xv[4];
+        for (int t = 0; t < NT; t++)
+            xv[t] = _mm512_maskz_loadu_ps(m, (const float *)(act + (size_t)t * as) + i);
+        for (int r = 0; r < 4; r++) {
+            __m512 wv = fl_load16(rp[r], i, m, kind);
+            for (int t = 0; t < NT; t++)
+                acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
+        }
+    }
+    for (int t = 0; t < NT; t++)
+        for (int r = 0; r < nr; r++)
+            y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+#define FL512_TILE(fname, kind)                                                               \
+    static KTARGET void fname(const uint8_t *w, size_t rb, int nr, const uint8_t *act,        \
+                              size_t as, int nt, int64_t nb, float *y, int64_t ys)            \
+    {                                                                                         \
+        switch (nt) {                                                                         \
+        case 4: fl512_sub(w, rb, nr, act, as, nb, y, ys, 4, kind); break;                     \
+        case 3: fl512_sub(w, rb, nr, act, as, nb, y, ys, 3, kind); break;                     \
+        case 2: fl512_sub(w, rb, nr, act, as, nb, y, ys, 2, kind); break;                     \
+        default: fl512_sub(w, rb, nr, act, as, nb, y, ys, 1, kind); break;                    \
+        }                                                                                     \
+    }
+
+FL512_TILE(tile512_f32, KF_F32)
+FL512_TILE(tile512_f16, KF_F16)
+FL512_TILE(tile512_bf16, KF_BF16)
+
 void kern_fill_avx512(kern_tile_fn tab[GGTYPE_COUNT])
 {
     fill_tiles_avx512(tab);
@@ -562,6 +618,9 @@ void kern_fill_avx512(kern_tile_fn tab[GGTYPE_COUNT])
     tab[GGTYPE_Q8_0] = tile512_q8_0;
     tab[GGTYPE_Q4_K] = tile512_q4_K;
     tab[GGTYPE_Q5_K] = tile512_q5_K;
+    tab[GGTYPE_F32] = tile512_f32;
+    tab[GGTYPE_F16] = tile512_f16;
+    tab[GGTYPE_BF16] = tile512_bf16;
 }
 
 #else

@@ -227,11 +227,35 @@ static bool is_int_type(uint32_t t)
 /* Fill n_rows rows of valid weights of `type` (row stride rb) and return them
  * dequantized (n_rows x n_cols floats). Quantized blocks are random bytes,
  * redrawn until the block dequantizes to finite values of modest size. */
+static bool g_use_quantizer; /* make_weights: quantize gaussian rows with codec_quantize */
+
+static float rnd_gauss(void)
+{
+    float s = 0;
+    for (int i = 0; i < 4; i++)
+        s += rndf(-1.0f, 1.0f);
+    return s * 0.05f;
+}
+
 static float *make_weights(uint32_t type, uint8_t *w, size_t rb, int64_t n_rows, int64_t n_cols)
 {
     const ggtype_traits *tr = ggtype_get(type);
     float *deq = malloc((size_t)(n_rows * n_cols) * sizeof(float));
     assert_non_null(deq);
+    if (g_use_quantizer) {
+        /* weights as a model has them: quantized by ggml's reference algorithm */
+        float *src = malloc((size_t)n_cols * sizeof(float));
+        assert_non_null(src);
+        for (int64_t r = 0; r < n_rows; r++) {
+            for (int64_t c = 0; c < n_cols; c++)
+                src[c] = rnd_gauss();
+            assert_true(codec_quantize(type, src, w + (size_t)r * rb, 1, (uint64_t)n_cols, NULL) > 0);
+            assert_int_equal(codec_dequantize(type, w + (size_t)r * rb, deq + r * n_cols,
+                                              (uint64_t)n_cols), 0);
+        }
+        free(src);
+        return deq;
+    }
     for (int64_t r = 0; r < n_rows; r++) {
         uint8_t *row = w + (size_t)r * rb;
         float *drow = deq + r * n_cols;
@@ -430,6 +454,28 @@ TYPE_TEST(Q4_K)
 TYPE_TEST(Q5_K)
 TYPE_TEST(Q6_K)
 
+/* Weights made by ggml's reference quantizers (codec_quantize), as in a real
+ * model file, on every path. */
+static void test_matmul_quantized_weights(void **state)
+{
+    (void)state;
+    static const uint32_t types[] = {GGTYPE_Q4_0, GGTYPE_Q4_1, GGTYPE_Q5_0, GGTYPE_Q5_1,
+                                     GGTYPE_Q8_0, GGTYPE_IQ4_NL, GGTYPE_Q2_K, GGTYPE_Q3_K,
+                                     GGTYPE_Q4_K, GGTYPE_Q5_K, GGTYPE_Q6_K, GGTYPE_IQ4_XS};
+    g_use_quantizer = true;
+    int n = 0;
+    for (int i = 0; i < N(types); i++) {
+        if (!codec_can_quantize(types[i]))
+            continue;
+        shape sh[] = {{19, 512, 1, 0}, {35, 768, 3, 0}, {18, 512, 20, 0}};
+        check_type_all_paths(types[i], sh, N(sh));
+        n++;
+    }
+    g_use_quantizer = false;
+    print_message("%d types with quantizer-made weights\n", n);
+    assert_true(n >= 6);
+}
+
 /* Every other type of the traits table through the generic path. */
 static void test_matmul_generic_types(void **state)
 {
@@ -551,6 +597,7 @@ int main(void)
         cmocka_unit_test(test_matmul_Q4_K),
         cmocka_unit_test(test_matmul_Q5_K),
         cmocka_unit_test(test_matmul_Q6_K),
+        cmocka_unit_test(test_matmul_quantized_weights),
         cmocka_unit_test(test_matmul_generic_types),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
