@@ -14,8 +14,17 @@
 #   GGSCOPE_SHARED        ../shared (optional)
 #   GGSCOPE_SCREENS_OUT   if set, a directory where screens are saved
 set -u
-command -v tmux >/dev/null 2>&1 || { echo "SKIP: tmux is not installed"; exit 77; }
 BIN=${GGSCOPE_BIN:?GGSCOPE_BIN must point to the ggscope binary}
+# ---- 0. the command line, without a terminal ----
+pre_fails=0
+"$BIN" chat --help | grep -q -- "--repeat-penalty" && echo "ok: chat --help" || { echo "FAIL: chat --help"; pre_fails=1; }
+"$BIN" --help | grep -q "chat " && echo "ok: chat listed in ggscope --help" || { echo "FAIL: chat not in --help"; pre_fails=1; }
+"$BIN" chat --bogus </dev/null >/dev/null 2>&1; rc=$?
+[[ $rc == 2 ]] && echo "ok: unknown option exits 2" || { echo "FAIL: unknown option exits $rc"; pre_fails=1; }
+"$BIN" chat --temp abc </dev/null >/dev/null 2>&1; rc=$?
+[[ $rc == 2 ]] && echo "ok: bad --temp exits 2" || { echo "FAIL: bad --temp exits $rc"; pre_fails=1; }
+"$BIN" chat </dev/null 2>&1 | grep -q "must be a terminal" && echo "ok: no terminal: a clear error" || { echo "FAIL: no terminal"; pre_fails=1; }
+command -v tmux >/dev/null 2>&1 || { echo "SKIP: tmux is not installed"; exit $(( pre_fails ? 1 : 77 )); }
 SHARED=${GGSCOPE_SHARED:-../shared}
 OUT=${GGSCOPE_SCREENS_OUT:-}
 SOCK="ggscope-chat-e2e-$$"
@@ -25,7 +34,7 @@ export XDG_CACHE_HOME=$TMP/cache   # the demo model is written fresh
 cleanup() { T kill-server >/dev/null 2>&1; rm -rf "$TMP"; }
 trap cleanup EXIT
 
-fails=0
+fails=$pre_fails
 S=main
 screen() { T capture-pane -p -t "$S"; }
 wait_for() {   # wait_for TEXT [SECONDS]
