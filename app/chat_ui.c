@@ -125,9 +125,7 @@ static void gen_on_token(void *ctx, const char *text, size_t len, const chs_toki
         g->len += len;
     }
     if (ti->id >= 0 && grow((void **)&g->toks, &g->captok, g->ntok + 1, sizeof *g->toks)) {
-        chs_tokinfo t = *ti;
-        t.off = (uint32_t)g->total;
-        g->toks[g->ntok++] = t;
+        g->toks[g->ntok++] = *ti;
     } else if (ti->id < 0 && g->ntok) {
         g->toks[g->ntok - 1].len += (uint32_t)len;   /* flushed bytes of a split character */
     }
@@ -1532,6 +1530,12 @@ void chat_ui_show(chat_ui *u)
 {
     if (u && u->in)
         screen_focus(u->s, u->in);
+}
+
+void chat_ui_cancel(chat_ui *u)
+{
+    if (u)
+        stop_reply(u);
 }
 
 void chat_ui_free(chat_ui *u)

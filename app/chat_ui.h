@@ -41,6 +41,10 @@ int chat_ui_attach(chat_ui *u, screen *s, int back_page);
 /* Show the chat page with the input box focused. */
 void chat_ui_show(chat_ui *u);
 
+/* Stop the reply being generated, if any (quitting): the job's cancel flag
+ * and session_cancel, so an evaluation stops between layers. */
+void chat_ui_cancel(chat_ui *u);
+
 /* Free (after the screen's jobs have finished); accepts NULL. The panes
  * belong to the screen and must not be drawn after this. */
 void chat_ui_free(chat_ui *u);

@@ -200,6 +200,7 @@ static void begin_quit(app_state *a)
     if (a->quitting)
         return;
     a->quitting = true;
+    chat_ui_cancel(a->chat);
     screen_cancel_jobs(a->scr);
     uv_close((uv_handle_t *)&a->input, NULL);
     uv_close((uv_handle_t *)&a->sig_winch, NULL);

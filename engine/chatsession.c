@@ -540,6 +540,7 @@ int chs_generate(chs *c, const int32_t *ids, size_t n, const chs_settings *st, c
     rs.t_prompt_s = now_s() - t0;
     double t1 = 0;
     uint32_t pos = (uint32_t)n;
+    size_t total = 0;   /* bytes of text so far */
     for (;;) {
         if (cancelled(sink)) {
             rs.stop = CHS_STOP_CANCEL;
@@ -572,7 +573,9 @@ int chs_generate(chs *c, const int32_t *ids, size_t n, const chs_settings *st, c
                 goto done;
             }
         }
+        ti.off = (uint32_t)total;
         ti.len = (uint32_t)len;
+        total += len;
         if (sink && sink->on_token)
             sink->on_token(sink->ctx, text, len, &ti);
         if (eog) {
@@ -613,6 +616,7 @@ int chs_generate(chs *c, const int32_t *ids, size_t n, const chs_settings *st, c
     const char *rest = tok_stream_flush(ts, &len);
     if (rest && len && sink && sink->on_token) {
         chs_tokinfo ti = {.id = -1};
+        ti.off = (uint32_t)total;
         ti.len = (uint32_t)len;
         sink->on_token(sink->ctx, rest, len, &ti);
     }

@@ -148,7 +148,9 @@ int chs_prompt(chs *c, int32_t **ids, size_t *n, unsigned *n_dropped, char *msg,
 /* ---- the engine side (worker) ---- */
 
 /* Receives each generated token: `text` is the newly complete UTF-8 text
- * (may be empty), `ti` its sampling information. */
+ * (may be empty), `ti` its sampling information, ti->off/len its bytes in
+ * the reply. At the end, bytes of an incomplete character still held come
+ * with ti->id == -1 (as U+FFFD): they belong to the token before. */
 typedef struct {
     void (*on_token)(void *ctx, const char *text, size_t len, const chs_tokinfo *ti);
     void *ctx;

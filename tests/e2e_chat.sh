@@ -135,6 +135,16 @@ keys q
 keys "line one" M-Enter "line two"
 wait_for "line two" && check "Alt+Enter makes a new line" has '› line one'
 keys C-u
+keys "shift one"; keys -l $'\e[13;2u'; keys "shift two"
+wait_for "shift two" && check "Shift+Enter (CSI 13;2u) makes a new line" has '› shift one'
+keys C-u
+keys Up
+wait_for "› /show" && keys Up && wait_for "› /template" && echo "ok: ↑ walks the history"
+keys C-u
+keys "/help" Enter
+wait_for "Chat help" && wait_for "Alt+Enter" && echo "ok: /help"
+keys q
+wait_gone "Chat help"
 T set-buffer -b p "$(printf 'pasted A\npasted B')"
 T paste-buffer -p -b p -t "$S"
 wait_for "pasted B" && check "paste keeps the new line (not sent)" test "$(count "pasted")" -eq 2

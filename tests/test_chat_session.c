@@ -81,6 +81,8 @@ static void on_tok(void *ctx, const char *t, size_t len, const chs_tokinfo *ti)
     if (ti->id >= 0 && co->n < 512) {
         co->ti[co->n] = *ti;
         co->ids[co->n++] = ti->id;
+    } else if (ti->id < 0 && co->n) {
+        co->ti[co->n - 1].len += ti->len;   /* held bytes flushed at the end */
     }
     if (co->len + len < sizeof co->text) {
         memcpy(co->text + co->len, t, len);
@@ -188,14 +190,47 @@ static void test_second_turn_reuses_prefix(void **state)
     close_fx(fx);
 }
 
+static bool utf8_valid(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = (unsigned char)s[i];
+        size_t k = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : 9;
+        if (k == 9 || i + k >= n + (k ? 0 : 1))
+            return false;
+        for (size_t j = 1; j <= k; j++)
+            if (((unsigned char)s[i + j] & 0xC0) != 0x80)
+                return false;
+        i += k + 1;
+    }
+    return true;
+}
+
 static void test_token_info(void **state)
 {
     (void)state;
     fixture *fx = open_fx("chs-info.gguf", 256);
+    chs_settings cs = chs_get_settings(fx->c);
+    cs.n_predict = 40;   /* random weights: plenty of byte tokens */
+    chs_set_settings(fx->c, &cs);
     collect *co = calloc(1, sizeof *co);
     turn(fx, "hi", co, NULL, NULL);
     const chs_msg *m = chs_at(fx->c, 1);
     assert_non_null(m);
+    /* the streamed text is valid UTF-8 (split characters held, malformed
+     * bytes as U+FFFD) and the tokens' byte ranges tile it */
+    assert_true(utf8_valid(m->content, m->len));
+    size_t covered = 0;
+    for (size_t i = 0; i < m->n_toks; i++) {
+        assert_int_equal(m->toks[i].off, covered);
+        covered += m->toks[i].len;
+    }
+    assert_int_equal(covered, m->len);
+    size_t held = 0;
+    for (size_t i = 0; i < m->n_toks; i++)
+        held += m->toks[i].len == 0;
+    print_message("reply: %zu tokens, %zu bytes, %zu tokens that completed no character\n", m->n_toks, m->len,
+                  held);
     assert_string_equal(m->role, "assistant");
     assert_true(m->n_toks >= 1);
     for (size_t i = 0; i < m->n_toks; i++) {
