@@ -232,6 +232,32 @@ if [[ -f $MODEL ]]; then
     check "stories260K greedy: chat's first reply equals ggscope run on the rendered prompt" \
         test "$chat_reply" = "$run_reply"
     check "the reply is not empty" test -n "$chat_reply"
+    # key presses while the model generates at full speed (no delay)
+    keys "/set n_predict 1500" Enter
+    wait_for "n_predict = 1500"
+    keys "/set temp 0.8" Enter
+    wait_for "temp = 0.8"
+    keys "Tell me a story" Enter
+    wait_for "generating"
+    lat=(); typed=""
+    for ch in p q r s t u; do
+        typed+=$ch
+        t0=$(date +%s%N)
+        keys "$ch"
+        while ! screen | grep -qF "› $typed"; do
+            (( ($(date +%s%N) - t0) > 3000000000 )) && break
+        done
+        lat+=($(( ($(date +%s%N) - t0) / 1000000 )))
+    done
+    median=$(printf '%s\n' "${lat[@]}" | sort -n | sed -n 3p)
+    if screen | grep -q generating; then
+        echo "info: key press -> echo during full-speed generation (stories260K): ${lat[*]} ms (median $median ms)"
+        check "key presses during full-speed generation answered within 100 ms (median)" test "$median" -lt 100
+    else
+        echo "note: the reply ended before the latency measurement finished"
+    fi
+    keys Escape; sleep 0.1
+    wait_gone "generating"
     keys C-c
     wait_for "EXITED 0"
 else
