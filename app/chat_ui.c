@@ -903,7 +903,10 @@ static void chatcmd_template(chat_ui *u)
         free(text);
         return;
     }
-    /* byte ranges of control tokens: walk the pieces of the tokens */
+    /* byte ranges of special tokens: with special tokens parsed, every
+     * occurrence of a control token's text in the prompt became that token,
+     * so the k-th special token is the next occurrence of its text after the
+     * previous one (a BOS added in front is not in the text: not found) */
     free(u->tmpl_hl);
     u->tmpl_hl = calloc(2 * (n + 1), sizeof *u->tmpl_hl);
     u->tmpl_nhl = 0;
@@ -913,30 +916,16 @@ static void chatcmd_template(chat_ui *u)
         uint32_t at = tok_attr(v, ids[i]);
         size_t tl = 0;
         const char *tt = tok_text(v, ids[i], &tl);
-        bool special = (at & (TOK_ATTR_CONTROL | TOK_ATTR_USER_DEFINED)) && tt && tl;
-        if (special) {
-            /* find the token's text from `off` on (the BOS added in front is not in the text) */
-            const char *hit = NULL;
-            for (size_t k = off; k + tl <= len; k++)
-                if (!memcmp(text + k, tt, tl)) {
-                    hit = text + k;
-                    break;
-                }
-            if (hit && (size_t)(hit - text) <= off + 8) {
-                u->tmpl_hl[2 * u->tmpl_nhl] = (uint32_t)(hit - text);
-                u->tmpl_hl[2 * u->tmpl_nhl + 1] = (uint32_t)(hit - text + tl);
+        if (!(at & (TOK_ATTR_CONTROL | TOK_ATTR_USER_DEFINED | TOK_ATTR_UNKNOWN)) || !tt || !tl)
+            continue;
+        for (size_t k = off; k + tl <= len; k++)
+            if (!memcmp(text + k, tt, tl)) {
+                u->tmpl_hl[2 * u->tmpl_nhl] = (uint32_t)k;
+                u->tmpl_hl[2 * u->tmpl_nhl + 1] = (uint32_t)(k + tl);
                 u->tmpl_nhl++;
-                off = (size_t)(hit - text) + tl;
-                continue;
+                off = k + tl;
+                break;
             }
-        }
-        if (ids[i] == tok_bos(v) && i == 0 && !(tt && len >= tl && !memcmp(text, tt, tl)))
-            continue;   /* a BOS added in front */
-        char pc[256];
-        size_t pl = tok_piece(v, ids[i], pc, sizeof pc, TOK_DETOK_SPECIAL);
-        off += pl;
-        if (off > len)
-            off = len;
     }
     free(ids);
     free(u->tmpl_text);

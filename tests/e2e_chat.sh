@@ -125,7 +125,7 @@ check "/load restores both replies" test "$(count "$DEMO_START")" -eq 2
 keys "/edit" Enter
 wait_for "2 messages" && wait_for "› And a second message" && echo "ok: /edit puts the last message back in the box"
 keys C-u "/template" Enter
-wait_for "<|im_start|>" && wait_for "special tokens highlighted" && echo "ok: /template shows the rendered prompt"
+wait_for "<|im_start|>" && wait_for "special tokens highlighted" && wait_for ", 5 special" && echo "ok: /template shows the rendered prompt, its 5 special tokens found"
 save chat-template
 keys Escape; sleep 0.1   # Esc and the next key at once read as Alt+key
 keys "/show" Enter
