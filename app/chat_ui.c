@@ -605,6 +605,10 @@ static void tr_draw(panel *p, WINDOW *w, bool focused)
     long maxtop = (long)u->nlines - trows;
     if (maxtop < 0)
         maxtop = 0;
+    if (u->inspector && !sel_reply(u)) {
+        select_last_reply(u);   /* the reply that was streaming when the inspector opened, ... */
+        u->reveal = true;
+    }
     const chs_msg *sm = u->inspector ? sel_reply(u) : NULL;
     size_t hs = 0, he = 0;
     if (sm) {
