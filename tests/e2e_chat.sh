@@ -207,7 +207,24 @@ save chat-context-full
 keys C-c
 wait_for "EXITED 0"
 
-# ---- 4. with ../shared: stories260K greedy reply equals ggscope run ----
+# ---- 4. the chat is one key away from the explorer ----
+S=ex
+T new-session -d -s ex -x 120 -y 30 "env GGSCOPE_CHAT_DELAY_MS=0 $BIN explore; echo EXITED \$?; sleep 600"
+wait_for "┌ Tensors" && wait_for "c chat"
+keys c
+wait_for "┌ Message" && echo "ok: c opens the chat page from the explorer"
+keys "Hello" Enter
+wait_for "$DEMO_END"
+keys F2
+wait_for "┌ Tensors" && echo "ok: F2 goes back to the explorer"
+keys c
+wait_for "$DEMO_END" && echo "ok: c again: the conversation is still there"
+keys F2
+wait_for "┌ Tensors"
+keys q
+wait_for "EXITED 0"
+
+# ---- 5. with ../shared: stories260K greedy reply equals ggscope run ----
 MODEL=$SHARED/models/stories260K.gguf
 if [[ -f $MODEL ]]; then
     N=40
