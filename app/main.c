@@ -12,6 +12,8 @@ static const app_command COMMANDS[] = {
     {"explore", cmd_explore, "open the full-screen explorer on a file (what `ggscope FILE` does in a terminal)"},
     {"tokenize", cmd_tokenize, "tokenize text with a model's tokenizer (--ids, --pieces, --special)"},
     {"template", cmd_template, "render a conversation with a model's chat template"},
+    {"qerr", cmd_qerr, "quantization error per tensor, layer, role and file (--vs PARENT or re-quantized --types)"},
+    {"quantize", cmd_quantize, "write a quantized copy of a GGUF file (--type q4_K_m, --tensor-type REGEX=TYPE)"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 
