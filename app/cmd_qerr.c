@@ -307,6 +307,7 @@ int cmd_qerr(int argc, char **argv)
     o.filter = filter;
     o.n_threads = threads;
     o.progress = on_progress;
+    o.release_pages = true;   /* files opened with gguf_open are mappings */
     qerr_status st;
     char err[256];
     qerr_report *rep = p ? qerr_compare(f, p, &o, &st, err, sizeof err)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "codec.h"
@@ -376,6 +377,25 @@ static int deq_range(const gguf_tensor *t, uint64_t e0, uint64_t n, float *dst)
     return codec_dequantize(t->type, t->data + off, dst, n);
 }
 
+/* Release the pages of elements [e0, e0+n) of t: from the page holding the
+ * first byte to the one holding the last (excluded). Safe on a read-only file
+ * mapping even when another thread reads them: they are read again. */
+static void release(const gguf_tensor *t, uint64_t e0, uint64_t n)
+{
+    static long pg = 0;
+    if (!pg)
+        pg = sysconf(_SC_PAGESIZE);
+    if (pg <= 0)
+        return;
+    const ggtype_traits *tr = ggtype_get(t->type);
+    uintptr_t a = (uintptr_t)(t->data + e0 / tr->blck_size * tr->type_size);
+    uintptr_t b = (uintptr_t)(t->data + (e0 + n) / tr->blck_size * tr->type_size);
+    a &= ~(uintptr_t)(pg - 1);
+    b &= ~(uintptr_t)(pg - 1);
+    if (b > a)
+        madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
 static int do_chunk(worker *w, item *it, uint64_t c)
 {
     uint64_t e0 = c * it->chunk;
@@ -394,6 +414,11 @@ static int do_chunk(worker *w, item *it, uint64_t c)
             return -1;
     }
     qerr_acc_add(&w->acc, w->hist, w->a, w->b, (size_t)n);
+    if (w->rc->o->release_pages) {
+        release(it->src, e0, n);
+        if (it->ref)
+            release(it->ref, e0, n);
+    }
     return 0;
 }
 

@@ -131,6 +131,11 @@ typedef struct {
     qerr_result_fn on_result;    /* optional */
     void *user;
     const atomic_bool *cancel;   /* optional */
+    /* The tensors' data are read-only file mappings (gguf_open, not
+     * gguf_open_memory): release the pages of each measured chunk with
+     * madvise(MADV_DONTNEED) so the resident size stays small on big files
+     * (the pages stay in the page cache; a later read maps them again). */
+    bool release_pages;
 } qerr_opts;
 
 typedef struct qerr_report qerr_report;
