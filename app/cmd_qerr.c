@@ -35,7 +35,9 @@ static void usage(FILE *out)
             "  --csv            the same as comma-separated values (inf written as inf)\n"
             "  --threads N      threads (default: one per CPU)\n"
             "  --top N          print only the N worst tensors in the table (default all)\n"
-            "  --tui            show the results in the explorer's quantization error page\n"
+            "  --tui            full screen: sortable table, layer x role heatmap, histograms\n"
+            "                   (first type of --types, or --vs); `e` goes to the explorer\n"
+            "  --mono           with --tui: no colours (shade characters in the heatmap)\n"
             "\n"
             "The table is sorted worst first (relative RMSE). A progress bar goes to stderr when\n"
             "it is a terminal. Exit status: 0 ok, 1 failure, 2 bad input.\n");
@@ -251,10 +253,11 @@ int cmd_qerr(int argc, char **argv)
         {"filter", required_argument, 0, 'f'}, {"json", no_argument, 0, 'j'},
         {"csv", no_argument, 0, 'c'},          {"threads", required_argument, 0, 'n'},
         {"top", required_argument, 0, 'k'},    {"tui", no_argument, 0, 'u'},
+        {"mono", no_argument, 0, 'm'},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
     };
     const char *vs = NULL, *types_s = "q4_K", *filter = NULL;
-    bool json = false, csv = false, tui = false;
+    bool json = false, csv = false, tui = false, mono = false;
     int threads = 0;
     long top = 0;
     optind = 1;
@@ -267,6 +270,7 @@ int cmd_qerr(int argc, char **argv)
         case 'j': json = true; break;
         case 'c': csv = true; break;
         case 'u': tui = true; break;
+        case 'm': mono = true; break;
         case 'n': threads = atoi(optarg); break;
         case 'k': top = atol(optarg); break;
         case 'h': usage(stdout); return APP_OK;
@@ -291,6 +295,7 @@ int cmd_qerr(int argc, char **argv)
         eo.qerr_vs = vs;
         eo.qerr_type = types[0];
         eo.qerr_open = true;
+        eo.mono = mono;
         return app_explore(path, &eo);
     }
     gguf_file *f = app_open_gguf(path);
