@@ -526,6 +526,17 @@ static void test_vs_llamacpp_q8_0(void **state)
         }
     }
     assert_true(matched >= 30);
+    /* every paired tensor (ffn_down: 172-wide rows in 32-blocks, rows_unaligned,
+     * processed as whole blocks) against a direct dequantize-and-subtract */
+    int unaligned = 0;
+    for (size_t k = 0; k < qerr_report_count(vs); k++) {
+        const qerr_result *y = qerr_report_at(vs, k);
+        const gguf_tensor *ta = gguf_find_tensor(q, y->name), *tb = gguf_find_tensor(f, y->name);
+        near_rel(y->m.rmse, direct_rmse(ta, tb), 1e-6);
+        unaligned += ta->rows_unaligned;
+    }
+    assert_int_equal(qerr_report_count(vs), 48);
+    assert_true(unaligned >= 5);
     qerr_report_free(rq);
     qerr_report_free(vs);
     gguf_close(f);
