@@ -126,6 +126,10 @@ static void print_aggs(const char *title, const qerr_aggregate *a, size_t n)
            "elements", "bpw", "rmse", "rel_rmse", "max_abs", "p95_abs", "median", "sqnr_db",
            "cosine");
     for (size_t i = 0; i < n; i++) {
+        if (!a[i].tensors) {
+            printf("%-32s %-7s %7s   (nothing measured)\n", a[i].key, type_label(a[i].type), "0");
+            continue;
+        }
         double bpw = a[i].elements ? a[i].bits / (double)a[i].elements : 0;
         printf("%-32s %-7s %7llu %11llu %6.3f", a[i].key, type_label(a[i].type),
                (unsigned long long)a[i].tensors, (unsigned long long)a[i].elements, bpw);
@@ -338,9 +342,9 @@ int cmd_qerr(int argc, char **argv)
             printf("\n%zu tensor(s) not measured:\n", ni);
             for (size_t i = 0; i < ni; i++) {
                 const qerr_issue *is = qerr_report_issue_at(rep, i);
-                printf("  %-32s %-15s %s%s%s\n", is->name, issue_kind(is->kind), is->msg,
-                       is->kind == QERR_ISSUE_SKIPPED && !p ? " -> " : "",
-                       is->kind == QERR_ISSUE_SKIPPED && !p ? ggtype_name(is->type) : "");
+                bool cand = is->kind == QERR_ISSUE_SKIPPED && !p && !strncmp(is->msg, "ne[0]", 5);
+                printf("  %-32s %-15s %s%s%s\n", is->name, issue_kind(is->kind), cand ? ggtype_name(is->type) : "",
+                       cand ? ": " : "", is->msg);
             }
         }
         const qerr_aggregate *a;

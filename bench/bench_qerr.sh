@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench_qerr.sh BUILD_DIR [MODEL.gguf] [RUNS] [THREADS]
+# bench_qerr.sh BUILD_DIR [MODEL.gguf] [RUNS] [THREADS] [TYPES]
 #
 # Re-quantize every tensor of a TinyLlama-1.1B-shaped F16 model (2.2 GB,
 # 22 layers; made with BUILD_DIR/bench_make_model when MODEL is absent) to
@@ -14,6 +14,7 @@ BUILD=${1:-build}
 MODEL=${2:-/tmp/ggscope-bench-tinyllama-f16.gguf}
 RUNS=${3:-3}
 THREADS=${4:-2}
+TYPES=${5:-q4_K}
 BIN="$BUILD/ggscope"
 [ -x "$BIN" ] || { echo "no $BIN" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "needs /usr/bin/time (GNU time)" >&2; exit 1; }
@@ -24,7 +25,7 @@ fi
 walls=()
 for i in $(seq 1 "$RUNS"); do
     log=$(mktemp)
-    /usr/bin/time -v "$BIN" qerr "$MODEL" --types q4_K --threads "$THREADS" --csv >/tmp/bench_qerr_out.$$ 2>"$log"
+    /usr/bin/time -v "$BIN" qerr "$MODEL" --types "$TYPES" --threads "$THREADS" --csv >/tmp/bench_qerr_out.$$ 2>"$log"
     rc=$?
     wall=$(grep "Elapsed (wall clock)" "$log" | awk '{print $NF}' | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }')
     user=$(grep "User time" "$log" | awk '{print $NF}')
