@@ -102,9 +102,12 @@ acc_sums_avx512(const float *ref, const float *meas, size_t n, double out[5])
 static void acc_sums(const float *ref, const float *meas, size_t n, double out[5])
 {
 #ifdef HAVE_AVX512_PATH
-    static int have = -1;
-    if (have < 0)
-        have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+    static _Atomic int have = -1;   /* GGSCOPE_SIMD=scalar|avx2 forces the generic code (as codec.h) */
+    if (have < 0) {
+        const char *e = getenv("GGSCOPE_SIMD");
+        have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+               !(e && (!strcmp(e, "scalar") || !strcmp(e, "avx2")));
+    }
     if (have) {
         acc_sums_avx512(ref, meas, n, out);
         return;
@@ -382,7 +385,7 @@ static int deq_range(const gguf_tensor *t, uint64_t e0, uint64_t n, float *dst)
  * mapping even when another thread reads them: they are read again. */
 static void release(const gguf_tensor *t, uint64_t e0, uint64_t n)
 {
-    static long pg = 0;
+    static _Atomic long pg = 0;
     if (!pg)
         pg = sysconf(_SC_PAGESIZE);
     if (pg <= 0)
