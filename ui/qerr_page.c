@@ -454,7 +454,7 @@ static const panel_ops table_ops = {
 
 /* ---- heatmap pane ---- */
 
-static const char *const SHADES[5] = {"░", "▒", "▓", "█", "█"};
+static const char *const SHADES[5] = {"·", "░", "▒", "▓", "█"};
 static const short HEAT_FG[5] = {COLOR_GREEN, COLOR_CYAN, COLOR_YELLOW, COLOR_MAGENTA, COLOR_RED};
 #define HEAT_PAIR0 48
 
