@@ -26,7 +26,16 @@ struct qerr_report {
     qerr_aggregate *layers, *roles, *totals;
     size_t n_layers, n_roles, n_totals;
     uint64_t **total_hist; /* one per type slot (n_totals) */
+    /* histograms of the layer and role aggregates, allocated when first used:
+     * ghist[slot * (g_layers + n_gnames) + layer] and [... + g_layers + role] */
+    char (*gnames)[64];
+    size_t n_gnames;
+    size_t g_layers;
+    uint64_t **ghist;
 };
+
+#define MAX_HIST_LAYERS 512
+#define MAX_HIST_ROLES 128
 
 const char *qerr_strerror(qerr_status s)
 {
@@ -276,6 +285,7 @@ typedef struct {
     uint64_t *hist;
     size_t slot;
     uint32_t total_slot;
+    int role_idx;              /* in rep->gnames, or -1 */
 } item;
 
 typedef struct {
@@ -340,6 +350,24 @@ static void finalize_item(run_ctx *rc, item *it)
     if (th && it->hist)
         for (uint32_t k = 0; k < QERR_HIST_BINS; k++)
             th[k] += it->hist[k];
+    if (rep->ghist && it->hist) {
+        size_t stride = rep->g_layers + rep->n_gnames, base = it->total_slot * stride;
+        size_t idx[2] = {SIZE_MAX, SIZE_MAX};
+        if (r->layer >= 0 && (size_t)r->layer < rep->g_layers)
+            idx[0] = base + (size_t)r->layer;
+        if (it->role_idx >= 0)
+            idx[1] = base + rep->g_layers + (size_t)it->role_idx;
+        for (int g = 0; g < 2; g++) {
+            if (idx[g] == SIZE_MAX)
+                continue;
+            if (!rep->ghist[idx[g]])
+                rep->ghist[idx[g]] = calloc(QERR_HIST_BINS, sizeof(uint64_t));
+            uint64_t *gh = rep->ghist[idx[g]];
+            if (gh)
+                for (uint32_t k = 0; k < QERR_HIST_BINS; k++)
+                    gh[k] += it->hist[k];
+        }
+    }
     free(it->hist);
     it->hist = NULL;
     rep->done[it->slot] = true;
@@ -559,6 +587,57 @@ static int cmp_role(const void *pa, const void *pb)
     return a->type < b->type ? -1 : a->type > b->type;
 }
 
+static int gname_index(const qerr_report *rep, const char *role)
+{
+    for (size_t i = 0; i < rep->n_gnames; i++)
+        if (!strcmp(rep->gnames[i], role))
+            return (int)i;
+    return -1;
+}
+
+/* The histogram of a layer (layer >= 0) or role aggregate of type ty, or NULL. */
+static const uint64_t *group_hist(const qerr_report *rep, uint32_t ty, int layer, const char *role)
+{
+    if (!rep->ghist)
+        return NULL;
+    size_t slot = SIZE_MAX;
+    for (size_t t = 0; t < rep->n_totals; t++)
+        if (rep->totals[t].type == ty)
+            slot = t;
+    if (slot == SIZE_MAX)
+        return NULL;
+    size_t stride = rep->g_layers + rep->n_gnames;
+    if (layer >= 0)
+        return (size_t)layer < rep->g_layers ? rep->ghist[slot * stride + (size_t)layer] : NULL;
+    int ri = gname_index(rep, role);
+    return ri >= 0 ? rep->ghist[slot * stride + rep->g_layers + (size_t)ri] : NULL;
+}
+
+/* Give every item its role index and allocate the group histogram table
+ * (NULL entries: filled when first used). Returns -1 on no memory. */
+static int groups_init(qerr_report *rep, item *items, size_t n)
+{
+    int maxl = -1;
+    rep->gnames = calloc(MAX_HIST_ROLES, sizeof *rep->gnames);
+    if (!rep->gnames)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const qerr_result *r = &rep->res[items[i].slot];
+        if (r->layer > maxl)
+            maxl = r->layer;
+        int ri = gname_index(rep, r->role);
+        if (ri < 0 && rep->n_gnames < MAX_HIST_ROLES) {
+            snprintf(rep->gnames[rep->n_gnames], 64, "%s", r->role);
+            ri = (int)rep->n_gnames++;
+        }
+        items[i].role_idx = ri;
+    }
+    rep->g_layers = maxl + 1 > MAX_HIST_LAYERS ? MAX_HIST_LAYERS : (size_t)(maxl + 1);
+    size_t cells = rep->n_totals * (rep->g_layers + rep->n_gnames);
+    rep->ghist = calloc(cells ? cells : 1, sizeof *rep->ghist);
+    return rep->ghist ? 0 : -1;
+}
+
 static int build_aggregates(qerr_report *rep, bool compare, const qerr_opts *o)
 {
     size_t cl = 0, cr = 0;
@@ -595,10 +674,17 @@ static int build_aggregates(qerr_report *rep, bool compare, const qerr_opts *o)
         }
     }
     (void)o;
-    for (size_t i = 0; i < rep->n_layers; i++)
-        qerr_metrics_of(&rep->layers[i].acc, NULL, &rep->layers[i].m);
-    for (size_t i = 0; i < rep->n_roles; i++)
-        qerr_metrics_of(&rep->roles[i].acc, NULL, &rep->roles[i].m);
+    for (size_t i = 0; i < rep->n_layers; i++) {
+        const uint64_t *h = group_hist(rep, rep->layers[i].type, rep->layers[i].layer, NULL);
+        qerr_metrics_of(&rep->layers[i].acc, h, &rep->layers[i].m);
+        /* a group whose histogram could not be kept has no percentiles */
+        if (!h)
+            rep->layers[i].m.has_percentiles = false;
+    }
+    for (size_t i = 0; i < rep->n_roles; i++) {
+        const uint64_t *h = group_hist(rep, rep->roles[i].type, -1, rep->roles[i].key);
+        qerr_metrics_of(&rep->roles[i].acc, h, &rep->roles[i].m);
+    }
     for (size_t i = 0; i < rep->n_totals; i++)
         qerr_metrics_of(&rep->totals[i].acc, rep->total_hist[i], &rep->totals[i].m);
     if (rep->n_layers)
@@ -623,6 +709,11 @@ void qerr_report_free(qerr_report *r)
         for (size_t i = 0; i < r->n_totals; i++)
             free(r->total_hist[i]);
     free(r->total_hist);
+    if (r->ghist)
+        for (size_t i = 0; i < r->n_totals * (r->g_layers + r->n_gnames); i++)
+            free(r->ghist[i]);
+    free(r->ghist);
+    free(r->gnames);
     free(r);
 }
 
@@ -889,6 +980,8 @@ qerr_report *qerr_requant(const gguf_file *f, const qerr_opts *o, qerr_status *s
         regfree(&re);
     rep->n_items = n;
     rc.n_items = n;
+    if (groups_init(rep, items, n) != 0)
+        return finish(rep, items, QERR_ENOMEM, st, err, cap);
     pthread_mutex_init(&rc.mu, NULL);
     qerr_status s = run_items(&rc, false);
     pthread_mutex_destroy(&rc.mu);
@@ -1006,6 +1099,8 @@ qerr_report *qerr_compare(const gguf_file *f, const gguf_file *parent, const qer
         regfree(&re);
     rep->n_items = n;
     rc.n_items = n;
+    if (groups_init(rep, items, n) != 0)
+        return finish(rep, items, QERR_ENOMEM, st, err, cap);
     pthread_mutex_init(&rc.mu, NULL);
     qerr_status s = run_items(&rc, true);
     pthread_mutex_destroy(&rc.mu);

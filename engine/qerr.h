@@ -106,7 +106,8 @@ typedef struct {
 
 /* An aggregate over several results of one measured type (requant) or of
  * the whole comparison (compare: type = UINT32_MAX). Weighted by element
- * count: the sums are added. Percentiles only for the whole-file aggregates. */
+ * count: the sums and the |e| histograms are added. Percentiles for the file,
+ * for layers below 512 and for the first 128 roles (others: none). */
 typedef struct {
     char key[64];           /* "blk.3", "attn_q", "file" */
     int layer;              /* layer aggregates: N; else -1 */

@@ -459,6 +459,30 @@ static void test_requant(void **state)
     assert_string_equal(a[0].key, "blk.0");
     assert_int_equal(a[0].tensors, 2);
     assert_int_equal(a[0].elements, 256 * 256 + 512 * 64);
+    {
+        /* blk.0 at its type: every error of its two tensors together */
+        uint64_t n0 = a[0].elements, off = 0;
+        float *ra = malloc(n0 * 4), *ma = malloc(n0 * 4);
+        const char *nm[2] = {"blk.0.attn_q.weight", "blk.0.ffn_down.weight"};
+        for (int k = 0; k < 2; k++) {
+            const gguf_tensor *t = gguf_find_tensor(f, nm[k]);
+            void *qb = malloc(t->n_elements * 4);
+            codec_dequantize(t->type, t->data, ra + off, t->n_elements);
+            codec_quantize(a[0].type, ra + off, qb, t->n_elements / t->ne[0], t->ne[0], NULL);
+            codec_dequantize(a[0].type, qb, ma + off, t->n_elements);
+            off += t->n_elements;
+            free(qb);
+        }
+        direct_m d;
+        direct(ra, ma, n0, &d);
+        assert_true(a[0].m.has_percentiles);
+        near_rel(a[0].m.rmse, d.rmse, 1e-6);
+        near_rel(a[0].m.sqnr_db, d.sqnr, 1e-6);
+        near_rel(a[0].m.p95_abs, d.p95, 1.0 / 512 + 1e-6);
+        near_rel(a[0].m.median_abs, d.median, 1.0 / 512 + 1e-6);
+        free(ra);
+        free(ma);
+    }
     size_t ntot = qerr_report_totals(r, &a);
     assert_int_equal(ntot, 2);
     assert_true(a[0].m.rel_rmse > a[1].m.rel_rmse);   /* q4_K worse than q8_0 */
