@@ -18,7 +18,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: ggscope qerr FILE [--vs PARENT] [--types T1,T2,...] [--filter REGEX]\n"
-            "                    [--json | --csv] [--threads N] [--top N] [--tui]\n"
+            "                    [--json | --csv] [--threads N] [--top N] [--tui [--mono]]\n"
             "\n"
             "Quantization error per tensor, per layer (blk.N), per role (attn_q, ffn_down, ...)\n"
             "and for the whole file: RMSE, relative RMSE (RMSE / RMS of the reference), max,\n"
