@@ -41,6 +41,9 @@ typedef struct {
     bool no_mouse;        /* do not capture the mouse */
     const char *search;   /* start with this search (NULL: none) */
     struct chat_ui *chat; /* start on this chat page (app/chat_ui.h; the explorer frees it); NULL: explorer */
+    const char *qerr_vs;  /* quantization error page: parent file (NULL: re-quantize) */
+    unsigned qerr_type;   /* quantization error page: candidate type (0 = F32: q4_K) */
+    bool qerr_open;       /* start on the quantization error page */
 } app_explore_opts;
 
 /* Run the full-screen explorer on `path` (stdin/stdout must be terminals).
@@ -57,5 +60,7 @@ int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
+int cmd_qerr(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 
 #endif

@@ -16,6 +16,8 @@ static const app_command COMMANDS[] = {
     {"bench", cmd_bench, "measure prompt and generation speed (tokens/s, --json)"},
     {"chat", cmd_chat, "chat with a model in the terminal (the built-in engine; no FILE: the demo model)"},
     {"logits", cmd_logits, "print the logits of token ids as JSON lines (as the peer does)"},
+    {"qerr", cmd_qerr, "quantization error per tensor, layer, role and file (--vs PARENT or re-quantized --types)"},
+    {"quantize", cmd_quantize, "write a quantized copy of a GGUF file (--type q4_K_m, --tensor-type REGEX=TYPE)"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 
@@ -25,6 +27,7 @@ static void usage(FILE *out)
             "ggscope %s: explore GGUF model files, inspect quantization error, chat with a model\n"
             "\n"
             "usage: ggscope [FILE]            open FILE (no FILE: the built-in demo model)\n"
+            "       ggscope FILE --vs PARENT  the same; `e` shows FILE's quantization error against PARENT\n"
             "       ggscope COMMAND [ARGS]    run a command; `ggscope COMMAND --help` for its options\n"
             "\ncommands:\n",
             GGSCOPE_VERSION);
@@ -56,6 +59,11 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < N_COMMANDS; i++)
             if (!strcmp(argv[1], COMMANDS[i].name))
                 return COMMANDS[i].run(argc - 1, argv + 1);
+    }
+    /* ggscope FILE --vs PARENT: the explorer, `e` measures FILE against PARENT */
+    if (argc == 4 && !no_tui && !strcmp(argv[2], "--vs")) {
+        char *args[] = {"explore", argv[1], "--vs", argv[3], NULL};
+        return cmd_explore(4, args);
     }
     if (argc >= 2 && argv[1][0] == '-') {
         app_error("unknown option '%s' (see ggscope --help)", argv[1]);
