@@ -1467,6 +1467,8 @@ chat_ui *chat_ui_new(const char *path, const chat_ui_opts *o, bool quiet, char *
             if (!fgets(err, (int)cap, tmp))
                 snprintf(err, cap, "cannot load the model");
             err[strcspn(err, "\n")] = 0;
+            if (!strncmp(err, "ggscope: ", 9))
+                memmove(err, err + 9, strlen(err + 9) + 1);
         }
         if (saved >= 0)
             close(saved);
