@@ -224,6 +224,18 @@ wait_for "┌ Tensors"
 keys q
 wait_for "EXITED 0"
 
+# a file that holds no model: a message, no crash
+SRC=${GGSCOPE_SRC:-.}
+if [[ -f $SRC/tests/data/quant-vectors.gguf ]]; then
+    S=nomodel
+    T new-session -d -s nomodel -x 120 -y 30 "$BIN explore $SRC/tests/data/quant-vectors.gguf; echo EXITED \$?; sleep 600"
+    wait_for "┌ Tensors"
+    keys c
+    wait_for "chat: " && echo "ok: c on a file without a model says why"
+    keys q
+    wait_for "EXITED 0"
+fi
+
 # ---- 5. with ../shared: stories260K greedy reply equals ggscope run ----
 MODEL=$SHARED/models/stories260K.gguf
 if [[ -f $MODEL ]]; then
