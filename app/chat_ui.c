@@ -1437,6 +1437,12 @@ chat_ui *chat_ui_new(const char *path, const chat_ui_opts *o, bool quiet, char *
         return NULL;
     }
     u->o = *o;
+    if (u->o.eng.threads == 0) {
+        /* one core is left to the loop thread: the UI stays responsive while
+         * the model computes (--threads overrides) */
+        long nc = sysconf(_SC_NPROCESSORS_ONLN);
+        u->o.eng.threads = nc > 1 ? (int)(nc - 1) : 1;
+    }
     u->sel_msg = -1;
     u->follow = true;
     u->in_rows = 1;
@@ -1459,7 +1465,7 @@ chat_ui *chat_ui_new(const char *path, const chat_ui_opts *o, bool quiet, char *
         int saved = dup(STDERR_FILENO);
         if (tmp && saved >= 0)
             dup2(fileno(tmp), STDERR_FILENO);
-        rc = ecli_open(path, &o->eng, o->eng.n_ctx, &u->e);
+        rc = ecli_open(path, &u->o.eng, u->o.eng.n_ctx, &u->e);
         fflush(stderr);
         if (tmp && saved >= 0) {
             dup2(saved, STDERR_FILENO);
@@ -1475,7 +1481,7 @@ chat_ui *chat_ui_new(const char *path, const chat_ui_opts *o, bool quiet, char *
         if (tmp)
             fclose(tmp);
     } else {
-        rc = ecli_open(path, &o->eng, o->eng.n_ctx, &u->e);
+        rc = ecli_open(path, &u->o.eng, u->o.eng.n_ctx, &u->e);
         if (rc)
             snprintf(err, cap, "cannot load the model");
     }

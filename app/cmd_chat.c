@@ -29,6 +29,7 @@ static void help(FILE *out)
             "  -n N                  max tokens per reply (default 512; 0 = until the context is full)\n"
             "  -c, --ctx N           context positions (default min(model's, 4096))\n"
             ECLI_COMMON_HELP
+            "                    in the chat: one per core but one, left to the UI\n"
             "  --mono                no colours (also when NO_COLOR is set)\n"
             "  --no-mouse            do not capture the mouse\n"
             "  -h, --help            this help\n"
