@@ -4,7 +4,7 @@
 set -u
 pkgs=(build-essential cmake pkg-config libncurses-dev libuv1-dev libcmocka-dev
       libcjson-dev libvulkan-dev glslc mesa-vulkan-drivers tmux)
-[ "${1:-}" = "--test" ] && pkgs+=(clang libclang-rt-14-dev vulkan-validationlayers)
+[ "${1:-}" = "--test" ] && pkgs+=(clang libclang-rt-14-dev vulkan-validationlayers python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
