@@ -37,5 +37,8 @@ void app_progress_end(void);
 
 /* Subcommands (one file each: app/cmd_NAME.c). */
 int cmd_info(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_logits(int argc, char **argv);
 
 #endif

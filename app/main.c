@@ -6,6 +6,9 @@
 
 static const app_command COMMANDS[] = {
     {"info", cmd_info, "print a GGUF file's header, metadata and tensors (--json)"},
+    {"run", cmd_run, "generate text from a prompt with the built-in engine"},
+    {"bench", cmd_bench, "measure prompt and generation speed (tokens/s, --json)"},
+    {"logits", cmd_logits, "print the logits of token ids as JSON lines (as the peer does)"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 

@@ -20,6 +20,19 @@ int codec_dequantize_scalar(uint32_t type, const void *src, float *dst, uint64_t
  * ("avx512", "avx2", "scalar"). */
 const char *codec_dequantize_path(uint32_t type);
 
+/* The dequantization path can be forced, to compare the paths or work around
+ * a CPU problem: the environment variable GGSCOPE_SIMD=scalar|avx2|avx512 is
+ * read on first use; codec_set_simd overrides it. */
+
+/* Whether this CPU (and this build) can run `path` ("scalar", "avx2", "avx512"). */
+bool codec_simd_supported(const char *path);
+
+/* Use `path` from now on ("scalar", "avx2", "avx512"; NULL or "auto" = the
+ * fastest this CPU has). Returns 0, or -1 when the path is unknown or not
+ * supported here (nothing changes then). Do not call while another thread is
+ * dequantizing. */
+int codec_set_simd(const char *path);
+
 /* Whether `type` has a reference quantizer. */
 bool codec_can_quantize(uint32_t type);
 

@@ -1,0 +1,224 @@
+/* ggscope run FILE -p PROMPT [...]: generate a completion with the engine,
+ * streamed to stdout; prompt and generation speed on stderr. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "app.h"
+#include "engine_cli.h"
+#include "sampler.h"
+
+static void help(FILE *out)
+{
+    fprintf(out,
+            "usage: ggscope run FILE (-p PROMPT | --tokens IDS) [options]\n"
+            "\n"
+            "Generate a completion of PROMPT and stream it to stdout; prompt and\n"
+            "generation speed go to stderr.\n"
+            "\n"
+            "options:\n"
+            "  -p, --prompt TEXT     the prompt (tokenized with the model's tokenizer, BOS added)\n"
+            "  --tokens IDS          start from comma-separated token ids instead of text\n"
+            "  -n N                  tokens to generate (default 128; stops early at end of text)\n"
+            "  --ids                 print the generated token ids (comma-separated) instead of text\n"
+            "  --temp T              temperature (default 0.8; 0 = greedy)\n"
+            "  --top-k K             keep the K most likely tokens (default 40; 0 = off)\n"
+            "  --top-p P             nucleus sampling (default 0.95; 1 = off)\n"
+            "  --min-p P             drop tokens below P x the best probability (default 0.05; 0 = off)\n"
+            "  --repeat-penalty R    penalty of recent tokens (default 1.1; 1 = off)\n"
+            "  --repeat-last-n N     window of the penalty (default 64)\n"
+            "  --seed S              random seed (default 42)\n"
+            "  --ignore-eos          do not stop at end of text\n"
+            "  -c, --ctx N           context positions (default min(model's, 4096))\n"
+            ECLI_COMMON_HELP
+            "  -h, --help            this help\n");
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    ecli_opts o = {.backend = "auto"};
+    sampler_params sp = sampler_default_params();
+    const char *path = NULL, *prompt = NULL, *tokens_s = NULL;
+    long n_gen = 128;
+    bool print_ids = false, ignore_eos = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int r = ecli_common_opt(argc, argv, &i, &o);
+        if (r < 0)
+            return APP_BADINPUT;
+        if (r)
+            continue;
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        long lv;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            help(stdout);
+            return APP_OK;
+        } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
+            if (!val) {
+                app_error("%s needs a value", a);
+                return APP_BADINPUT;
+            }
+            prompt = argv[++i];
+        } else if (!strcmp(a, "--tokens")) {
+            if (!val) {
+                app_error("%s needs a value", a);
+                return APP_BADINPUT;
+            }
+            tokens_s = argv[++i];
+        } else if (!strcmp(a, "-n")) {
+            if (!ecli_parse_long(a, val, 0, 1 << 24, &n_gen))
+                return APP_BADINPUT;
+            i++;
+        } else if (!strcmp(a, "--ids")) {
+            print_ids = true;
+        } else if (!strcmp(a, "--ignore-eos")) {
+            ignore_eos = true;
+        } else if (!strcmp(a, "--temp")) {
+            if (!ecli_parse_float(a, val, &sp.temp))
+                return APP_BADINPUT;
+            i++;
+        } else if (!strcmp(a, "--top-k")) {
+            if (!ecli_parse_long(a, val, 0, 1 << 24, &lv))
+                return APP_BADINPUT;
+            sp.top_k = (int32_t)lv;
+            i++;
+        } else if (!strcmp(a, "--top-p")) {
+            if (!ecli_parse_float(a, val, &sp.top_p))
+                return APP_BADINPUT;
+            i++;
+        } else if (!strcmp(a, "--min-p")) {
+            if (!ecli_parse_float(a, val, &sp.min_p))
+                return APP_BADINPUT;
+            i++;
+        } else if (!strcmp(a, "--repeat-penalty")) {
+            if (!ecli_parse_float(a, val, &sp.repeat_penalty) || !(sp.repeat_penalty > 0)) {
+                app_error("--repeat-penalty must be > 0");
+                return APP_BADINPUT;
+            }
+            i++;
+        } else if (!strcmp(a, "--repeat-last-n")) {
+            if (!ecli_parse_long(a, val, 0, 1 << 20, &lv))
+                return APP_BADINPUT;
+            sp.repeat_last_n = (int32_t)lv;
+            i++;
+        } else if (!strcmp(a, "--seed")) {
+            char *end;
+            if (!val || !*val || (sp.seed = strtoull(val, &end, 10), *end)) {
+                app_error("--seed: expected a whole number");
+                return APP_BADINPUT;
+            }
+            i++;
+        } else if (a[0] == '-' && a[1]) {
+            app_error("run: unknown option '%s' (see ggscope run --help)", a);
+            return APP_BADINPUT;
+        } else if (!path) {
+            path = a;
+        } else {
+            app_error("run: unexpected argument '%s'", a);
+            return APP_BADINPUT;
+        }
+    }
+    if (!path || (!prompt && !tokens_s) || (prompt && tokens_s)) {
+        if (path && prompt && tokens_s)
+            app_error("run: give either -p or --tokens, not both");
+        help(stderr);
+        return APP_BADINPUT;
+    }
+    int32_t *ids = NULL;
+    uint32_t n_prompt = 0;
+    if (tokens_s) {
+        if (!ecli_parse_ids(tokens_s, &ids, &n_prompt))
+            return APP_BADINPUT;
+    }
+    ecli_engine e;
+    int rc = ecli_open(path, &o, o.n_ctx, &e);
+    if (rc) {
+        free(ids);
+        return rc;
+    }
+    ecli_text *tx = ecli_text_new(e.f);
+    sampler *smp = NULL;
+    float *lg = NULL;
+    if (prompt) {
+        if (!ecli_tokenize(tx, prompt, &ids, &n_prompt)) {
+            rc = APP_BADINPUT;
+            goto done;
+        }
+    }
+    uint32_t nv = session_n_vocab(e.s);
+    for (uint32_t i = 0; i < n_prompt; i++)
+        if ((uint32_t)ids[i] >= nv) {
+            app_error("token id %d is out of range (vocabulary of %u)", ids[i], nv);
+            rc = APP_BADINPUT;
+            goto done;
+        }
+    if (n_prompt >= session_n_ctx(e.s)) {
+        app_error("the prompt (%u tokens) does not fit the context (%u)", n_prompt,
+                  session_n_ctx(e.s));
+        rc = APP_BADINPUT;
+        goto done;
+    }
+    smp = sampler_new(&sp, nv);
+    lg = malloc(sizeof(float) * nv);
+    if (!smp || !lg) {
+        app_error("bad sampling parameters or out of memory");
+        rc = APP_FAIL;
+        goto done;
+    }
+    for (uint32_t i = 0; i < n_prompt; i++)
+        sampler_accept(smp, ids[i]);
+    double t0 = now_s();
+    if (session_eval(e.s, ids, n_prompt, 0, lg, false)) {
+        app_error("evaluation failed: %s", session_error(e.s));
+        rc = APP_FAIL;
+        goto done;
+    }
+    double t_pp = now_s() - t0;
+    t0 = now_s();
+    uint32_t pos = n_prompt;
+    long made = 0;
+    while (made < n_gen) {
+        int32_t tok = sampler_sample(smp, lg, NULL);
+        if (tok < 0) {
+            app_error("sampling failed (logits are not finite)");
+            rc = APP_FAIL;
+            goto done;
+        }
+        sampler_accept(smp, tok);
+        bool eog = ecli_is_eog(tx, tok);
+        if (print_ids)
+            printf("%s%d", made ? "," : "", tok);
+        else if (!eog)
+            ecli_print_piece(tx, tok, stdout);
+        fflush(stdout);
+        made++;
+        if ((eog && !ignore_eos) || made == n_gen || pos >= session_n_ctx(e.s))
+            break;
+        if (session_eval(e.s, &tok, 1, pos, lg, false)) {
+            app_error("evaluation failed: %s", session_error(e.s));
+            rc = APP_FAIL;
+            goto done;
+        }
+        pos++;
+    }
+    double t_tg = now_s() - t0;
+    putchar('\n');
+    fflush(stdout);
+    fprintf(stderr, "prompt: %u tokens in %.3f s (%.2f tok/s); generation: %ld tokens in %.3f s (%.2f tok/s)\n",
+            n_prompt, t_pp, t_pp > 0 ? n_prompt / t_pp : 0.0, made, t_tg,
+            t_tg > 0 ? made / t_tg : 0.0);
+done:
+    free(lg);
+    sampler_free(smp);
+    ecli_text_free(tx);
+    free(ids);
+    ecli_close(&e);
+    return rc;
+}

@@ -1,0 +1,268 @@
+/* engine_cli: shared plumbing of the engine commands. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "engine_cli.h"
+
+bool ecli_parse_long(const char *opt, const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || !*s || *end || errno || v < lo || v > hi) {
+        app_error("%s: expected a whole number in %ld..%ld, got '%s'", opt, lo, hi, s ? s : "");
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool ecli_parse_float(const char *opt, const char *s, float *out)
+{
+    char *end;
+    errno = 0;
+    double v = s ? strtod(s, &end) : 0;
+    if (!s || !*s || *end || errno || !isfinite(v)) {
+        app_error("%s: expected a number, got '%s'", opt, s ? s : "");
+        return false;
+    }
+    *out = (float)v;
+    return true;
+}
+
+int ecli_common_opt(int argc, char **argv, int *i, ecli_opts *o)
+{
+    const char *a = argv[*i];
+    bool has_val = *i + 1 < argc;
+    if (!strcmp(a, "--backend")) {
+        if (!has_val) {
+            app_error("--backend needs a value (cpu, auto)");
+            return -1;
+        }
+        const char *v = argv[++*i];
+        if (strcmp(v, "cpu") && strcmp(v, "auto")) {
+            app_error("--backend: unknown backend '%s' (cpu, auto)", v);
+            return -1;
+        }
+        o->backend = v;
+        return 1;
+    }
+    if (!strcmp(a, "--threads") || !strcmp(a, "-t")) {
+        long v;
+        if (!ecli_parse_long(a, has_val ? argv[++*i] : NULL, 1, 1024, &v))
+            return -1;
+        o->threads = (int)v;
+        return 1;
+    }
+    if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) {
+        long v;
+        if (!ecli_parse_long(a, has_val ? argv[++*i] : NULL, 1, 1 << 20, &v))
+            return -1;
+        o->n_ctx = (uint32_t)v;
+        return 1;
+    }
+    return 0;
+}
+
+int ecli_open(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine *e)
+{
+    memset(e, 0, sizeof *e);
+    e->f = app_open_gguf(path);
+    if (!e->f)
+        return APP_BADINPUT;
+    char msg[512];
+    model_status st;
+    e->m = model_load(e->f, &st, msg, sizeof msg);
+    if (!e->m) {
+        app_error("%s: %s", path, msg);
+        ecli_close(e);
+        return st == MODEL_ENOMEM ? APP_FAIL : APP_BADINPUT;
+    }
+    /* "auto" picks the best backend this build has; only the CPU one so far. */
+    e->be = backend_cpu_new(o->threads);
+    if (!e->be) {
+        app_error("cannot create the CPU backend");
+        ecli_close(e);
+        return APP_FAIL;
+    }
+    session_params sp = {.n_ctx = n_ctx, .n_threads = o->threads, .be = e->be};
+    e->s = session_new(e->m, &sp, msg, sizeof msg);
+    if (!e->s) {
+        app_error("%s: %s", path, msg);
+        ecli_close(e);
+        return APP_FAIL;
+    }
+    return APP_OK;
+}
+
+void ecli_close(ecli_engine *e)
+{
+    session_free(e->s);
+    backend_free(e->be);
+    model_free(e->m);
+    gguf_close(e->f);
+    memset(e, 0, sizeof *e);
+}
+
+bool ecli_parse_ids(const char *s, int32_t **ids, uint32_t *n)
+{
+    *ids = NULL;
+    *n = 0;
+    size_t cap = 16, cnt = 0;
+    int32_t *v = malloc(sizeof *v * cap);
+    if (!v)
+        return false;
+    const char *p = s;
+    while (*p) {
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        char *end;
+        errno = 0;
+        long x = strtol(p, &end, 10);
+        if (end == p || errno || x < 0 || x > INT32_MAX || (*end && *end != ',')) {
+            app_error("bad token id list '%s' (expected comma-separated ids like 1,2,3)", s);
+            free(v);
+            return false;
+        }
+        if (cnt == cap) {
+            int32_t *nv = realloc(v, sizeof *v * cap * 2);
+            if (!nv) {
+                free(v);
+                return false;
+            }
+            v = nv;
+            cap *= 2;
+        }
+        v[cnt++] = (int32_t)x;
+        p = end;
+    }
+    if (!cnt) {
+        app_error("empty token id list");
+        free(v);
+        return false;
+    }
+    *ids = v;
+    *n = (uint32_t)cnt;
+    return true;
+}
+
+void ecli_print_js_number(FILE *out, double v)
+{
+    if (isnan(v) || isinf(v)) {
+        fputs("null", out); /* JSON.stringify of NaN / Infinity */
+        return;
+    }
+    if (v == 0) {
+        fputs("0", out);
+        return;
+    }
+    char buf[64];
+    int prec;
+    for (prec = 1; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*e", prec - 1, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    /* buf = [-]d.ddde[+-]XX: split into digits and exponent */
+    bool neg = buf[0] == '-';
+    const char *q = buf + neg;
+    char digits[32];
+    int nd = 0;
+    for (; *q && *q != 'e'; q++)
+        if (*q >= '0' && *q <= '9')
+            digits[nd++] = *q;
+    while (nd > 1 && digits[nd - 1] == '0')
+        nd--;
+    digits[nd] = 0;
+    int e10 = atoi(q + 1);
+    int np = e10 + 1; /* position of the decimal point */
+    if (neg)
+        fputc('-', out);
+    if (nd <= np && np <= 21) {
+        fputs(digits, out);
+        for (int i = nd; i < np; i++)
+            fputc('0', out);
+    } else if (0 < np && np <= 21) {
+        fprintf(out, "%.*s.%s", np, digits, digits + np);
+    } else if (-6 < np && np <= 0) {
+        fputs("0.", out);
+        for (int i = 0; i < -np; i++)
+            fputc('0', out);
+        fputs(digits, out);
+    } else {
+        fputc(digits[0], out);
+        if (nd > 1)
+            fprintf(out, ".%s", digits + 1);
+        fprintf(out, "e%c%d", np - 1 < 0 ? '-' : '+', abs(np - 1));
+    }
+}
+
+/* ---- text (fallback without a tokenizer: the vocabulary's raw strings) ---- */
+
+struct ecli_text {
+    const gguf_file *f;
+    const gguf_value *tokens;
+    int64_t eos, eot;
+};
+
+ecli_text *ecli_text_new(const gguf_file *f)
+{
+    ecli_text *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->f = f;
+    if (gguf_get_arr(f, "tokenizer.ggml.tokens", &t->tokens) != GGUF_OK)
+        t->tokens = NULL;
+    uint64_t v;
+    t->eos = gguf_get_u64(f, "tokenizer.ggml.eos_token_id", &v) == GGUF_OK ? (int64_t)v : -1;
+    t->eot = gguf_get_u64(f, "tokenizer.ggml.eot_token_id", &v) == GGUF_OK ? (int64_t)v : -1;
+    return t;
+}
+
+void ecli_text_free(ecli_text *t)
+{
+    free(t);
+}
+
+bool ecli_tokenize(ecli_text *t, const char *text, int32_t **ids, uint32_t *n)
+{
+    (void)t;
+    (void)text;
+    *ids = NULL;
+    *n = 0;
+    app_error("text prompts need the tokenizer, which this build lacks: use --tokens IDS");
+    return false;
+}
+
+void ecli_print_piece(ecli_text *t, int32_t id, FILE *out)
+{
+    gguf_str s;
+    if (!t || !t->tokens || gguf_arr_str(t->tokens, (uint64_t)id, &s) != GGUF_OK) {
+        fprintf(out, "[%d]", id);
+        return;
+    }
+    for (uint64_t i = 0; i < s.len; i++) {
+        unsigned char c = (unsigned char)s.ptr[i];
+        /* SentencePiece's U+2581 (e2 96 81) is a space; <0xXX> is a byte */
+        if (c == 0xe2 && i + 2 < s.len && (unsigned char)s.ptr[i + 1] == 0x96 &&
+            (unsigned char)s.ptr[i + 2] == 0x81) {
+            fputc(' ', out);
+            i += 2;
+        } else if (s.len == 6 && i == 0 && !memcmp(s.ptr, "<0x", 3) && s.ptr[5] == '>') {
+            fputc((int)strtol((char[]){s.ptr[3], s.ptr[4], 0}, NULL, 16), out);
+            return;
+        } else {
+            fputc(c, out);
+        }
+    }
+}
+
+bool ecli_is_eog(ecli_text *t, int32_t id)
+{
+    return t && (id == t->eos || id == t->eot);
+}

@@ -1,0 +1,68 @@
+/* engine_cli: what the engine commands (run, bench, logits) share: option
+ * parsing for --backend/--threads/--ctx, opening a model and a session,
+ * token id lists and number formatting. */
+#ifndef GGSCOPE_ENGINE_CLI_H
+#define GGSCOPE_ENGINE_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "backend.h"
+#include "gguf.h"
+#include "model.h"
+#include "session.h"
+
+typedef struct {
+    const char *backend;   /* "cpu" or "auto" */
+    int threads;           /* 0 = one per core */
+    uint32_t n_ctx;        /* 0 = session default */
+} ecli_opts;
+
+/* Everything an engine command holds open. */
+typedef struct {
+    gguf_file *f;
+    model *m;
+    backend *be;
+    session *s;
+} ecli_engine;
+
+/* If argv[*i] is --backend/--threads/-t/--ctx/-c, consume it (and its value)
+ * and return 1; return -1 (message printed) on a bad value, 0 otherwise. */
+int ecli_common_opt(int argc, char **argv, int *i, ecli_opts *o);
+
+/* Open FILE, bind the model, create a backend and a session of n_ctx
+ * positions. Prints the error and returns the exit status on failure (2 for
+ * a bad file, 1 otherwise), 0 on success. */
+int ecli_open(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine *e);
+void ecli_close(ecli_engine *e);
+
+/* Parse "1,2,3" into a malloc'd array (*n ids). Returns false (message printed) on bad input. */
+bool ecli_parse_ids(const char *s, int32_t **ids, uint32_t *n);
+
+/* Parse a whole number / float argument; false (message printed) when invalid. */
+bool ecli_parse_long(const char *opt, const char *s, long lo, long hi, long *out);
+bool ecli_parse_float(const char *opt, const char *s, float *out);
+
+/* Print a float as JavaScript prints the double of that float (shortest
+ * round-trip form, e.g. 17.023767471313477, 1e-7): the peer's JSON numbers. */
+void ecli_print_js_number(FILE *out, double v);
+
+/* Text side of a model: tokenizing prompts, printing tokens. */
+typedef struct ecli_text ecli_text;
+/* Never NULL for a valid file (falls back to the raw vocabulary strings). */
+ecli_text *ecli_text_new(const gguf_file *f);
+void ecli_text_free(ecli_text *t);
+/* Tokenize a prompt (BOS added as the model asks). false (message printed) on failure. */
+bool ecli_tokenize(ecli_text *t, const char *text, int32_t **ids, uint32_t *n);
+/* Write the text of a token (bytes may be a partial UTF-8 sequence). */
+void ecli_print_piece(ecli_text *t, int32_t id, FILE *out);
+/* Whether a token ends generation (EOS / EOT). */
+bool ecli_is_eog(ecli_text *t, int32_t id);
+
+/* Help lines for the common options. */
+#define ECLI_COMMON_HELP                                                                   \
+    "  --backend B       cpu | auto (default auto: the CPU backend in this build)\n"     \
+    "  -t, --threads N   worker threads (default: one per core)\n"
+
+#endif

@@ -1,0 +1,169 @@
+/* backend: the ops of a transformer forward pass behind a small vtable.
+ *
+ * A backend owns buffers (opaque `backend_buf`, allocated by the backend:
+ * host memory on the CPU, device memory on a GPU) and implements each op of
+ * the forward pass on them. The session (session.h) expresses a whole forward
+ * pass as a sequence of these ops; every op is also callable on its own, so a
+ * backend can be compared op by op with the CPU reference (backend_cpu_new).
+ *
+ * Conventions for every op:
+ *  - Activations are row-major F32 matrices in buffers: `n_rows` rows of
+ *    `n_cols` floats, addressed as (buffer, element offset) pairs
+ *    (`backend_view`). Offsets and sizes are in elements of the buffer's
+ *    type (F32 for activations, F16 for the KV cache).
+ *  - Weights are `backend_weight`s: a ggml-typed tensor in host memory (the
+ *    model file's mapping), ne0 = columns (elements per row), ne1 = rows.
+ *    A backend may keep its own copy after `weight_prepare` (optional).
+ *  - In-place use (dst == src) is allowed where the op says so.
+ *  - Ops return 0 on success, a negative BACKEND_E* code on failure.
+ *  - Ops may execute asynchronously; results are visible to `buf_read`
+ *    (which waits) and to later ops. `sync` waits for everything.
+ *  - Functions marked (optional) may be NULL.
+ */
+#ifndef GGSCOPE_BACKEND_H
+#define GGSCOPE_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+    BACKEND_OK = 0,
+    BACKEND_ENOMEM = -1,      /* out of (host or device) memory */
+    BACKEND_EARG = -2,        /* bad sizes / offsets / types */
+    BACKEND_EUNSUPPORTED = -3,/* this backend cannot do it (e.g. weight type) */
+    BACKEND_EDEVICE = -4,     /* device lost / driver error */
+    BACKEND_ECANCELLED = -5,  /* used by the session: evaluation cancelled */
+};
+
+/* Element type of a buffer. */
+typedef enum { BACKEND_F32 = 0, BACKEND_F16 = 1 } backend_dtype;
+
+typedef struct backend_buf backend_buf;   /* opaque, per backend */
+
+/* A place in a buffer: `off` counts elements of the buffer's dtype. */
+typedef struct {
+    backend_buf *buf;
+    size_t off;
+} backend_view;
+
+/* A weight tensor (2-D, or 1-D with ne1 = 1) living in host memory. */
+typedef struct {
+    uint32_t type;        /* ggml type id (ggtype.h) */
+    uint64_t ne0;         /* elements per row (input dimension of a matmul) */
+    uint64_t ne1;         /* rows (output dimension of a matmul) */
+    uint64_t row_bytes;   /* bytes of one row */
+    const void *data;     /* ne1 * row_bytes bytes, e.g. in the file mapping */
+    const char *name;     /* tensor name, for messages (may be NULL) */
+    void *priv;           /* backend's private handle (weight_prepare), else NULL */
+} backend_weight;
+
+/* RoPE modes. NORMAL rotates adjacent pairs (x[2i], x[2i+1]) (llama);
+ * NEOX rotates the halves (x[i], x[i + n_rot/2]) (qwen2). */
+typedef enum { BACKEND_ROPE_NORMAL = 0, BACKEND_ROPE_NEOX = 2 } backend_rope_mode;
+
+typedef struct {
+    backend_rope_mode mode;
+    uint32_t n_rot;            /* dimensions rotated (even, <= head_dim) */
+    float freq_base;           /* theta base, e.g. 10000 */
+    float freq_scale;          /* 1 / linear scaling factor (1 = none) */
+    const float *freq_factors; /* (optional) n_rot/2 divisors of theta (Llama 3.1 rope_freqs), or NULL */
+} backend_rope_params;
+
+typedef struct backend_ops {
+    const char *name;          /* "cpu", "vulkan" */
+
+    /* Destroy the backend context (buffers must have been freed). */
+    void (*free)(void *ctx);
+
+    /* ---- buffers ---- */
+    /* A buffer of `n` elements of `dtype`, zero-filled. NULL on failure. */
+    backend_buf *(*buf_new)(void *ctx, backend_dtype dtype, size_t n);
+    /* Free a buffer; accepts NULL. */
+    void (*buf_free)(void *ctx, backend_buf *b);
+    /* Copy `n` elements from host memory to the buffer at element `off`
+     * (src holds floats for F32 buffers, uint16_t halves for F16). */
+    int (*buf_write)(void *ctx, backend_buf *b, size_t off, const void *src, size_t n);
+    /* Copy `n` elements at `off` to host memory; waits for pending ops. */
+    int (*buf_read)(void *ctx, backend_buf *b, size_t off, void *dst, size_t n);
+    /* (optional) Host pointer of a buffer's contents when it is host memory, else NULL. */
+    void *(*buf_host_ptr)(void *ctx, backend_buf *b);
+
+    /* ---- weights ---- */
+    /* (optional) Prepare a weight for use (upload, repack); sets w->priv. */
+    int (*weight_prepare)(void *ctx, backend_weight *w);
+    /* (optional) Release what weight_prepare made; accepts w->priv == NULL. */
+    void (*weight_release)(void *ctx, backend_weight *w);
+    /* (optional) Whether matmul supports weights of ggml `type`. NULL = all. */
+    bool (*supports_type)(void *ctx, uint32_t type);
+
+    /* ---- ops ---- */
+    /* dst[i][:] = row ids[i] of w, dequantized to F32 (n rows of w->ne0).
+     * `ids` is host memory; every id < w->ne1 (checked by the caller). */
+    int (*get_rows)(void *ctx, const backend_weight *w, const int32_t *ids, uint32_t n,
+                    backend_view dst);
+    /* dst[r][:] = src[r][:] / sqrt(mean(src[r][:]^2) + eps). In place allowed. */
+    int (*rms_norm)(void *ctx, backend_view src, backend_view dst, uint32_t n_rows,
+                    uint32_t n_cols, float eps);
+    /* dst[r][c] = src[r][c] * w[c]; w is an F32 vector of n_cols. In place allowed. */
+    int (*mul_w)(void *ctx, backend_view src, const backend_weight *w, backend_view dst,
+                 uint32_t n_rows, uint32_t n_cols);
+    /* dst[r][c] = src[r][c] + w[c]; w is an F32 vector of n_cols (a bias). In place allowed. */
+    int (*add_w)(void *ctx, backend_view src, const backend_weight *w, backend_view dst,
+                 uint32_t n_rows, uint32_t n_cols);
+    /* dst[i] = a[i] + b[i] for n elements (the residual). dst may alias a or b. */
+    int (*add)(void *ctx, backend_view a, backend_view b, backend_view dst, size_t n);
+    /* y[t][r] = sum_c w[r][c] * x[t][c] for t < n_tok, r < w->ne1, c < w->ne0.
+     * x: n_tok rows of ne0 floats; y: n_tok rows of ne1 floats (y must not alias x).
+     * Mat-vec when n_tok == 1, mat-mat otherwise; the CPU backend quantizes x
+     * on the fly to the weight type's activation type (as ggml does). */
+    int (*matmul)(void *ctx, const backend_weight *w, backend_view x, uint32_t n_tok,
+                  backend_view y);
+    /* Rotate, in place, n_tok rows of n_head heads of head_dim floats each
+     * (row stride n_head*head_dim), row t at position pos[t] (host memory). */
+    int (*rope)(void *ctx, backend_view x, uint32_t n_tok, uint32_t n_head, uint32_t head_dim,
+                const int32_t *pos, const backend_rope_params *p);
+    /* Store n_rows rows of n_cols F32 from src into the F16 buffer dst at
+     * row dst_row (row stride n_cols) with round-to-nearest F16 conversion. */
+    int (*store_f16)(void *ctx, backend_view src, uint32_t n_rows, uint32_t n_cols,
+                     backend_view dst, uint32_t dst_row);
+    /* Causal attention over an F16 KV cache.
+     * q: n_tok rows of n_head*head_dim floats; query t is at position pos0 + t
+     * and attends to cache rows 0 .. pos0 + t (inclusive).
+     * k, v: F16 caches, rows of n_head_kv*head_dim (row r = position r), at
+     * least pos0 + n_tok rows valid. Query head h uses kv head h / (n_head / n_head_kv).
+     * out: n_tok rows of n_head*head_dim floats = softmax(scale * q.k^T) . v
+     * (must not alias q). */
+    int (*attention)(void *ctx, backend_view q, backend_view k, backend_view v,
+                     backend_view out, uint32_t n_tok, uint32_t pos0, uint32_t n_head,
+                     uint32_t n_head_kv, uint32_t head_dim, float scale);
+    /* dst[i] = silu(gate[i]) * up[i] for n elements, silu(x) = x / (1 + exp(-x)).
+     * dst may alias gate or up. */
+    int (*silu_mul)(void *ctx, backend_view gate, backend_view up, backend_view dst, size_t n);
+    /* Softmax of each of n_rows rows of n_cols floats, in place. */
+    int (*softmax)(void *ctx, backend_view x, uint32_t n_rows, uint32_t n_cols);
+
+    /* (optional) Wait until all submitted ops are done. */
+    int (*sync)(void *ctx);
+} backend_ops;
+
+/* A backend instance: its ops and context. */
+typedef struct backend {
+    const backend_ops *ops;
+    void *ctx;
+} backend;
+
+/* The CPU reference backend with `n_threads` worker threads (0 = one per
+ * core). Returns NULL on allocation failure. Free with backend_free. */
+backend *backend_cpu_new(int n_threads);
+
+/* Number of threads a CPU backend uses (1 for other backends). */
+int backend_cpu_threads(const backend *b);
+
+/* Destroy a backend (calls ops->free); accepts NULL. */
+void backend_free(backend *b);
+
+/* Human-readable text of a BACKEND_E* code. */
+const char *backend_strerror(int code);
+
+#endif

@@ -1,0 +1,504 @@
+/* backend_cpu: the CPU reference backend.
+ *
+ * Plain C, written to follow ggml's CPU arithmetic closely (the peer oracle is
+ * llama.cpp): RMS sums in double, RoPE angles by repeated multiplication,
+ * queries and attention weights rounded to F16 before their products with the
+ * F16 KV cache, F16 weights multiplied with F16-rounded activations, quantized
+ * weights through kern_matmul (activations quantized on the fly). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "backend_cpu_internal.h"
+#include "codec.h"
+#include "ggtype.h"
+
+struct backend_buf {
+    backend_dtype dtype;
+    size_t n;
+    void *data;   /* 64-byte aligned, inside raw */
+    void *raw;
+};
+
+static float g_f16_table[65536];
+static int g_f16_ready;
+
+static void f16_table_init(void)
+{
+    /* Benign race: every thread writes identical values. */
+    if (__atomic_load_n(&g_f16_ready, __ATOMIC_ACQUIRE))
+        return;
+    for (uint32_t i = 0; i < 65536; i++)
+        g_f16_table[i] = codec_f16_to_f32((uint16_t)i);
+    __atomic_store_n(&g_f16_ready, 1, __ATOMIC_RELEASE);
+}
+
+static inline float h2f(uint16_t h) { return g_f16_table[h]; }
+static inline float round_f16(float x) { return h2f(codec_f32_to_f16(x)); }
+
+static size_t dtype_size(backend_dtype t) { return t == BACKEND_F16 ? 2 : 4; }
+
+/* Checked pointer to `n` elements at `v.off` of an F32 buffer (NULL if out of range). */
+static float *f32_at(backend_view v, size_t n)
+{
+    if (!v.buf || v.buf->dtype != BACKEND_F32 || v.off > v.buf->n || n > v.buf->n - v.off)
+        return NULL;
+    return (float *)v.buf->data + v.off;
+}
+
+static uint16_t *f16_at(backend_view v, size_t n)
+{
+    if (!v.buf || v.buf->dtype != BACKEND_F16 || v.off > v.buf->n || n > v.buf->n - v.off)
+        return NULL;
+    return (uint16_t *)v.buf->data + v.off;
+}
+
+static int mul2(size_t a, size_t b, size_t *out)
+{
+    if (a && b > SIZE_MAX / a)
+        return -1;
+    *out = a * b;
+    return 0;
+}
+
+/* ---- buffers ---- */
+
+static backend_buf *cpu_buf_new(void *ctx, backend_dtype dtype, size_t n)
+{
+    (void)ctx;
+    size_t bytes;
+    if ((dtype != BACKEND_F32 && dtype != BACKEND_F16) || mul2(n ? n : 1, dtype_size(dtype), &bytes))
+        return NULL;
+    backend_buf *b = malloc(sizeof *b);
+    if (!b)
+        return NULL;
+    /* 64-byte alignment for SIMD kernels; calloc leaves large buffers
+     * untouched (not resident) until used. */
+    if (bytes > SIZE_MAX - 128 || !(b->raw = calloc(1, bytes + 128))) {
+        free(b);
+        return NULL;
+    }
+    b->data = (void *)(((uintptr_t)b->raw + 63) & ~(uintptr_t)63);
+    b->dtype = dtype;
+    b->n = n;
+    return b;
+}
+
+static void cpu_buf_free(void *ctx, backend_buf *b)
+{
+    (void)ctx;
+    if (!b)
+        return;
+    free(b->raw);
+    free(b);
+}
+
+static int cpu_buf_write(void *ctx, backend_buf *b, size_t off, const void *src, size_t n)
+{
+    (void)ctx;
+    if (!b || off > b->n || n > b->n - off || (n && !src))
+        return BACKEND_EARG;
+    memcpy((char *)b->data + off * dtype_size(b->dtype), src, n * dtype_size(b->dtype));
+    return 0;
+}
+
+static int cpu_buf_read(void *ctx, backend_buf *b, size_t off, void *dst, size_t n)
+{
+    (void)ctx;
+    if (!b || off > b->n || n > b->n - off || (n && !dst))
+        return BACKEND_EARG;
+    memcpy(dst, (const char *)b->data + off * dtype_size(b->dtype), n * dtype_size(b->dtype));
+    return 0;
+}
+
+static void *cpu_buf_host_ptr(void *ctx, backend_buf *b)
+{
+    (void)ctx;
+    return b ? b->data : NULL;
+}
+
+/* ---- weights ---- */
+
+static bool weight_ok(const backend_weight *w)
+{
+    if (!w || !w->data || !w->ne0 || !w->ne1)
+        return false;
+    return ggtype_row_size(w->type, w->ne0, NULL) == w->row_bytes && w->row_bytes;
+}
+
+/* An F32 vector weight of n elements (norm gains, biases). */
+static const float *vec_weight(const backend_weight *w, uint32_t n)
+{
+    if (!w || w->type != GGTYPE_F32 || w->ne0 * w->ne1 != n || !w->data)
+        return NULL;
+    return (const float *)w->data;
+}
+
+static bool cpu_supports_type(void *ctx, uint32_t type)
+{
+    (void)ctx;
+    return backend_cpu_matmul_supports(type);
+}
+
+/* ---- ops ---- */
+
+static int cpu_get_rows(void *ctx, const backend_weight *w, const int32_t *ids, uint32_t n,
+                        backend_view dst)
+{
+    (void)ctx;
+    if (!weight_ok(w) || (n && !ids) || w->ne0 > SIZE_MAX / (n ? n : 1))
+        return BACKEND_EARG;
+    float *d = f32_at(dst, (size_t)n * w->ne0);
+    if (!d)
+        return BACKEND_EARG;
+    for (uint32_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || (uint64_t)ids[i] >= w->ne1)
+            return BACKEND_EARG;
+        const uint8_t *row = (const uint8_t *)w->data + (uint64_t)ids[i] * w->row_bytes;
+        if (codec_dequantize(w->type, row, d + (size_t)i * w->ne0, w->ne0) != 0)
+            return BACKEND_EUNSUPPORTED;
+    }
+    return 0;
+}
+
+static int cpu_rms_norm(void *ctx, backend_view src, backend_view dst, uint32_t n_rows,
+                        uint32_t n_cols, float eps)
+{
+    (void)ctx;
+    size_t n = (size_t)n_rows * n_cols;
+    const float *s = f32_at(src, n);
+    float *d = f32_at(dst, n);
+    if (!s || !d || !n_cols)
+        return BACKEND_EARG;
+    for (uint32_t r = 0; r < n_rows; r++) {
+        const float *x = s + (size_t)r * n_cols;
+        float *y = d + (size_t)r * n_cols;
+        double sum = 0.0;
+        for (uint32_t c = 0; c < n_cols; c++)
+            sum += (double)(x[c] * x[c]);
+        float mean = (float)(sum / n_cols);
+        float scale = 1.0f / sqrtf(mean + eps);
+        for (uint32_t c = 0; c < n_cols; c++)
+            y[c] = x[c] * scale;
+    }
+    return 0;
+}
+
+static int cpu_mul_w(void *ctx, backend_view src, const backend_weight *w, backend_view dst,
+                     uint32_t n_rows, uint32_t n_cols)
+{
+    (void)ctx;
+    size_t n = (size_t)n_rows * n_cols;
+    const float *s = f32_at(src, n), *g = vec_weight(w, n_cols);
+    float *d = f32_at(dst, n);
+    if (!s || !d || !g)
+        return BACKEND_EARG;
+    for (uint32_t r = 0; r < n_rows; r++)
+        for (uint32_t c = 0; c < n_cols; c++)
+            d[(size_t)r * n_cols + c] = s[(size_t)r * n_cols + c] * g[c];
+    return 0;
+}
+
+static int cpu_add_w(void *ctx, backend_view src, const backend_weight *w, backend_view dst,
+                     uint32_t n_rows, uint32_t n_cols)
+{
+    (void)ctx;
+    size_t n = (size_t)n_rows * n_cols;
+    const float *s = f32_at(src, n), *g = vec_weight(w, n_cols);
+    float *d = f32_at(dst, n);
+    if (!s || !d || !g)
+        return BACKEND_EARG;
+    for (uint32_t r = 0; r < n_rows; r++)
+        for (uint32_t c = 0; c < n_cols; c++)
+            d[(size_t)r * n_cols + c] = s[(size_t)r * n_cols + c] + g[c];
+    return 0;
+}
+
+static int cpu_add(void *ctx, backend_view a, backend_view b, backend_view dst, size_t n)
+{
+    (void)ctx;
+    const float *x = f32_at(a, n), *y = f32_at(b, n);
+    float *d = f32_at(dst, n);
+    if (!x || !y || !d)
+        return BACKEND_EARG;
+    for (size_t i = 0; i < n; i++)
+        d[i] = x[i] + y[i];
+    return 0;
+}
+
+static int cpu_matmul(void *ctx, const backend_weight *w, backend_view x, uint32_t n_tok,
+                      backend_view y)
+{
+    if (!weight_ok(w) || w->ne0 > UINT32_MAX || w->ne1 > UINT32_MAX)
+        return BACKEND_EARG;
+    const float *xs = f32_at(x, (size_t)n_tok * w->ne0);
+    float *ys = f32_at(y, (size_t)n_tok * w->ne1);
+    if (!xs || !ys || x.buf == y.buf)
+        return BACKEND_EARG;
+    return backend_cpu_matmul(ctx, w, xs, n_tok, ys);
+}
+
+/* Angles exactly as ggml computes them: theta_i = p * base^(-2i/n_rot),
+ * by repeated float multiplication, divided by the frequency factor, times
+ * freq_scale (linear scaling). */
+static void rope_row(float *x, uint32_t n_head, uint32_t head_dim, float p,
+                     const backend_rope_params *rp, float *cs)
+{
+    const uint32_t n_rot = rp->n_rot;
+    const float theta_scale = powf(rp->freq_base, -2.0f / (float)n_rot);
+    float theta = p;
+    for (uint32_t i0 = 0; i0 < n_rot; i0 += 2) {
+        float ff = rp->freq_factors ? rp->freq_factors[i0 / 2] : 1.0f;
+        float t = rp->freq_scale * (theta / ff);
+        cs[i0] = cosf(t);
+        cs[i0 + 1] = sinf(t);
+        theta *= theta_scale;
+    }
+    for (uint32_t h = 0; h < n_head; h++) {
+        float *v = x + (size_t)h * head_dim;
+        for (uint32_t i0 = 0; i0 < n_rot; i0 += 2) {
+            float c = cs[i0], s = cs[i0 + 1];
+            uint32_t a, b;
+            if (rp->mode == BACKEND_ROPE_NEOX) {
+                a = i0 / 2;
+                b = i0 / 2 + n_rot / 2;
+            } else {
+                a = i0;
+                b = i0 + 1;
+            }
+            float x0 = v[a], x1 = v[b];
+            v[a] = x0 * c - x1 * s;
+            v[b] = x0 * s + x1 * c;
+        }
+    }
+}
+
+static int cpu_rope(void *ctx, backend_view x, uint32_t n_tok, uint32_t n_head, uint32_t head_dim,
+                    const int32_t *pos, const backend_rope_params *p)
+{
+    (void)ctx;
+    size_t row = (size_t)n_head * head_dim;
+    float *d = f32_at(x, row * n_tok);
+    if (!d || !p || (n_tok && !pos) || !p->n_rot || (p->n_rot & 1) || p->n_rot > head_dim ||
+        (p->mode != BACKEND_ROPE_NORMAL && p->mode != BACKEND_ROPE_NEOX))
+        return BACKEND_EARG;
+    float *cs = malloc(sizeof(float) * p->n_rot);
+    if (!cs)
+        return BACKEND_ENOMEM;
+    for (uint32_t t = 0; t < n_tok; t++)
+        rope_row(d + t * row, n_head, head_dim, (float)pos[t], p, cs);
+    free(cs);
+    return 0;
+}
+
+static int cpu_store_f16(void *ctx, backend_view src, uint32_t n_rows, uint32_t n_cols,
+                         backend_view dst, uint32_t dst_row)
+{
+    (void)ctx;
+    size_t n = (size_t)n_rows * n_cols;
+    const float *s = f32_at(src, n);
+    backend_view dv = dst;
+    dv.off += (size_t)dst_row * n_cols;
+    uint16_t *d = f16_at(dv, n);
+    if (!s || !d)
+        return BACKEND_EARG;
+    for (size_t i = 0; i < n; i++)
+        d[i] = codec_f32_to_f16(s[i]);
+    return 0;
+}
+
+typedef struct {
+    const float *q;
+    const uint16_t *k, *v;
+    float *out;
+    uint32_t n_tok, pos0, n_head, n_head_kv, head_dim;
+    float scale;
+} attn_job;
+
+/* One (token, head) pair: scores against positions 0..pos, softmax, weighted sum. */
+static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *sc, float *qh)
+{
+    const uint32_t hd = j->head_dim, kvrow = j->n_head_kv * hd;
+    const uint32_t kvh = h / (j->n_head / j->n_head_kv);
+    const uint32_t n_kv = j->pos0 + t + 1;
+    const float *q = j->q + ((size_t)t * j->n_head + h) * hd;
+    for (uint32_t d = 0; d < hd; d++)
+        qh[d] = round_f16(q[d]);
+    float mx = -INFINITY;
+    for (uint32_t p = 0; p < n_kv; p++) {
+        const uint16_t *k = j->k + (size_t)p * kvrow + (size_t)kvh * hd;
+        float s = 0.0f;
+        for (uint32_t d = 0; d < hd; d++)
+            s += qh[d] * h2f(k[d]);
+        s *= j->scale;
+        sc[p] = s;
+        if (s > mx)
+            mx = s;
+    }
+    double sum = 0.0;
+    for (uint32_t p = 0; p < n_kv; p++) {
+        float e = expf(sc[p] - mx);
+        sc[p] = e;
+        sum += e;
+    }
+    float inv = (float)(1.0 / sum);
+    float *o = j->out + ((size_t)t * j->n_head + h) * hd;
+    for (uint32_t d = 0; d < hd; d++)
+        o[d] = 0.0f;
+    for (uint32_t p = 0; p < n_kv; p++) {
+        float w = round_f16(sc[p] * inv);
+        const uint16_t *v = j->v + (size_t)p * kvrow + (size_t)kvh * hd;
+        for (uint32_t d = 0; d < hd; d++)
+            o[d] += w * h2f(v[d]);
+    }
+}
+
+static void attn_task(void *arg, int ith, int nth)
+{
+    const attn_job *j = arg;
+    uint32_t total = j->n_tok * j->n_head;
+    float *sc = malloc(sizeof(float) * ((size_t)j->pos0 + j->n_tok + j->head_dim));
+    if (!sc)
+        return; /* checked by the caller through the sentinel below */
+    float *qh = sc + j->pos0 + j->n_tok;
+    for (uint32_t i = (uint32_t)ith; i < total; i += (uint32_t)nth)
+        attn_one(j, i / j->n_head, i % j->n_head, sc, qh);
+    free(sc);
+}
+
+static int cpu_attention(void *ctx, backend_view q, backend_view k, backend_view v,
+                         backend_view out, uint32_t n_tok, uint32_t pos0, uint32_t n_head,
+                         uint32_t n_head_kv, uint32_t head_dim, float scale)
+{
+    if (!n_head || !n_head_kv || n_head % n_head_kv || !head_dim)
+        return BACKEND_EARG;
+    size_t qn = (size_t)n_tok * n_head * head_dim;
+    size_t kvn = ((size_t)pos0 + n_tok) * n_head_kv * head_dim;
+    attn_job j = {
+        .q = f32_at(q, qn), .k = f16_at(k, kvn), .v = f16_at(v, kvn), .out = f32_at(out, qn),
+        .n_tok = n_tok, .pos0 = pos0, .n_head = n_head, .n_head_kv = n_head_kv,
+        .head_dim = head_dim, .scale = scale,
+    };
+    if (!j.q || !j.k || !j.v || !j.out || q.buf == out.buf)
+        return BACKEND_EARG;
+    /* Poison the output so a worker that could not allocate is detected. */
+    for (size_t i = 0; i < qn; i++)
+        j.out[i] = NAN;
+    backend_cpu_parallel(ctx, attn_task, &j);
+    for (size_t i = 0; i < qn; i += head_dim)
+        if (isnan(j.out[i]))
+            return BACKEND_ENOMEM;
+    return 0;
+}
+
+static int cpu_silu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, size_t n)
+{
+    (void)ctx;
+    const float *g = f32_at(gate, n), *u = f32_at(up, n);
+    float *d = f32_at(dst, n);
+    if (!g || !u || !d)
+        return BACKEND_EARG;
+    for (size_t i = 0; i < n; i++)
+        d[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    return 0;
+}
+
+static int cpu_softmax(void *ctx, backend_view x, uint32_t n_rows, uint32_t n_cols)
+{
+    (void)ctx;
+    float *d = f32_at(x, (size_t)n_rows * n_cols);
+    if (!d || !n_cols)
+        return BACKEND_EARG;
+    for (uint32_t r = 0; r < n_rows; r++) {
+        float *row = d + (size_t)r * n_cols;
+        float mx = -INFINITY;
+        for (uint32_t c = 0; c < n_cols; c++)
+            if (row[c] > mx)
+                mx = row[c];
+        double sum = 0.0;
+        for (uint32_t c = 0; c < n_cols; c++) {
+            row[c] = expf(row[c] - mx);
+            sum += row[c];
+        }
+        float inv = (float)(1.0 / sum);
+        for (uint32_t c = 0; c < n_cols; c++)
+            row[c] *= inv;
+    }
+    return 0;
+}
+
+static int cpu_sync(void *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
+static const backend_ops CPU_OPS = {
+    .name = "cpu",
+    .free = backend_cpu_ctx_free,
+    .buf_new = cpu_buf_new,
+    .buf_free = cpu_buf_free,
+    .buf_write = cpu_buf_write,
+    .buf_read = cpu_buf_read,
+    .buf_host_ptr = cpu_buf_host_ptr,
+    .weight_prepare = NULL,
+    .weight_release = NULL,
+    .supports_type = cpu_supports_type,
+    .get_rows = cpu_get_rows,
+    .rms_norm = cpu_rms_norm,
+    .mul_w = cpu_mul_w,
+    .add_w = cpu_add_w,
+    .add = cpu_add,
+    .matmul = cpu_matmul,
+    .rope = cpu_rope,
+    .store_f16 = cpu_store_f16,
+    .attention = cpu_attention,
+    .silu_mul = cpu_silu_mul,
+    .softmax = cpu_softmax,
+    .sync = cpu_sync,
+};
+
+backend *backend_cpu_new(int n_threads)
+{
+    f16_table_init();
+    backend *b = malloc(sizeof *b);
+    if (!b)
+        return NULL;
+    b->ops = &CPU_OPS;
+    b->ctx = backend_cpu_ctx_new(n_threads);
+    if (!b->ctx) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+int backend_cpu_threads(const backend *b)
+{
+    if (!b || b->ops != &CPU_OPS)
+        return 1;
+    return backend_cpu_ctx_threads(b->ctx);
+}
+
+void backend_free(backend *b)
+{
+    if (!b)
+        return;
+    if (b->ops && b->ops->free)
+        b->ops->free(b->ctx);
+    free(b);
+}
+
+const char *backend_strerror(int code)
+{
+    switch (code) {
+    case BACKEND_OK: return "ok";
+    case BACKEND_ENOMEM: return "out of memory";
+    case BACKEND_EARG: return "bad argument (sizes, offsets or types)";
+    case BACKEND_EUNSUPPORTED: return "not supported by this backend";
+    case BACKEND_EDEVICE: return "device error";
+    case BACKEND_ECANCELLED: return "cancelled";
+    default: return "unknown backend error";
+    }
+}

@@ -1,0 +1,1294 @@
+/* GGUF reader: maps the file, validates everything up front, reads in place.
+ *
+ * Every read goes through a cursor that checks the remaining bytes first, so
+ * a count or length can never send us past the mapping; every count is
+ * checked against the bytes left before anything is allocated for it. */
+#include "gguf.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ggtype.h"
+
+#define GGUF_DEFAULT_ALIGNMENT 32
+#define GGUF_MAX_KEY_LEN 65535
+#define GGUF_MAX_NAME_LEN 64
+#define GGUF_MAX_DIMS 4
+#define GGUF_MAX_DEPTH 8       /* nesting of arrays */
+#define GGUF_MAX_SHARDS 9999
+
+typedef struct {
+    char *path;
+    const uint8_t *base;
+    uint64_t size;
+    bool mapped;
+    uint64_t data_offset;
+} gguf_shard;
+
+/* Lazily built offsets of a top-level array's elements (strings, nested arrays). */
+typedef struct {
+    uint64_t *offs;   /* byte offset of element i relative to value.data */
+} arr_index;
+
+struct gguf_file {
+    uint32_t version;
+    bool big_endian;
+    uint32_t alignment;
+    uint32_t n_shards;
+    gguf_shard *shards;
+    uint64_t n_kv;
+    gguf_kv *kvs;
+    uint64_t n_tensors;
+    gguf_tensor *tensors;
+    uint64_t *kv_hash;      /* open addressing: index + 1, 0 = empty */
+    uint64_t kv_hash_cap;
+    uint64_t *t_hash;
+    uint64_t t_hash_cap;
+    pthread_mutex_t index_lock;
+};
+
+/* ------------------------------------------------------------------ errors */
+
+const char *gguf_strerror(gguf_status code)
+{
+    switch (code) {
+    case GGUF_OK: return "ok";
+    case GGUF_EIO: return "cannot read file";
+    case GGUF_EFORMAT: return "malformed GGUF file";
+    case GGUF_ENOTFOUND: return "not found";
+    case GGUF_ETYPE: return "value has another type";
+    case GGUF_ENOMEM: return "out of memory";
+    case GGUF_ESPLIT: return "split model shard missing or mismatched";
+    case GGUF_EARG: return "bad argument";
+    }
+    return "unknown error";
+}
+
+static void set_err(gguf_error *err, gguf_status code, const char *path, uint64_t off, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void set_err(gguf_error *err, gguf_status code, const char *path, uint64_t off, const char *fmt, ...)
+{
+    if (!err || err->code != GGUF_OK)
+        return; /* keep the first error */
+    err->code = code;
+    err->offset = off;
+    snprintf(err->path, sizeof err->path, "%s", path ? path : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+}
+
+const char *gguf_error_format(const gguf_error *err, char *buf, size_t cap)
+{
+    if (!err || err->code == GGUF_OK)
+        snprintf(buf, cap, "no error");
+    else if (err->code == GGUF_EFORMAT)
+        snprintf(buf, cap, "%s: offset %llu: %s", err->path, (unsigned long long)err->offset, err->msg);
+    else
+        snprintf(buf, cap, "%s: %s", err->path, err->msg);
+    return buf;
+}
+
+/* ------------------------------------------------------------------ cursor */
+
+typedef struct {
+    const uint8_t *base;
+    uint64_t size;
+    uint64_t pos;
+    bool be;
+    uint32_t version;
+    const char *path;
+    gguf_error *err;
+} cursor;
+
+static bool cur_fail(cursor *c, uint64_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static bool cur_fail(cursor *c, uint64_t off, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    set_err(c->err, GGUF_EFORMAT, c->path, off, "%s", msg);
+    return false;
+}
+
+/* Need n more bytes at the cursor; `what` names the field for the error. */
+static bool cur_need(cursor *c, uint64_t n, const char *what)
+{
+    if (n <= c->size - c->pos)
+        return true;
+    uint64_t missing = n - (c->size - c->pos);
+    return cur_fail(c, c->pos, "%s runs past the end of the file (%llu bytes needed, %llu left: "
+                               "the file is truncated by at least %llu bytes)",
+                    what, (unsigned long long)n, (unsigned long long)(c->size - c->pos),
+                    (unsigned long long)missing);
+}
+
+static uint64_t load_le(const uint8_t *p, int n, bool be)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v |= (uint64_t)p[be ? n - 1 - i : i] << (8 * i);
+    return v;
+}
+
+static bool cur_u(cursor *c, int n, uint64_t *out, const char *what)
+{
+    if (!cur_need(c, (uint64_t)n, what))
+        return false;
+    *out = load_le(c->base + c->pos, n, c->be);
+    c->pos += (uint64_t)n;
+    return true;
+}
+
+static bool cur_u32(cursor *c, uint32_t *out, const char *what)
+{
+    uint64_t v;
+    if (!cur_u(c, 4, &v, what))
+        return false;
+    *out = (uint32_t)v;
+    return true;
+}
+
+/* Counts and lengths are 32-bit in v1, 64-bit from v2 on. */
+static bool cur_count(cursor *c, uint64_t *out, const char *what)
+{
+    return cur_u(c, c->version == 1 ? 4 : 8, out, what);
+}
+
+static bool cur_str(cursor *c, gguf_str *out, const char *what)
+{
+    uint64_t len, at = c->pos;
+    if (!cur_count(c, &len, what))
+        return false;
+    if (len > c->size - c->pos) {
+        c->pos = at;
+        return cur_fail(c, at, "%s: string length %llu runs past the end of the file (%llu bytes left)",
+                        what, (unsigned long long)len, (unsigned long long)(c->size - at));
+    }
+    out->ptr = (const char *)c->base + c->pos;
+    out->len = len;
+    c->pos += len;
+    return true;
+}
+
+/* ------------------------------------------------------------------ values */
+
+static int vtype_size(gguf_vtype t)
+{
+    switch (t) {
+    case GGUF_VT_UINT8: case GGUF_VT_INT8: case GGUF_VT_BOOL: return 1;
+    case GGUF_VT_UINT16: case GGUF_VT_INT16: return 2;
+    case GGUF_VT_UINT32: case GGUF_VT_INT32: case GGUF_VT_FLOAT32: return 4;
+    case GGUF_VT_UINT64: case GGUF_VT_INT64: case GGUF_VT_FLOAT64: return 8;
+    default: return 0;
+    }
+}
+
+const char *gguf_vtype_name(gguf_vtype t)
+{
+    static const char *const names[GGUF_VT_COUNT] = {
+        "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
+        "bool", "string", "array", "uint64", "int64", "float64"};
+    return (unsigned)t < GGUF_VT_COUNT ? names[t] : "invalid";
+}
+
+/* Skip over (and validate) one value of type t at the cursor. */
+static bool skip_value(cursor *c, gguf_vtype t, int depth, gguf_value *out);
+
+static bool read_type(cursor *c, gguf_vtype *t, const char *what)
+{
+    uint64_t at = c->pos;
+    uint32_t v;
+    if (!cur_u32(c, &v, what))
+        return false;
+    if (v >= GGUF_VT_COUNT)
+        return cur_fail(c, at, "%s: invalid value type %u (expected 0..12)", what, v);
+    *t = (gguf_vtype)v;
+    return true;
+}
+
+static bool skip_array(cursor *c, int depth, gguf_value *out)
+{
+    uint64_t at = c->pos;
+    gguf_vtype et = GGUF_VT_UINT8;
+    uint64_t n;
+    if (depth >= GGUF_MAX_DEPTH)
+        return cur_fail(c, at, "arrays nested deeper than %d levels", GGUF_MAX_DEPTH);
+    if (!read_type(c, &et, "array element type") || !cur_count(c, &n, "array length"))
+        return false;
+    uint64_t start = c->pos;
+    int es = vtype_size(et);
+    if (es > 0) {
+        if (n > (c->size - c->pos) / (uint64_t)es)
+            return cur_fail(c, at, "array of %llu %s runs past the end of the file (%llu bytes left)",
+                            (unsigned long long)n, gguf_vtype_name(et), (unsigned long long)(c->size - c->pos));
+        if (et == GGUF_VT_BOOL)
+            for (uint64_t i = 0; i < n; i++)
+                if (c->base[c->pos + i] > 1)
+                    return cur_fail(c, c->pos + i, "bool array element %llu is %u (expected 0 or 1)",
+                                    (unsigned long long)i, c->base[c->pos + i]);
+        c->pos += n * (uint64_t)es;
+    } else {
+        /* strings or arrays: each element takes at least 4 bytes (a length). */
+        uint64_t min = et == GGUF_VT_STRING ? (c->version == 1 ? 4 : 8) : (c->version == 1 ? 8 : 12);
+        if (n > (c->size - c->pos) / min)
+            return cur_fail(c, at, "array of %llu %s cannot fit in the %llu bytes left",
+                            (unsigned long long)n, gguf_vtype_name(et), (unsigned long long)(c->size - c->pos));
+        for (uint64_t i = 0; i < n; i++)
+            if (!skip_value(c, et, depth + 1, NULL))
+                return false;
+    }
+    if (out) {
+        out->type = GGUF_VT_ARRAY;
+        out->arr_type = et;
+        out->arr_len = n;
+        out->data = c->base + start;
+        out->offset = start;
+        out->size = c->pos - start;
+    }
+    return true;
+}
+
+static bool skip_value(cursor *c, gguf_vtype t, int depth, gguf_value *out)
+{
+    uint64_t start = c->pos;
+    if (t == GGUF_VT_ARRAY)
+        return skip_array(c, depth, out);
+    if (t == GGUF_VT_STRING) {
+        gguf_str s;
+        if (!cur_str(c, &s, "string value"))
+            return false;
+    } else {
+        int n = vtype_size(t);
+        if (!cur_need(c, (uint64_t)n, "value"))
+            return false;
+        if (t == GGUF_VT_BOOL && c->base[c->pos] > 1)
+            return cur_fail(c, c->pos, "bool value is %u (expected 0 or 1)", c->base[c->pos]);
+        c->pos += (uint64_t)n;
+    }
+    if (out) {
+        out->type = t;
+        out->arr_type = GGUF_VT_COUNT;
+        out->arr_len = 0;
+        out->data = c->base + start;
+        out->offset = start;
+        out->size = c->pos - start;
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------ hashing */
+
+static uint64_t hash_bytes(const char *p, uint64_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (uint64_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)p[i]) * 1099511628211ULL;
+    return h;
+}
+
+static uint64_t *hash_new(uint64_t n, uint64_t *cap)
+{
+    uint64_t c = 16;
+    while (c < n * 2)
+        c *= 2;
+    *cap = c;
+    return calloc(c, sizeof(uint64_t));
+}
+
+static bool str_eq(gguf_str a, gguf_str b)
+{
+    return a.len == b.len && memcmp(a.ptr, b.ptr, a.len) == 0;
+}
+
+/* Insert entry `idx` with name `s`; returns the index of an existing entry with the same name, or -1. */
+static int64_t hash_insert(uint64_t *tab, uint64_t cap, gguf_str s, uint64_t idx, const gguf_str *(*name_of)(const gguf_file *, uint64_t), const gguf_file *f)
+{
+    uint64_t h = hash_bytes(s.ptr, s.len) & (cap - 1);
+    while (tab[h]) {
+        if (str_eq(*name_of(f, tab[h] - 1), s))
+            return (int64_t)(tab[h] - 1);
+        h = (h + 1) & (cap - 1);
+    }
+    tab[h] = idx + 1;
+    return -1;
+}
+
+static const gguf_str *kv_name(const gguf_file *f, uint64_t i) { return &f->kvs[i].key; }
+static const gguf_str *t_name(const gguf_file *f, uint64_t i) { return &f->tensors[i].name; }
+
+static int64_t hash_find(const uint64_t *tab, uint64_t cap, const char *s, const gguf_str *(*name_of)(const gguf_file *, uint64_t), const gguf_file *f)
+{
+    if (!tab)
+        return -1;
+    uint64_t n = strlen(s);
+    uint64_t h = hash_bytes(s, n) & (cap - 1);
+    while (tab[h]) {
+        const gguf_str *k = name_of(f, tab[h] - 1);
+        if (k->len == n && memcmp(k->ptr, s, n) == 0)
+            return (int64_t)(tab[h] - 1);
+        h = (h + 1) & (cap - 1);
+    }
+    return -1;
+}
+
+/* ------------------------------------------------------------------ parsing */
+
+/* Recognise common accidents before the magic check, for a helpful message. */
+static bool diagnose_not_gguf(const uint8_t *p, uint64_t size, const char *path, gguf_error *err)
+{
+    static const char lfs[] = "version https://git-lfs";
+    if (size >= sizeof lfs - 1 && memcmp(p, lfs, sizeof lfs - 1) == 0) {
+        set_err(err, GGUF_EFORMAT, path, 0, "this is a Git LFS pointer file, not the model (expected GGUF magic; run `git lfs pull` to fetch the real file)");
+        return true;
+    }
+    uint64_t i = 0;
+    while (i < size && i < 64 && isspace(p[i]))
+        i++;
+    if (i < size && p[i] == '<') {
+        char head[16] = {0};
+        for (uint64_t k = 0; k < 15 && i + k < size; k++)
+            head[k] = (char)tolower(p[i + k]);
+        if (!strncmp(head, "<!doctype", 9) || !strncmp(head, "<html", 5) || !strncmp(head, "<?xml", 5) || !strncmp(head, "<head", 5)) {
+            set_err(err, GGUF_EFORMAT, path, 0, "this is an HTML/XML page (an error page saved instead of the model?), not a GGUF file (expected magic \"GGUF\")");
+            return true;
+        }
+    }
+    if (size >= 4) {
+        static const struct { const char *bytes; const char *name; } old[] = {
+            {"lmgg", "GGML (unversioned)"}, {"fmgg", "GGMF"}, {"tjgg", "GGJT"},
+            {"algg", "GGLA (LoRA)"}, {"nsgg", "GGSN"},
+            {"ggml", "GGML (unversioned)"}, {"ggmf", "GGMF"}, {"ggjt", "GGJT"},
+        };
+        for (size_t k = 0; k < sizeof old / sizeof old[0]; k++)
+            if (memcmp(p, old[k].bytes, 4) == 0) {
+                set_err(err, GGUF_EFORMAT, path, 0, "this is a %s-era ggml file, not GGUF (expected magic \"GGUF\"; convert it with llama.cpp's convert_llama_ggml_to_gguf.py)", old[k].name);
+                return true;
+            }
+    }
+    return false;
+}
+
+/* Parse the header, metadata and tensor infos of one shard into f (appending tensors). */
+static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool first)
+{
+    gguf_shard *sh = &f->shards[shard_idx];
+    cursor c = {.base = sh->base, .size = sh->size, .path = sh->path, .err = err};
+
+    if (sh->size == 0) {
+        set_err(err, GGUF_EFORMAT, sh->path, 0, "the file is empty (expected a GGUF header)");
+        return false;
+    }
+    if (sh->size < 4 || memcmp(sh->base, "GGUF", 4) != 0) {
+        if (!diagnose_not_gguf(sh->base, sh->size, sh->path, err)) {
+            char got[24];
+            int n = sh->size < 4 ? (int)sh->size : 4, k = 0;
+            for (int i = 0; i < n; i++)
+                k += snprintf(got + k, sizeof got - (size_t)k, "%02x", sh->base[i]);
+            set_err(err, GGUF_EFORMAT, sh->path, 0, "bad magic 0x%s (expected \"GGUF\" = 0x47475546)%s", got,
+                    sh->size < 4 ? ": the file is shorter than a header" : "");
+        }
+        return false;
+    }
+    c.pos = 4;
+    if (!cur_need(&c, 4, "version"))
+        return false;
+    uint32_t v_le = (uint32_t)load_le(sh->base + 4, 4, false);
+    uint32_t v_be = (uint32_t)load_le(sh->base + 4, 4, true);
+    bool be;
+    uint32_t version;
+    if (v_le >= 1 && v_le <= 3) {
+        be = false, version = v_le;
+    } else if (v_be >= 1 && v_be <= 3) {
+        be = true, version = v_be;
+    } else {
+        return cur_fail(&c, 4, "unsupported GGUF version %u (expected 1, 2 or 3)", v_le);
+    }
+    c.pos = 8;
+    c.be = be;
+    c.version = version;
+    if (first) {
+        f->version = version;
+        f->big_endian = be;
+    } else if (version != f->version || be != f->big_endian) {
+        set_err(err, GGUF_ESPLIT, sh->path, 4, "shard has GGUF version %u%s, the first shard %u%s", version,
+                be ? " big-endian" : "", f->version, f->big_endian ? " big-endian" : "");
+        return false;
+    }
+
+    uint64_t n_tensors, n_kv, at = c.pos;
+    if (!cur_count(&c, &n_tensors, "tensor count"))
+        return false;
+    uint64_t kv_at = c.pos;
+    if (!cur_count(&c, &n_kv, "metadata key count"))
+        return false;
+    /* A tensor info takes at least 24 bytes, a key/value at least 9: reject
+     * counts the file cannot hold before allocating anything for them. */
+    uint64_t left = sh->size - c.pos;
+    if (n_tensors > left / 24)
+        return cur_fail(&c, at, "tensor count %llu cannot fit in the %llu bytes left (at least 24 bytes per tensor)",
+                        (unsigned long long)n_tensors, (unsigned long long)left);
+    if (n_kv > left / 9)
+        return cur_fail(&c, kv_at, "metadata key count %llu cannot fit in the %llu bytes left (at least 9 bytes per key)",
+                        (unsigned long long)n_kv, (unsigned long long)left);
+
+    /* ---- metadata ---- */
+    gguf_kv *kvs = NULL;
+    uint64_t kv_hash_cap = 0, *kv_hash = NULL;
+    gguf_file tmp = {0};
+    if (first) {
+        kvs = calloc(n_kv ? n_kv : 1, sizeof *kvs);
+        kv_hash = hash_new(n_kv, &kv_hash_cap);
+        if (!kvs || !kv_hash) {
+            free(kvs);
+            free(kv_hash);
+            set_err(err, GGUF_ENOMEM, sh->path, 0, "out of memory for %llu keys", (unsigned long long)n_kv);
+            return false;
+        }
+        tmp.kvs = kvs;
+    }
+    uint32_t alignment = GGUF_DEFAULT_ALIGNMENT;
+    for (uint64_t i = 0; i < n_kv; i++) {
+        gguf_kv kv = {0};
+        kv.key_offset = c.pos;
+        if (!cur_str(&c, &kv.key, "key"))
+            goto fail_kv;
+        if (kv.key.len == 0) {
+            cur_fail(&c, kv.key_offset, "key %llu is empty (expected a dotted name)", (unsigned long long)i);
+            goto fail_kv;
+        }
+        if (kv.key.len > GGUF_MAX_KEY_LEN) {
+            cur_fail(&c, kv.key_offset, "key %llu is %llu bytes long (at most 65535 allowed)", (unsigned long long)i,
+                     (unsigned long long)kv.key.len);
+            goto fail_kv;
+        }
+        gguf_vtype t = GGUF_VT_UINT8;
+        uint64_t type_at = c.pos;
+        if (!read_type(&c, &t, "value type"))
+            goto fail_kv;
+        if (!skip_value(&c, t, 0, &kv.value))
+            goto fail_kv;
+        kv.value.file = f;
+        if (gguf_str_eq(kv.key, "general.alignment")) {
+            if (t != GGUF_VT_UINT32) {
+                cur_fail(&c, type_at, "general.alignment has type %s (expected uint32)", gguf_vtype_name(t));
+                goto fail_kv;
+            }
+            uint32_t a = (uint32_t)load_le(kv.value.data, 4, be);
+            if (a == 0 || a % 8 != 0) {
+                cur_fail(&c, kv.value.offset, "general.alignment is %u (expected a non-zero multiple of 8)", a);
+                goto fail_kv;
+            }
+            alignment = a;
+        }
+        if (first) {
+            kvs[i] = kv;
+            int64_t dup = hash_insert(kv_hash, kv_hash_cap, kv.key, i, kv_name, &tmp);
+            if (dup >= 0) {
+                char name[128];
+                cur_fail(&c, kv.key_offset, "duplicate key '%s' (first at offset %llu)", gguf_str_copy(kv.key, name, sizeof name),
+                         (unsigned long long)kvs[dup].key_offset);
+                goto fail_kv;
+            }
+        }
+    }
+    if (first) {
+        f->kvs = kvs;
+        f->n_kv = n_kv;
+        f->kv_hash = kv_hash;
+        f->kv_hash_cap = kv_hash_cap;
+        f->alignment = alignment;
+    } else if (alignment != f->alignment) {
+        set_err(err, GGUF_ESPLIT, sh->path, 0, "shard alignment %u differs from the first shard's %u", alignment, f->alignment);
+        return false;
+    }
+
+    /* ---- tensor infos ---- */
+    uint64_t base_idx = f->n_tensors;
+    if (n_tensors > 0) {
+        gguf_tensor *nt = realloc(f->tensors, (base_idx + n_tensors) * sizeof *nt);
+        if (!nt) {
+            set_err(err, GGUF_ENOMEM, sh->path, 0, "out of memory for %llu tensors", (unsigned long long)n_tensors);
+            return false;
+        }
+        f->tensors = nt;
+    }
+    for (uint64_t i = 0; i < n_tensors; i++) {
+        gguf_tensor *t = &f->tensors[base_idx + i];
+        memset(t, 0, sizeof *t);
+        t->info_offset = c.pos;
+        t->shard = shard_idx;
+        if (!cur_str(&c, &t->name, "tensor name"))
+            return false;
+        if (t->name.len == 0)
+            return cur_fail(&c, t->info_offset, "tensor %llu has an empty name", (unsigned long long)i);
+        if (t->name.len > GGUF_MAX_NAME_LEN)
+            return cur_fail(&c, t->info_offset, "tensor name is %llu bytes long (at most %d allowed)",
+                            (unsigned long long)t->name.len, GGUF_MAX_NAME_LEN);
+        uint64_t dims_at = c.pos;
+        if (!cur_u32(&c, &t->n_dims, "tensor dimension count"))
+            return false;
+        if (t->n_dims == 0 || t->n_dims > GGUF_MAX_DIMS)
+            return cur_fail(&c, dims_at, "tensor has %u dimensions (expected 1 to %d)", t->n_dims, GGUF_MAX_DIMS);
+        uint64_t ne = 1;
+        for (uint32_t d = 0; d < GGUF_MAX_DIMS; d++)
+            t->ne[d] = 1;
+        for (uint32_t d = 0; d < t->n_dims; d++) {
+            uint64_t dim_at = c.pos;
+            if (!cur_count(&c, &t->ne[d], "tensor dimension"))
+                return false;
+            if (t->ne[d] == 0)
+                return cur_fail(&c, dim_at, "tensor dimension %u is 0 (expected at least 1)", d);
+            if (t->ne[d] > (uint64_t)INT64_MAX)
+                return cur_fail(&c, dim_at, "tensor dimension %u is %llu (expected at most 2^63-1)", d, (unsigned long long)t->ne[d]);
+            if (__builtin_mul_overflow(ne, t->ne[d], &ne) || ne > (uint64_t)INT64_MAX)
+                return cur_fail(&c, dim_at, "tensor element count overflows 64 bits (dimension %u = %llu)", d,
+                                (unsigned long long)t->ne[d]);
+        }
+        t->n_elements = ne;
+        uint64_t type_at = c.pos;
+        if (!cur_u32(&c, &t->type, "tensor type"))
+            return false;
+        uint64_t off_at = c.pos;
+        if (!cur_u(&c, 8, &t->offset, "tensor data offset"))
+            return false;
+        const ggtype_traits *tr = ggtype_get(t->type);
+        t->type_known = tr != NULL;
+        if (tr) {
+            if (t->ne[0] % tr->blck_size != 0)
+                return cur_fail(&c, type_at, "tensor dimension 0 (%llu) is not a multiple of the %s block size %u",
+                                (unsigned long long)t->ne[0], tr->name, tr->blck_size);
+            bool ovf;
+            uint64_t row = ggtype_row_size(t->type, t->ne[0], &ovf), bytes = row;
+            for (uint32_t d = 1; d < GGUF_MAX_DIMS && !ovf; d++)
+                ovf = __builtin_mul_overflow(bytes, t->ne[d], &bytes);
+            if (ovf)
+                return cur_fail(&c, type_at, "tensor byte size overflows 64 bits");
+            t->n_bytes = bytes;
+        }
+        if (t->offset % alignment != 0)
+            return cur_fail(&c, off_at, "tensor data offset %llu is not a multiple of the alignment %u",
+                            (unsigned long long)t->offset, alignment);
+    }
+
+    /* ---- data section ---- */
+    uint64_t data_off = c.pos;
+    if (data_off % alignment) {
+        uint64_t pad = alignment - data_off % alignment;
+        data_off = data_off + pad;
+    }
+    sh->data_offset = data_off;
+    if (n_tensors > 0 && data_off > sh->size)
+        return cur_fail(&c, c.pos, "the data section would start at %llu, past the end of the file (%llu bytes): truncated by at least %llu bytes",
+                        (unsigned long long)data_off, (unsigned long long)sh->size, (unsigned long long)(data_off - sh->size));
+    uint64_t data_size = data_off <= sh->size ? sh->size - data_off : 0;
+    for (uint64_t i = 0; i < n_tensors; i++) {
+        gguf_tensor *t = &f->tensors[base_idx + i];
+        t->abs_offset = data_off + t->offset; /* cannot overflow: data_off <= size, checked below */
+        if (!t->type_known)
+            continue;
+        if (t->offset > data_size || t->n_bytes > data_size - t->offset) {
+            char name[80];
+            uint64_t end_rel;
+            bool ovf = __builtin_add_overflow(t->offset, t->n_bytes, &end_rel);
+            if (ovf || t->offset > data_size)
+                return cur_fail(&c, t->info_offset, "tensor '%s' data at offset %llu is past the end of the data section (%llu bytes)",
+                                gguf_str_copy(t->name, name, sizeof name), (unsigned long long)t->offset, (unsigned long long)data_size);
+            return cur_fail(&c, t->info_offset, "tensor '%s' data ends at byte %llu, past the end of the file (%llu bytes): truncated by %llu bytes",
+                            gguf_str_copy(t->name, name, sizeof name), (unsigned long long)(data_off + end_rel),
+                            (unsigned long long)sh->size, (unsigned long long)(data_off + end_rel - sh->size));
+        }
+        t->data = sh->base + t->abs_offset;
+    }
+    /* Overlap: sort this shard's known tensors by offset and compare neighbours. */
+    if (n_tensors > 1) {
+        uint64_t *ord = malloc(n_tensors * sizeof *ord), m = 0;
+        if (!ord) {
+            set_err(err, GGUF_ENOMEM, sh->path, 0, "out of memory");
+            return false;
+        }
+        for (uint64_t i = 0; i < n_tensors; i++)
+            if (f->tensors[base_idx + i].type_known)
+                ord[m++] = base_idx + i;
+        /* insertion sort is quadratic; use a simple heap sort instead */
+        for (uint64_t k = m / 2; k-- > 0;) {
+            for (uint64_t r = k;;) {
+                uint64_t ch = 2 * r + 1;
+                if (ch >= m) break;
+                if (ch + 1 < m && f->tensors[ord[ch + 1]].offset > f->tensors[ord[ch]].offset) ch++;
+                if (f->tensors[ord[r]].offset >= f->tensors[ord[ch]].offset) break;
+                uint64_t tmpi = ord[r]; ord[r] = ord[ch]; ord[ch] = tmpi; r = ch;
+            }
+        }
+        for (uint64_t end = m; end-- > 1;) {
+            uint64_t tmpi = ord[0]; ord[0] = ord[end]; ord[end] = tmpi;
+            for (uint64_t r = 0;;) {
+                uint64_t ch = 2 * r + 1;
+                if (ch >= end) break;
+                if (ch + 1 < end && f->tensors[ord[ch + 1]].offset > f->tensors[ord[ch]].offset) ch++;
+                if (f->tensors[ord[r]].offset >= f->tensors[ord[ch]].offset) break;
+                tmpi = ord[r]; ord[r] = ord[ch]; ord[ch] = tmpi; r = ch;
+            }
+        }
+        for (uint64_t k = 1; k < m; k++) {
+            const gguf_tensor *a = &f->tensors[ord[k - 1]], *b = &f->tensors[ord[k]];
+            if (a->offset + a->n_bytes > b->offset) {
+                char na[80], nb[80];
+                cur_fail(&c, b->info_offset, "tensor '%s' (data %llu..%llu) overlaps tensor '%s' (data from %llu)",
+                         gguf_str_copy(a->name, na, sizeof na), (unsigned long long)a->offset,
+                         (unsigned long long)(a->offset + a->n_bytes), gguf_str_copy(b->name, nb, sizeof nb),
+                         (unsigned long long)b->offset);
+                free(ord);
+                return false;
+            }
+        }
+        free(ord);
+    }
+    f->n_tensors = base_idx + n_tensors;
+    return true;
+
+fail_kv:
+    if (first) {
+        free(kvs);
+        free(kv_hash);
+    }
+    return false;
+}
+
+static bool build_tensor_hash(gguf_file *f, gguf_error *err)
+{
+    f->t_hash = hash_new(f->n_tensors, &f->t_hash_cap);
+    if (!f->t_hash) {
+        set_err(err, GGUF_ENOMEM, f->shards[0].path, 0, "out of memory");
+        return false;
+    }
+    for (uint64_t i = 0; i < f->n_tensors; i++) {
+        int64_t dup = hash_insert(f->t_hash, f->t_hash_cap, f->tensors[i].name, i, t_name, f);
+        if (dup >= 0) {
+            char name[80];
+            const gguf_tensor *t = &f->tensors[i];
+            set_err(err, GGUF_EFORMAT, f->shards[t->shard].path, t->info_offset,
+                    "duplicate tensor name '%s' (first at offset %llu)", gguf_str_copy(t->name, name, sizeof name),
+                    (unsigned long long)f->tensors[dup].info_offset);
+            return false;
+        }
+    }
+    return true;
+}
+
+static gguf_file *file_new(void)
+{
+    gguf_file *f = calloc(1, sizeof *f);
+    if (f)
+        pthread_mutex_init(&f->index_lock, NULL);
+    return f;
+}
+
+static bool map_shard(gguf_shard *sh, const char *path, gguf_error *err)
+{
+    sh->path = strdup(path);
+    if (!sh->path) {
+        set_err(err, GGUF_ENOMEM, path, 0, "out of memory");
+        return false;
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        set_err(err, errno == ENOENT ? GGUF_ENOTFOUND : GGUF_EIO, path, 0, "cannot open: %s", strerror(errno));
+        return false;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        set_err(err, GGUF_EIO, path, 0, "cannot stat: %s", strerror(errno));
+        close(fd);
+        return false;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        set_err(err, GGUF_EIO, path, 0, "not a regular file");
+        close(fd);
+        return false;
+    }
+    sh->size = (uint64_t)st.st_size;
+    if (sh->size > 0) {
+        void *p = mmap(NULL, (size_t)sh->size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            set_err(err, GGUF_EIO, path, 0, "cannot map: %s", strerror(errno));
+            close(fd);
+            return false;
+        }
+        sh->base = p;
+        sh->mapped = true;
+    } else {
+        static const uint8_t empty[1];
+        sh->base = empty;
+    }
+    close(fd);
+    return true;
+}
+
+/* "dir/NAME-00001-of-00003.gguf" -> prefix length up to "-00001", shard count from the name. */
+static bool split_name(const char *path, size_t *prefix_len, uint32_t *no, uint32_t *count)
+{
+    size_t n = strlen(path);
+    static const char tail[] = "-00000-of-00000.gguf";
+    size_t tl = sizeof tail - 1;
+    if (n < tl)
+        return false;
+    const char *s = path + n - tl;
+    for (size_t i = 0; i < tl; i++) {
+        char want = tail[i];
+        if (want == '0' ? !isdigit((unsigned char)s[i]) : s[i] != want)
+            return false;
+    }
+    *no = (uint32_t)atoi(s + 1);
+    *count = (uint32_t)atoi(s + 10);
+    *prefix_len = n - tl;
+    return true;
+}
+
+static gguf_file *open_split(gguf_file *f, const char *path, gguf_error *err)
+{
+    uint64_t count64;
+    if (gguf_get_u64(f, "split.count", &count64) != GGUF_OK || count64 <= 1)
+        return f;
+    const char *p0 = f->shards[0].path;
+    uint64_t no = 0;
+    gguf_get_u64(f, "split.no", &no);
+    if (count64 > GGUF_MAX_SHARDS) {
+        set_err(err, GGUF_ESPLIT, path, 0, "split.count is %llu (at most %d shards supported)", (unsigned long long)count64, GGUF_MAX_SHARDS);
+        gguf_close(f);
+        return NULL;
+    }
+    size_t plen;
+    uint32_t name_no, name_count;
+    if (!split_name(p0, &plen, &name_no, &name_count)) {
+        set_err(err, GGUF_ESPLIT, path, 0, "split.count is %llu but the file name does not end in -NNNNN-of-NNNNN.gguf, so the other shards cannot be found",
+                (unsigned long long)count64);
+        gguf_close(f);
+        return NULL;
+    }
+    if (no != 0) {
+        /* opened a later shard: reopen from the first */
+        char *first = malloc(plen + 32);
+        if (!first) {
+            gguf_close(f);
+            return NULL;
+        }
+        snprintf(first, plen + 32, "%.*s-%05u-of-%05u.gguf", (int)plen, p0, 1u, (unsigned)count64);
+        gguf_close(f);
+        f = gguf_open(first, err);
+        free(first);
+        return f;
+    }
+    uint32_t count = (uint32_t)count64;
+    gguf_shard *sh = realloc(f->shards, count * sizeof *sh);
+    if (!sh) {
+        gguf_close(f);
+        return NULL;
+    }
+    f->shards = sh;
+    memset(sh + 1, 0, (count - 1) * sizeof *sh);
+    for (uint32_t i = 1; i < count; i++) {
+        char *sp = malloc(plen + 32);
+        if (!sp) {
+            gguf_close(f);
+            return NULL;
+        }
+        snprintf(sp, plen + 32, "%.*s-%05u-of-%05u.gguf", (int)plen, f->shards[0].path, i + 1, count);
+        f->n_shards = i + 1;
+        bool ok = map_shard(&f->shards[i], sp, err);
+        if (!ok && err && err->code == GGUF_ENOTFOUND) {
+            err->code = GGUF_ESPLIT;
+            snprintf(err->msg, sizeof err->msg, "shard %u of %u is missing (%s)", i + 1, count, sp);
+        }
+        free(sp);
+        if (!ok || !parse_shard(f, i, err, false)) {
+            gguf_close(f);
+            return NULL;
+        }
+        /* the shard's own split.no / split.count must match */
+        gguf_error e2 = {0};
+        gguf_file *g = gguf_open_memory(f->shards[i].base, f->shards[i].size, f->shards[i].path, &e2);
+        uint64_t sno = UINT64_MAX, scount = 0;
+        if (g) {
+            gguf_get_u64(g, "split.no", &sno);
+            gguf_get_u64(g, "split.count", &scount);
+            gguf_close(g);
+        }
+        if (sno != i || scount != count) {
+            set_err(err, GGUF_ESPLIT, f->shards[i].path, 0, "shard says split.no=%lld of split.count=%llu (expected %u of %u)",
+                    sno == UINT64_MAX ? -1LL : (long long)sno, (unsigned long long)scount, i, count);
+            gguf_close(f);
+            return NULL;
+        }
+    }
+    uint64_t total;
+    if (gguf_get_u64(f, "split.tensors.count", &total) == GGUF_OK && total != f->n_tensors) {
+        set_err(err, GGUF_ESPLIT, path, 0, "the shards hold %llu tensors but split.tensors.count says %llu",
+                (unsigned long long)f->n_tensors, (unsigned long long)total);
+        gguf_close(f);
+        return NULL;
+    }
+    free(f->t_hash);
+    f->t_hash = NULL;
+    if (!build_tensor_hash(f, err)) {
+        gguf_close(f);
+        return NULL;
+    }
+    return f;
+}
+
+gguf_file *gguf_open(const char *path, gguf_error *err)
+{
+    if (err)
+        memset(err, 0, sizeof *err);
+    if (!path) {
+        set_err(err, GGUF_EARG, "", 0, "no path");
+        return NULL;
+    }
+    gguf_file *f = file_new();
+    if (!f || !(f->shards = calloc(1, sizeof *f->shards))) {
+        free(f);
+        set_err(err, GGUF_ENOMEM, path, 0, "out of memory");
+        return NULL;
+    }
+    f->n_shards = 1;
+    if (!map_shard(&f->shards[0], path, err) || !parse_shard(f, 0, err, true) || !build_tensor_hash(f, err)) {
+        gguf_close(f);
+        return NULL;
+    }
+    return open_split(f, path, err);
+}
+
+gguf_file *gguf_open_memory(const void *data, size_t size, const char *name, gguf_error *err)
+{
+    if (err)
+        memset(err, 0, sizeof *err);
+    static const uint8_t empty[1];
+    gguf_file *f = file_new();
+    if (!f || !(f->shards = calloc(1, sizeof *f->shards))) {
+        free(f);
+        set_err(err, GGUF_ENOMEM, name, 0, "out of memory");
+        return NULL;
+    }
+    f->n_shards = 1;
+    f->shards[0].path = strdup(name ? name : "<memory>");
+    f->shards[0].base = data ? data : empty;
+    f->shards[0].size = data ? size : 0;
+    if (!f->shards[0].path || !parse_shard(f, 0, err, true) || !build_tensor_hash(f, err)) {
+        gguf_close(f);
+        return NULL;
+    }
+    return f;
+}
+
+void gguf_close(gguf_file *f)
+{
+    if (!f)
+        return;
+    for (uint32_t i = 0; i < f->n_shards; i++) {
+        if (f->shards[i].mapped)
+            munmap((void *)f->shards[i].base, (size_t)f->shards[i].size);
+        free(f->shards[i].path);
+    }
+    for (uint64_t i = 0; i < f->n_kv; i++) {
+        arr_index *ix = f->kvs[i].value.index_;
+        if (ix) {
+            free(ix->offs);
+            free(ix);
+        }
+    }
+    free(f->shards);
+    free(f->kvs);
+    free(f->tensors);
+    free(f->kv_hash);
+    free(f->t_hash);
+    pthread_mutex_destroy(&f->index_lock);
+    free(f);
+}
+
+/* ------------------------------------------------------------------ header */
+
+uint32_t gguf_version(const gguf_file *f) { return f->version; }
+bool gguf_big_endian(const gguf_file *f) { return f->big_endian; }
+uint32_t gguf_alignment(const gguf_file *f) { return f->alignment; }
+uint64_t gguf_data_offset(const gguf_file *f) { return f->shards[0].data_offset; }
+const char *gguf_path(const gguf_file *f) { return f->shards[0].path; }
+uint32_t gguf_shard_count(const gguf_file *f) { return f->n_shards; }
+
+uint64_t gguf_file_size(const gguf_file *f)
+{
+    uint64_t s = 0;
+    for (uint32_t i = 0; i < f->n_shards; i++)
+        s += f->shards[i].size;
+    return s;
+}
+
+const uint8_t *gguf_shard_base(const gguf_file *f, uint32_t shard, uint64_t *size)
+{
+    if (shard >= f->n_shards)
+        return NULL;
+    if (size)
+        *size = f->shards[shard].size;
+    return f->shards[shard].base;
+}
+
+const char *gguf_shard_path(const gguf_file *f, uint32_t shard)
+{
+    return shard < f->n_shards ? f->shards[shard].path : NULL;
+}
+
+/* ------------------------------------------------------------------ metadata */
+
+uint64_t gguf_kv_count(const gguf_file *f) { return f->n_kv; }
+
+const gguf_kv *gguf_kv_at(const gguf_file *f, uint64_t i)
+{
+    return i < f->n_kv ? &f->kvs[i] : NULL;
+}
+
+const gguf_kv *gguf_find_kv(const gguf_file *f, const char *key)
+{
+    int64_t i = hash_find(f->kv_hash, f->kv_hash_cap, key, kv_name, f);
+    return i >= 0 ? &f->kvs[i] : NULL;
+}
+
+static uint64_t rd(const gguf_value *v, const uint8_t *p, int n)
+{
+    return load_le(p, n, v->file && v->file->big_endian);
+}
+
+gguf_status gguf_value_i64(const gguf_value *v, int64_t *out)
+{
+    uint64_t u;
+    switch (v->type) {
+    case GGUF_VT_UINT8: *out = (uint8_t)rd(v, v->data, 1); return GGUF_OK;
+    case GGUF_VT_INT8: *out = (int8_t)rd(v, v->data, 1); return GGUF_OK;
+    case GGUF_VT_UINT16: *out = (uint16_t)rd(v, v->data, 2); return GGUF_OK;
+    case GGUF_VT_INT16: *out = (int16_t)rd(v, v->data, 2); return GGUF_OK;
+    case GGUF_VT_UINT32: *out = (uint32_t)rd(v, v->data, 4); return GGUF_OK;
+    case GGUF_VT_INT32: *out = (int32_t)rd(v, v->data, 4); return GGUF_OK;
+    case GGUF_VT_INT64: *out = (int64_t)rd(v, v->data, 8); return GGUF_OK;
+    case GGUF_VT_UINT64:
+        u = rd(v, v->data, 8);
+        if (u > (uint64_t)INT64_MAX)
+            return GGUF_ETYPE;
+        *out = (int64_t)u;
+        return GGUF_OK;
+    default: return GGUF_ETYPE;
+    }
+}
+
+gguf_status gguf_value_u64(const gguf_value *v, uint64_t *out)
+{
+    if (v->type == GGUF_VT_UINT64) {
+        *out = rd(v, v->data, 8);
+        return GGUF_OK;
+    }
+    int64_t i;
+    gguf_status s = gguf_value_i64(v, &i);
+    if (s != GGUF_OK)
+        return s;
+    if (i < 0)
+        return GGUF_ETYPE;
+    *out = (uint64_t)i;
+    return GGUF_OK;
+}
+
+gguf_status gguf_value_f64(const gguf_value *v, double *out)
+{
+    if (v->type == GGUF_VT_FLOAT32) {
+        uint32_t b = (uint32_t)rd(v, v->data, 4);
+        float x;
+        memcpy(&x, &b, 4);
+        *out = x;
+        return GGUF_OK;
+    }
+    if (v->type == GGUF_VT_FLOAT64) {
+        uint64_t b = rd(v, v->data, 8);
+        memcpy(out, &b, 8);
+        return GGUF_OK;
+    }
+    if (v->type == GGUF_VT_BOOL) {
+        *out = v->data[0];
+        return GGUF_OK;
+    }
+    if (v->type == GGUF_VT_UINT64) {
+        *out = (double)rd(v, v->data, 8);
+        return GGUF_OK;
+    }
+    int64_t i;
+    gguf_status s = gguf_value_i64(v, &i);
+    if (s == GGUF_OK)
+        *out = (double)i;
+    return s;
+}
+
+gguf_status gguf_value_str(const gguf_value *v, gguf_str *out)
+{
+    if (v->type != GGUF_VT_STRING)
+        return GGUF_ETYPE;
+    int lw = v->file && v->file->version == 1 ? 4 : 8;
+    out->len = rd(v, v->data, lw);
+    out->ptr = (const char *)v->data + lw;
+    return GGUF_OK;
+}
+
+static const gguf_value *find_val(const gguf_file *f, const char *key)
+{
+    const gguf_kv *kv = gguf_find_kv(f, key);
+    return kv ? &kv->value : NULL;
+}
+
+gguf_status gguf_get_u64(const gguf_file *f, const char *key, uint64_t *out)
+{
+    const gguf_value *v = find_val(f, key);
+    return v ? gguf_value_u64(v, out) : GGUF_ENOTFOUND;
+}
+
+gguf_status gguf_get_i64(const gguf_file *f, const char *key, int64_t *out)
+{
+    const gguf_value *v = find_val(f, key);
+    return v ? gguf_value_i64(v, out) : GGUF_ENOTFOUND;
+}
+
+gguf_status gguf_get_u32(const gguf_file *f, const char *key, uint32_t *out)
+{
+    uint64_t u;
+    gguf_status s = gguf_get_u64(f, key, &u);
+    if (s != GGUF_OK)
+        return s;
+    if (u > UINT32_MAX)
+        return GGUF_ETYPE;
+    *out = (uint32_t)u;
+    return GGUF_OK;
+}
+
+gguf_status gguf_get_f64(const gguf_file *f, const char *key, double *out)
+{
+    const gguf_value *v = find_val(f, key);
+    if (!v)
+        return GGUF_ENOTFOUND;
+    if (v->type == GGUF_VT_STRING || v->type == GGUF_VT_ARRAY || v->type == GGUF_VT_BOOL)
+        return GGUF_ETYPE;
+    return gguf_value_f64(v, out);
+}
+
+gguf_status gguf_get_f32(const gguf_file *f, const char *key, float *out)
+{
+    double d;
+    gguf_status s = gguf_get_f64(f, key, &d);
+    if (s == GGUF_OK)
+        *out = (float)d;
+    return s;
+}
+
+gguf_status gguf_get_bool(const gguf_file *f, const char *key, bool *out)
+{
+    const gguf_value *v = find_val(f, key);
+    if (!v)
+        return GGUF_ENOTFOUND;
+    if (v->type != GGUF_VT_BOOL)
+        return GGUF_ETYPE;
+    *out = v->data[0] != 0;
+    return GGUF_OK;
+}
+
+gguf_status gguf_get_str(const gguf_file *f, const char *key, gguf_str *out)
+{
+    const gguf_value *v = find_val(f, key);
+    return v ? gguf_value_str(v, out) : GGUF_ENOTFOUND;
+}
+
+gguf_status gguf_get_cstr(const gguf_file *f, const char *key, char *buf, size_t cap)
+{
+    gguf_str s;
+    gguf_status st = gguf_get_str(f, key, &s);
+    if (st == GGUF_OK)
+        gguf_str_copy(s, buf, cap);
+    return st;
+}
+
+gguf_status gguf_get_arr(const gguf_file *f, const char *key, const gguf_value **out)
+{
+    const gguf_value *v = find_val(f, key);
+    if (!v)
+        return GGUF_ENOTFOUND;
+    if (v->type != GGUF_VT_ARRAY)
+        return GGUF_ETYPE;
+    *out = v;
+    return GGUF_OK;
+}
+
+/* Size in bytes of the (already validated) value of type t at p. */
+static uint64_t value_size_at(const gguf_file *f, gguf_vtype t, const uint8_t *p)
+{
+    int es = vtype_size(t);
+    if (es)
+        return (uint64_t)es;
+    int lw = f->version == 1 ? 4 : 8;
+    if (t == GGUF_VT_STRING)
+        return (uint64_t)lw + load_le(p, lw, f->big_endian);
+    /* nested array: type + count + elements */
+    gguf_vtype et = (gguf_vtype)load_le(p, 4, f->big_endian);
+    uint64_t n = load_le(p + 4, lw, f->big_endian), s = 4 + (uint64_t)lw;
+    int ees = vtype_size(et);
+    if (ees)
+        return s + n * (uint64_t)ees;
+    for (uint64_t i = 0; i < n; i++)
+        s += value_size_at(f, et, p + s);
+    return s;
+}
+
+static bool is_top_level(const gguf_file *f, const gguf_value *v)
+{
+    for (uint64_t i = 0; i < f->n_kv; i++)
+        if (&f->kvs[i].value == v)
+            return true;
+    return false;
+}
+
+gguf_status gguf_arr_at(const gguf_value *arr, uint64_t i, gguf_value *out)
+{
+    if (arr->type != GGUF_VT_ARRAY || !arr->file)
+        return GGUF_ETYPE;
+    if (i >= arr->arr_len)
+        return GGUF_ENOTFOUND;
+    const gguf_file *f = arr->file;
+    int es = vtype_size(arr->arr_type);
+    uint64_t off;
+    if (es) {
+        off = i * (uint64_t)es;
+    } else {
+        arr_index *ix = arr->index_;
+        /* the first few elements are cheaper to walk to than to index */
+        if (!ix && i >= 64 && is_top_level(f, arr)) {
+            gguf_file *mf = (gguf_file *)f;
+            pthread_mutex_lock(&mf->index_lock);
+            ix = ((gguf_value *)arr)->index_;
+            if (!ix) {
+                ix = calloc(1, sizeof *ix);
+                if (ix)
+                    ix->offs = malloc(arr->arr_len * sizeof *ix->offs);
+                if (!ix || !ix->offs) {
+                    free(ix);
+                    pthread_mutex_unlock(&mf->index_lock);
+                    return GGUF_ENOMEM;
+                }
+                uint64_t o = 0;
+                for (uint64_t k = 0; k < arr->arr_len; k++) {
+                    ix->offs[k] = o;
+                    o += value_size_at(f, arr->arr_type, arr->data + o);
+                }
+                ((gguf_value *)arr)->index_ = ix;
+            }
+            pthread_mutex_unlock(&mf->index_lock);
+        }
+        if (ix) {
+            off = ix->offs[i];
+        } else {
+            off = 0;
+            for (uint64_t k = 0; k < i; k++)
+                off += value_size_at(f, arr->arr_type, arr->data + off);
+        }
+    }
+    memset(out, 0, sizeof *out);
+    out->file = f;
+    out->type = arr->arr_type;
+    out->arr_type = GGUF_VT_COUNT;
+    out->data = arr->data + off;
+    out->offset = arr->offset + off;
+    out->size = value_size_at(f, arr->arr_type, out->data);
+    if (out->type == GGUF_VT_ARRAY) {
+        int lw = f->version == 1 ? 4 : 8;
+        out->arr_type = (gguf_vtype)load_le(out->data, 4, f->big_endian);
+        out->arr_len = load_le(out->data + 4, lw, f->big_endian);
+        out->data += 4 + lw;
+        out->offset += 4 + (uint64_t)lw;
+        out->size -= 4 + (uint64_t)lw;
+    }
+    return GGUF_OK;
+}
+
+gguf_status gguf_arr_str(const gguf_value *arr, uint64_t i, gguf_str *out)
+{
+    if (arr->type != GGUF_VT_ARRAY || arr->arr_type != GGUF_VT_STRING)
+        return GGUF_ETYPE;
+    gguf_value v;
+    gguf_status s = gguf_arr_at(arr, i, &v);
+    return s == GGUF_OK ? gguf_value_str(&v, out) : s;
+}
+
+gguf_status gguf_arr_f64(const gguf_value *arr, uint64_t i, double *out)
+{
+    gguf_value v;
+    gguf_status s = gguf_arr_at(arr, i, &v);
+    if (s != GGUF_OK)
+        return s;
+    if (v.type == GGUF_VT_STRING || v.type == GGUF_VT_ARRAY)
+        return GGUF_ETYPE;
+    return gguf_value_f64(&v, out);
+}
+
+gguf_status gguf_arr_i64(const gguf_value *arr, uint64_t i, int64_t *out)
+{
+    gguf_value v;
+    gguf_status s = gguf_arr_at(arr, i, &v);
+    return s == GGUF_OK ? gguf_value_i64(&v, out) : s;
+}
+
+const void *gguf_arr_data(const gguf_value *arr)
+{
+    if (arr->type != GGUF_VT_ARRAY || !vtype_size(arr->arr_type))
+        return NULL;
+    if (arr->file && arr->file->big_endian && vtype_size(arr->arr_type) > 1)
+        return NULL;
+    return arr->data;
+}
+
+/* ------------------------------------------------------------------ tensors */
+
+uint64_t gguf_tensor_count(const gguf_file *f) { return f->n_tensors; }
+
+const gguf_tensor *gguf_tensor_at(const gguf_file *f, uint64_t i)
+{
+    return i < f->n_tensors ? &f->tensors[i] : NULL;
+}
+
+const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name)
+{
+    int64_t i = hash_find(f->t_hash, f->t_hash_cap, name, t_name, f);
+    return i >= 0 ? &f->tensors[i] : NULL;
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+bool gguf_str_eq(gguf_str s, const char *c)
+{
+    size_t n = strlen(c);
+    return s.len == n && memcmp(s.ptr, c, n) == 0;
+}
+
+char *gguf_str_copy(gguf_str s, char *buf, size_t cap)
+{
+    if (cap == 0)
+        return buf;
+    size_t n = s.len < cap - 1 ? (size_t)s.len : cap - 1;
+    memcpy(buf, s.ptr, n);
+    buf[n] = 0;
+    return buf;
+}

@@ -1,0 +1,83 @@
+/* quantize internals shared by quantize.c (dispatch, legacy and non-linear
+ * types) and quantize_k.c (the K-quants). Not a public API.
+ *
+ * Every quantizer here reproduces ggml's reference code float operation for
+ * float: the same order of operations, float (never double) arithmetic, the
+ * `nearest_int` rounding trick, and the x86 results of the float -> integer
+ * conversions ggml relies on (see qz_cvtt). The build uses ISO C11, so no
+ * multiply-add is ever contracted into an FMA: that too is what ggml's
+ * portable code does. */
+#ifndef GGSCOPE_QUANTIZE_INTERNAL_H
+#define GGSCOPE_QUANTIZE_INTERNAL_H
+
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "codec_internal.h"
+#include "quant_blocks.h"
+
+/* ggml's threshold below which a group counts as all zeros. */
+#define QZ_GROUP_MAX_EPS 1e-15f
+
+#define QZ_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define QZ_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Round to nearest (ties to even) by ggml's magic-number trick. Exact for
+ * |f| <= 4194303; beyond that it returns what ggml's code returns (garbage
+ * but deterministic), and NaN gives 0. */
+static inline int qz_nearest_int(float f)
+{
+    const float v = f + 12582912.f;
+    int32_t i;
+    memcpy(&i, &v, sizeof i);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+/* float -> int32 by truncation, as the x86 instruction cvttss2si does it:
+ * NaN and values out of the int32 range give INT32_MIN. ggml converts floats
+ * straight to int8_t/uint8_t, which compilers do through that instruction;
+ * this keeps the same result without the C undefined behaviour. */
+static inline int32_t qz_cvtt(float f)
+{
+    if (!(f > -2147483904.0f && f < 2147483648.0f))
+        return INT32_MIN;
+    return (int32_t)f;
+}
+
+/* The same for lroundf on x86-64: a value that does not fit a long gives
+ * LONG_MIN. */
+static inline long qz_lroundf(float f)
+{
+    if (!(f >= -9223372036854775808.0f && f < 9223372036854775808.0f))
+        return LONG_MIN;
+    return lroundf(f);
+}
+
+static inline uint16_t qz_f16(float f)
+{
+    return cdc_f32_to_f16(f);
+}
+
+static inline float qz_f32(uint16_t h)
+{
+    return cdc_f16_to_f32(h);
+}
+
+/* Row quantizers of the K-quants (quantize_k.c): `nb` super-blocks of x into
+ * y. `qw` is the row's importance matrix (NULL: ggml's reference path). */
+void qz_row_q2_K(const float *x, block_q2_K *y, int64_t nb, const float *qw);
+void qz_row_q3_K(const float *x, block_q3_K *y, int64_t nb, const float *qw);
+void qz_row_q4_K(const float *x, block_q4_K *y, int64_t nb, const float *qw);
+void qz_row_q5_K(const float *x, block_q5_K *y, int64_t nb, const float *qw);
+void qz_row_q6_K(const float *x, block_q6_K *y, int64_t nb, const float *qw);
+
+/* Shared scale searches (quantize_k.c), used by the legacy types' importance
+ * paths too. Same contracts as ggml's make_qx_quants / make_qkx3_quants. */
+float qz_make_qx_quants(int n, int nmax, const float *x, int8_t *L, int rmse_type, const float *qw);
+float qz_make_qkx3_quants(int n, int nmax, const float *x, const float *weights, uint8_t *L,
+                          float *the_min, uint8_t *Laux, float rmin, float rdelta, int nstep,
+                          int use_mad);
+
+#endif

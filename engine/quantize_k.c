@@ -1,0 +1,866 @@
+/* quantize_k: ggml's K-quant quantizers (Q2_K .. Q6_K), reference path and
+ * importance-matrix path, reproduced operation for operation so that the
+ * output matches ggml byte for byte. See quantize_internal.h. */
+#include "quantize_internal.h"
+
+#include <stdbool.h>
+
+/* ---- scale searches ---- */
+
+/* Weight of element i in make_qx_quants: the importance weight if given,
+ * else a function of x chosen by rmse_type. */
+static inline float qx_weight(const float *qw, int rmse_type, const float *x, int i)
+{
+    if (qw)
+        return qw[i];
+    switch (rmse_type) {
+    case 1: return x[i] * x[i];
+    case 2: return 1;
+    case 3: return fabsf(x[i]);
+    default: return sqrtf(fabsf(x[i]));
+    }
+}
+
+/* Symmetric quantization of n values to [-nmax, nmax-1] (stored +nmax in L):
+ * returns the scale. rmse_type 0: plain rounding; else a search over 19
+ * candidate scales minimising the weighted error (negative: stop after the
+ * first least-squares fit). */
+float qz_make_qx_quants(int n, int nmax, const float *x, int8_t *L, int rmse_type, const float *qw)
+{
+    float max = 0;
+    float amax = 0;
+    for (int i = 0; i < n; ++i) {
+        const float ax = fabsf(x[i]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[i];
+        }
+    }
+    if (amax < QZ_GROUP_MAX_EPS) {
+        for (int i = 0; i < n; ++i)
+            L[i] = 0;
+        return 0.f;
+    }
+    float iscale = -nmax / max;
+    if (rmse_type == 0) {
+        for (int i = 0; i < n; ++i) {
+            const int l = qz_nearest_int(iscale * x[i]);
+            L[i] = (int8_t)(nmax + QZ_MAX(-nmax, QZ_MIN(nmax - 1, l)));
+        }
+        return 1 / iscale;
+    }
+    bool return_early = false;
+    if (rmse_type < 0) {
+        rmse_type = -rmse_type;
+        return_early = true;
+    }
+    float sumlx = 0;
+    float suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+        int l = qz_nearest_int(iscale * x[i]);
+        l = QZ_MAX(-nmax, QZ_MIN(nmax - 1, l));
+        L[i] = (int8_t)(l + nmax);
+        const float w = qx_weight(qw, rmse_type, x, i);
+        sumlx += w * x[i] * l;
+        suml2 += w * l * l;
+    }
+    float scale = suml2 ? sumlx / suml2 : 0.0f;
+    if (return_early)
+        return suml2 > 0 ? 0.5f * (scale + 1 / iscale) : 1 / iscale;
+    float best = scale * sumlx;
+    for (int is = -9; is <= 9; ++is) {
+        if (is == 0)
+            continue;
+        iscale = -(nmax + 0.1f * is) / max;
+        sumlx = suml2 = 0;
+        for (int i = 0; i < n; ++i) {
+            int l = qz_nearest_int(iscale * x[i]);
+            l = QZ_MAX(-nmax, QZ_MIN(nmax - 1, l));
+            const float w = qx_weight(qw, rmse_type, x, i);
+            sumlx += w * x[i] * l;
+            suml2 += w * l * l;
+        }
+        if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+            for (int i = 0; i < n; ++i) {
+                const int l = qz_nearest_int(iscale * x[i]);
+                L[i] = (int8_t)(nmax + QZ_MAX(-nmax, QZ_MIN(nmax - 1, l)));
+            }
+            scale = sumlx / suml2;
+            best = scale * sumlx;
+        }
+    }
+    return scale;
+}
+
+/* Q3_K's group search: symmetric, then up to 5 passes moving single values
+ * to a better level (weights x^2). L receives levels + nmax. */
+static float make_q3_quants(int n, int nmax, const float *x, int8_t *L, bool do_rmse)
+{
+    float max = 0;
+    float amax = 0;
+    for (int i = 0; i < n; ++i) {
+        const float ax = fabsf(x[i]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[i];
+        }
+    }
+    if (amax < QZ_GROUP_MAX_EPS) {
+        for (int i = 0; i < n; ++i)
+            L[i] = 0;
+        return 0.f;
+    }
+    const float iscale = -nmax / max;
+    if (do_rmse) {
+        float sumlx = 0;
+        float suml2 = 0;
+        for (int i = 0; i < n; ++i) {
+            int l = qz_nearest_int(iscale * x[i]);
+            l = QZ_MAX(-nmax, QZ_MIN(nmax - 1, l));
+            L[i] = (int8_t)l;
+            const float w = x[i] * x[i];
+            sumlx += w * x[i] * l;
+            suml2 += w * l * l;
+        }
+        for (int itry = 0; itry < 5; ++itry) {
+            int n_changed = 0;
+            for (int i = 0; i < n; ++i) {
+                const float w = x[i] * x[i];
+                float slx = sumlx - w * x[i] * L[i];
+                if (slx > 0) {
+                    float sl2 = suml2 - w * L[i] * L[i];
+                    int new_l = qz_nearest_int(x[i] * sl2 / slx);
+                    new_l = QZ_MAX(-nmax, QZ_MIN(nmax - 1, new_l));
+                    if (new_l != L[i]) {
+                        slx += w * x[i] * new_l;
+                        sl2 += w * new_l * new_l;
+                        if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+                            L[i] = (int8_t)new_l;
+                            sumlx = slx;
+                            suml2 = sl2;
+                            ++n_changed;
+                        }
+                    }
+                }
+            }
+            if (!n_changed)
+                break;
+        }
+        for (int i = 0; i < n; ++i)
+            L[i] = (int8_t)(L[i] + nmax);
+        return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+    }
+    for (int i = 0; i < n; ++i) {
+        int l = qz_nearest_int(iscale * x[i]);
+        l = QZ_MAX(-nmax, QZ_MIN(nmax - 1, l));
+        L[i] = (int8_t)(l + nmax);
+    }
+    return 1 / iscale;
+}
+
+/* Asymmetric (scale + min) quantization of n values to [0, nmax] with a
+ * search over nstep+1 candidate scales; weighted squared (or absolute) error.
+ * Returns the scale; *the_min receives -min (>= 0). */
+static float make_qkx2_quants(int n, int nmax, const float *x, const float *weights, uint8_t *L,
+                              float *the_min, uint8_t *Laux, float rmin, float rdelta, int nstep,
+                              bool use_mad)
+{
+    float min = x[0];
+    float max = x[0];
+    float sum_w = weights[0];
+    float sum_x = sum_w * x[0];
+    for (int i = 1; i < n; ++i) {
+        if (x[i] < min)
+            min = x[i];
+        if (x[i] > max)
+            max = x[i];
+        const float w = weights[i];
+        sum_w += w;
+        sum_x += w * x[i];
+    }
+    if (min > 0)
+        min = 0;
+    if (max == min) {
+        for (int i = 0; i < n; ++i)
+            L[i] = 0;
+        *the_min = -min;
+        return 0.f;
+    }
+    float iscale = nmax / (max - min);
+    float scale = 1 / iscale;
+    float best_error = 0;
+    for (int i = 0; i < n; ++i) {
+        const int l = qz_nearest_int(iscale * (x[i] - min));
+        L[i] = (uint8_t)QZ_MAX(0, QZ_MIN(nmax, l));
+        float diff = scale * L[i] + min - x[i];
+        diff = use_mad ? fabsf(diff) : diff * diff;
+        const float w = weights[i];
+        best_error += w * diff;
+    }
+    if (nstep < 1) {
+        *the_min = -min;
+        return scale;
+    }
+    for (int is = 0; is <= nstep; ++is) {
+        iscale = (rmin + rdelta * is + nmax) / (max - min);
+        float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+        for (int i = 0; i < n; ++i) {
+            int l = qz_nearest_int(iscale * (x[i] - min));
+            l = QZ_MAX(0, QZ_MIN(nmax, l));
+            Laux[i] = (uint8_t)l;
+            const float w = weights[i];
+            sum_l += w * l;
+            sum_l2 += w * l * l;
+            sum_xl += w * l * x[i];
+        }
+        const float D = sum_w * sum_l2 - sum_l * sum_l;
+        if (D > 0) {
+            float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+            float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+            if (this_min > 0) {
+                this_min = 0;
+                this_scale = sum_xl / sum_l2;
+            }
+            float cur_error = 0;
+            for (int i = 0; i < n; ++i) {
+                float diff = this_scale * Laux[i] + this_min - x[i];
+                diff = use_mad ? fabsf(diff) : diff * diff;
+                const float w = weights[i];
+                cur_error += w * diff;
+            }
+            if (cur_error < best_error) {
+                for (int i = 0; i < n; ++i)
+                    L[i] = Laux[i];
+                best_error = cur_error;
+                scale = this_scale;
+                min = this_min;
+            }
+        }
+    }
+    *the_min = -min;
+    return scale;
+}
+
+/* make_qkx2_quants' successor used by the importance paths (weights NULL:
+ * x^2), robust to a min at or near max. */
+float qz_make_qkx3_quants(int n, int nmax, const float *x, const float *weights, uint8_t *L,
+                          float *the_min, uint8_t *Laux, float rmin, float rdelta, int nstep,
+                          int use_mad)
+{
+    float min = x[0];
+    float max = x[0];
+    float sum_w = weights ? weights[0] : x[0] * x[0];
+    float sum_x = sum_w * x[0];
+    for (int i = 1; i < n; ++i) {
+        if (x[i] < min)
+            min = x[i];
+        if (x[i] > max)
+            max = x[i];
+        const float w = weights ? weights[i] : x[i] * x[i];
+        sum_w += w;
+        sum_x += w * x[i];
+    }
+    if (min > 0)
+        min = 0;
+    if (max <= min) {
+        memset(L, 0, (size_t)n);
+        *the_min = -min;
+        return 0.f;
+    }
+    float iscale = nmax / (max - min);
+    float scale = 1 / iscale;
+    float best_mad = 0;
+    for (int i = 0; i < n; ++i) {
+        const int l = qz_nearest_int(iscale * (x[i] - min));
+        L[i] = (uint8_t)QZ_MAX(0, QZ_MIN(nmax, l));
+        float diff = scale * L[i] + min - x[i];
+        diff = use_mad ? fabsf(diff) : diff * diff;
+        const float w = weights ? weights[i] : x[i] * x[i];
+        best_mad += w * diff;
+    }
+    if (nstep < 1) {
+        *the_min = -min;
+        return scale;
+    }
+    for (int is = 0; is <= nstep; ++is) {
+        iscale = (rmin + rdelta * is + nmax) / (max - min);
+        float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+        for (int i = 0; i < n; ++i) {
+            const float v = iscale * (x[i] - min);
+            const int l = v > 0 ? qz_nearest_int(QZ_MIN(v, (float)nmax)) : 0;
+            Laux[i] = (uint8_t)l;
+            const float w = weights ? weights[i] : x[i] * x[i];
+            sum_l += w * l;
+            sum_l2 += w * l * l;
+            sum_xl += w * l * x[i];
+        }
+        const float D = sum_w * sum_l2 - sum_l * sum_l;
+        if (D > 0) {
+            float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+            float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+            if (this_min > 0) {
+                this_min = 0;
+                this_scale = sum_xl / sum_l2;
+            }
+            float mad = 0;
+            for (int i = 0; i < n; ++i) {
+                float diff = this_scale * Laux[i] + this_min - x[i];
+                diff = use_mad ? fabsf(diff) : diff * diff;
+                const float w = weights ? weights[i] : x[i] * x[i];
+                mad += w * diff;
+            }
+            if (mad < best_mad) {
+                for (int i = 0; i < n; ++i)
+                    L[i] = Laux[i];
+                best_mad = mad;
+                scale = this_scale;
+                min = this_min;
+            }
+        }
+    }
+    *the_min = -min;
+    return scale;
+}
+
+/* Unsigned quantization of the (non-negative) sub-block scales to [0, nmax]
+ * with importance weights; the importance paths' second level. */
+static float make_qp_quants(int n, int nmax, const float *x, uint8_t *L, const float *quant_weights)
+{
+    float max = 0;
+    for (int i = 0; i < n; ++i)
+        max = QZ_MAX(max, x[i]);
+    if (max < QZ_GROUP_MAX_EPS) {
+        for (int i = 0; i < n; ++i)
+            L[i] = 0;
+        return 0.f;
+    }
+    float iscale = nmax / max;
+    for (int i = 0; i < n; ++i)
+        L[i] = (uint8_t)qz_nearest_int(iscale * x[i]);
+    const float scale = 1 / iscale;
+    float best_mse = 0;
+    for (int i = 0; i < n; ++i) {
+        const float diff = x[i] - scale * L[i];
+        const float w = quant_weights[i];
+        best_mse += w * diff * diff;
+    }
+    for (int is = -4; is <= 4; ++is) {
+        if (is == 0)
+            continue;
+        const float iscale_is = (0.1f * is + nmax) / max;
+        const float scale_is = 1 / iscale_is;
+        float mse = 0;
+        for (int i = 0; i < n; ++i) {
+            int l = qz_nearest_int(iscale_is * x[i]);
+            l = QZ_MIN(nmax, l);
+            const float diff = x[i] - scale_is * l;
+            const float w = quant_weights[i];
+            mse += w * diff * diff;
+        }
+        if (mse < best_mse) {
+            best_mse = mse;
+            iscale = iscale_is;
+        }
+    }
+    float sumlx = 0;
+    float suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+        int l = qz_nearest_int(iscale * x[i]);
+        l = QZ_MIN(nmax, l);
+        L[i] = (uint8_t)l;
+        const float w = quant_weights[i];
+        sumlx += w * x[i] * l;
+        suml2 += w * l * l;
+    }
+    for (int itry = 0; itry < 5; ++itry) {
+        int n_changed = 0;
+        for (int i = 0; i < n; ++i) {
+            const float w = quant_weights[i];
+            float slx = sumlx - w * x[i] * L[i];
+            float sl2 = suml2 - w * L[i] * L[i];
+            if (slx > 0 && sl2 > 0) {
+                int new_l = qz_nearest_int(x[i] * sl2 / slx);
+                new_l = QZ_MIN(nmax, new_l);
+                if (new_l != L[i]) {
+                    slx += w * x[i] * new_l;
+                    sl2 += w * new_l * new_l;
+                    if (slx * slx * suml2 > sumlx * sumlx * sl2) {
+                        L[i] = (uint8_t)new_l;
+                        sumlx = slx;
+                        suml2 = sl2;
+                        ++n_changed;
+                    }
+                }
+            }
+        }
+        if (!n_changed)
+            break;
+    }
+    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+/* 6-bit scale j and min j of the packed 12-byte Q4_K/Q5_K scales. */
+static inline void get_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m)
+{
+    if (j < 4) {
+        *d = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *d = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4));
+    }
+}
+
+/* Pack eight 6-bit scale/min pairs into Q4_K/Q5_K's 12 bytes. */
+static inline void pack_scale_min_k4(uint8_t *scales, const uint8_t *ls, const uint8_t *lm)
+{
+    for (int j = 0; j < QK_K / 32; ++j) {
+        if (j < 4) {
+            scales[j] = ls[j];
+            scales[j + 4] = lm[j];
+        } else {
+            scales[j + 4] = (uint8_t)((ls[j] & 0xF) | ((lm[j] & 0xF) << 4));
+            scales[j - 4] |= (uint8_t)((ls[j] >> 4) << 6);
+            scales[j - 0] |= (uint8_t)((lm[j] >> 4) << 6);
+        }
+    }
+}
+
+/* Four 2-bit planes of 32 values per 128 into qs (Q2_K, Q3_K). */
+static inline void pack_2bit(uint8_t *qs, const uint8_t *L)
+{
+    for (int j = 0; j < QK_K; j += 128)
+        for (int l = 0; l < 32; ++l)
+            qs[j / 4 + l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) |
+                                      (L[j + l + 96] << 6));
+}
+
+/* ---- Q2_K ---- */
+
+static void q2_K_final(const float *x, block_q2_K *y, uint8_t *L)
+{
+    for (int j = 0; j < QK_K / 16; ++j) {
+        const float d = qz_f32(y->d) * (y->scales[j] & 0xF);
+        if (!d)
+            continue;
+        const float dm = qz_f32(y->dmin) * (y->scales[j] >> 4);
+        for (int ii = 0; ii < 16; ++ii) {
+            int l = qz_nearest_int((x[16 * j + ii] + dm) / d);
+            l = QZ_MAX(0, QZ_MIN(3, l));
+            L[16 * j + ii] = (uint8_t)l;
+        }
+    }
+    pack_2bit(y->qs, L);
+}
+
+static void q2_K_ref(const float *x, block_q2_K *y)
+{
+    uint8_t L[QK_K];
+    uint8_t Laux[16];
+    float weights[16];
+    float mins[QK_K / 16];
+    float scales[QK_K / 16];
+    const float q4scale = 15.f;
+
+    float max_scale = 0;
+    float max_min = 0;
+    for (int j = 0; j < QK_K / 16; ++j) {
+        for (int l = 0; l < 16; ++l)
+            weights[l] = fabsf(x[16 * j + l]);
+        scales[j] = make_qkx2_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.5f,
+                                     0.1f, 15, true);
+        if (scales[j] > max_scale)
+            max_scale = scales[j];
+        if (mins[j] > max_min)
+            max_min = mins[j];
+    }
+    if (max_scale > 0) {
+        const float iscale = q4scale / max_scale;
+        for (int j = 0; j < QK_K / 16; ++j)
+            y->scales[j] = (uint8_t)qz_nearest_int(iscale * scales[j]);
+        y->d = qz_f16(max_scale / q4scale);
+    } else {
+        for (int j = 0; j < QK_K / 16; ++j)
+            y->scales[j] = 0;
+        y->d = qz_f16(0.f);
+    }
+    if (max_min > 0) {
+        const float iscale = q4scale / max_min;
+        for (int j = 0; j < QK_K / 16; ++j) {
+            const int l = qz_nearest_int(iscale * mins[j]);
+            y->scales[j] |= (uint8_t)(l << 4);
+        }
+        y->dmin = qz_f16(max_min / q4scale);
+    } else {
+        y->dmin = qz_f16(0.f);
+    }
+    q2_K_final(x, y, L);
+}
+
+static void q2_K_imatrix(const float *x, block_q2_K *y, const float *qw)
+{
+    uint8_t L[QK_K];
+    uint8_t Laux[16];
+    float mins[QK_K / 16];
+    float scales[QK_K / 16];
+    float sw[QK_K / 16];
+    float weight[16];
+    uint8_t Ls[QK_K / 16], Lm[QK_K / 16];
+
+    memset(sw, 0, sizeof sw);
+    float sumx2 = 0;
+    for (int j = 0; j < QK_K; ++j)
+        sumx2 += x[j] * x[j];
+    const float sigma2 = sumx2 / QK_K;
+    for (int j = 0; j < QK_K / 16; ++j) {
+        const float *w = qw + 16 * j;
+        for (int l = 0; l < 16; ++l)
+            weight[l] = w[l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
+        for (int l = 0; l < QK_K / 16; ++l)
+            sw[j] += weight[l];
+        scales[j] = qz_make_qkx3_quants(16, 3, x + 16 * j, weight, L + 16 * j, &mins[j], Laux, -0.9f,
+                                        0.05f, 36, false);
+    }
+    const float dm = make_qp_quants(QK_K / 16, 15, scales, Ls, sw);
+    const float mm = make_qp_quants(QK_K / 16, 15, mins, Lm, sw);
+    y->d = qz_f16(dm);
+    y->dmin = qz_f16(mm);
+    for (int j = 0; j < QK_K / 16; ++j)
+        y->scales[j] = (uint8_t)(Ls[j] | (Lm[j] << 4));
+    q2_K_final(x, y, L);
+}
+
+void qz_row_q2_K(const float *x, block_q2_K *y, int64_t nb, const float *qw)
+{
+    for (int64_t i = 0; i < nb; ++i) {
+        if (qw)
+            q2_K_imatrix(x + QK_K * i, y + i, qw + QK_K * i);
+        else
+            q2_K_ref(x + QK_K * i, y + i);
+    }
+}
+
+/* ---- Q3_K ---- */
+
+/* Store the 16 6-bit scales Ls (0..63) into Q3_K's 12 bytes. */
+static void q3_K_pack_scales(block_q3_K *y, const int8_t *Ls)
+{
+    memset(y->scales, 0, 12);
+    for (int j = 0; j < QK_K / 16; ++j) {
+        int8_t l = Ls[j];
+        if (j < 8)
+            y->scales[j] = (uint8_t)(l & 0xF);
+        else
+            y->scales[j - 8] |= (uint8_t)((l & 0xF) << 4);
+        l = (int8_t)(l >> 4);
+        y->scales[j % 4 + 8] |= (uint8_t)(l << (2 * (j / 4)));
+    }
+}
+
+static void q3_K_final(const float *x, block_q3_K *y, int8_t *L)
+{
+    for (int j = 0; j < QK_K / 16; ++j) {
+        int8_t sc = (int8_t)(j < 8 ? y->scales[j] & 0xF : y->scales[j - 8] >> 4);
+        sc = (int8_t)((sc | (((y->scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32);
+        const float d = qz_f32(y->d) * sc;
+        if (!d)
+            continue;
+        for (int ii = 0; ii < 16; ++ii) {
+            int l = qz_nearest_int(x[16 * j + ii] / d);
+            l = QZ_MAX(-4, QZ_MIN(3, l));
+            L[16 * j + ii] = (int8_t)(l + 4);
+        }
+    }
+    /* high bit of the first 32 quants in bit 0 of hmask[0..31], etc. */
+    memset(y->hmask, 0, QK_K / 8);
+    int m = 0;
+    uint8_t hm = 1;
+    for (int j = 0; j < QK_K; ++j) {
+        if (L[j] > 3) {
+            y->hmask[m] |= hm;
+            L[j] = (int8_t)(L[j] - 4);
+        }
+        if (++m == QK_K / 8) {
+            m = 0;
+            hm = (uint8_t)(hm << 1);
+        }
+    }
+    pack_2bit(y->qs, (const uint8_t *)L);
+}
+
+static void q3_K_ref(const float *x, block_q3_K *y)
+{
+    int8_t L[QK_K];
+    float scales[QK_K / 16];
+    int8_t Ls[QK_K / 16];
+
+    float max_scale = 0;
+    float amax = 0;
+    for (int j = 0; j < QK_K / 16; ++j) {
+        scales[j] = make_q3_quants(16, 4, x + 16 * j, L + 16 * j, true);
+        const float scale = fabsf(scales[j]);
+        if (scale > amax) {
+            amax = scale;
+            max_scale = scales[j];
+        }
+    }
+    if (max_scale) {
+        const float iscale = -32.f / max_scale;
+        for (int j = 0; j < QK_K / 16; ++j) {
+            int8_t l = (int8_t)qz_nearest_int(iscale * scales[j]);
+            Ls[j] = (int8_t)(QZ_MAX(-32, QZ_MIN(31, l)) + 32);
+        }
+        q3_K_pack_scales(y, Ls);
+        y->d = qz_f16(1 / iscale);
+    } else {
+        memset(y->scales, 0, 12);
+        y->d = qz_f16(0.f);
+    }
+    q3_K_final(x, y, L);
+}
+
+static void q3_K_imatrix(const float *x, block_q3_K *y, const float *qw)
+{
+    int8_t L[QK_K];
+    float scales[QK_K / 16];
+    float weight[16];
+    float sw[QK_K / 16];
+    int8_t Ls[QK_K / 16];
+
+    float sumx2 = 0;
+    for (int j = 0; j < QK_K; ++j)
+        sumx2 += x[j] * x[j];
+    const float sigma2 = 2 * sumx2 / QK_K;
+    for (int j = 0; j < QK_K / 16; ++j) {
+        const float *w = qw + 16 * j;
+        for (int l = 0; l < 16; ++l)
+            weight[l] = w[l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
+        float sumw = 0;
+        for (int l = 0; l < 16; ++l)
+            sumw += weight[l];
+        sw[j] = sumw;
+        scales[j] = qz_make_qx_quants(16, 4, x + 16 * j, L + 16 * j, 1, weight);
+    }
+    const float d_block = qz_make_qx_quants(QK_K / 16, 32, scales, Ls, 1, sw);
+    q3_K_pack_scales(y, Ls);
+    y->d = qz_f16(d_block);
+    q3_K_final(x, y, L);
+}
+
+void qz_row_q3_K(const float *x, block_q3_K *y, int64_t nb, const float *qw)
+{
+    for (int64_t i = 0; i < nb; ++i) {
+        if (qw)
+            q3_K_imatrix(x + QK_K * i, y + i, qw + QK_K * i);
+        else
+            q3_K_ref(x + QK_K * i, y + i);
+    }
+}
+
+/* ---- Q4_K and Q5_K ---- */
+
+/* Scales and mins of the 8 sub-blocks of 32 (ggml's reference search), then
+ * their 6-bit codes and the super-block d/dmin. */
+static void k4_scales_ref(const float *x, int nmax, float rmin, float rdelta, int nstep,
+                          uint8_t *scales12, uint16_t *d, uint16_t *dmin, uint8_t *L)
+{
+    uint8_t Laux[32];
+    float weights[32];
+    float mins[QK_K / 32];
+    float scales[QK_K / 32];
+    uint8_t ls[QK_K / 32], lm[QK_K / 32];
+
+    float max_scale = 0;
+    float max_min = 0;
+    for (int j = 0; j < QK_K / 32; ++j) {
+        float sum_x2 = 0;
+        for (int l = 0; l < 32; ++l)
+            sum_x2 += x[32 * j + l] * x[32 * j + l];
+        const float av_x = sqrtf(sum_x2 / 32);
+        for (int l = 0; l < 32; ++l)
+            weights[l] = av_x + fabsf(x[32 * j + l]);
+        scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin,
+                                     rdelta, nstep, false);
+        if (scales[j] > max_scale)
+            max_scale = scales[j];
+        if (mins[j] > max_min)
+            max_min = mins[j];
+    }
+    const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+    const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+    for (int j = 0; j < QK_K / 32; ++j) {
+        const uint8_t s = (uint8_t)qz_nearest_int(inv_scale * scales[j]);
+        const uint8_t m = (uint8_t)qz_nearest_int(inv_min * mins[j]);
+        ls[j] = QZ_MIN(63, s);
+        lm[j] = QZ_MIN(63, m);
+    }
+    pack_scale_min_k4(scales12, ls, lm);
+    *d = qz_f16(max_scale / 63.f);
+    *dmin = qz_f16(max_min / 63.f);
+}
+
+/* The importance-path version (make_qkx3_quants + make_qp_quants). */
+static void k4_scales_imatrix(const float *x, const float *qw, int nmax, uint8_t *scales12,
+                              uint16_t *d, uint16_t *dmin, uint8_t *L)
+{
+    uint8_t Laux[32];
+    uint8_t Ls[QK_K / 32], Lm[QK_K / 32];
+    float weights[32];
+    float sw[QK_K / 32];
+    float mins[QK_K / 32];
+    float scales[QK_K / 32];
+
+    float sum_x2 = 0;
+    for (int l = 0; l < QK_K; ++l)
+        sum_x2 += x[l] * x[l];
+    const float sigma2 = 2 * sum_x2 / QK_K;
+    for (int j = 0; j < QK_K / 32; ++j) {
+        const float *w = qw + 32 * j;
+        for (int l = 0; l < 32; ++l)
+            weights[l] = w[l] * sqrtf(sigma2 + x[32 * j + l] * x[32 * j + l]);
+        float sumw = 0;
+        for (int l = 0; l < 32; ++l)
+            sumw += weights[l];
+        sw[j] = sumw;
+        scales[j] = qz_make_qkx3_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux,
+                                        -0.9f, 0.05f, 36, false);
+    }
+    const float d_block = make_qp_quants(QK_K / 32, 63, scales, Ls, sw);
+    const float m_block = make_qp_quants(QK_K / 32, 63, mins, Lm, sw);
+    for (int j = 0; j < QK_K / 32; ++j) {
+        Ls[j] = QZ_MIN(63, Ls[j]);
+        Lm[j] = QZ_MIN(63, Lm[j]);
+    }
+    pack_scale_min_k4(scales12, Ls, Lm);
+    *d = qz_f16(d_block);
+    *dmin = qz_f16(m_block);
+}
+
+/* Final levels of a Q4_K/Q5_K super-block from its stored scales. */
+static void k4_levels(const float *x, const uint8_t *scales12, uint16_t dh, uint16_t dminh, int nmax,
+                      uint8_t *L)
+{
+    for (int j = 0; j < QK_K / 32; ++j) {
+        uint8_t sc, m;
+        get_scale_min_k4(j, scales12, &sc, &m);
+        const float d = qz_f32(dh) * sc;
+        if (!d)
+            continue;
+        const float dm = qz_f32(dminh) * m;
+        for (int ii = 0; ii < 32; ++ii) {
+            int l = qz_nearest_int((x[32 * j + ii] + dm) / d);
+            l = QZ_MAX(0, QZ_MIN(nmax, l));
+            L[32 * j + ii] = (uint8_t)l;
+        }
+    }
+}
+
+void qz_row_q4_K(const float *x, block_q4_K *y, int64_t nb, const float *qw)
+{
+    uint8_t L[QK_K];
+    for (int64_t i = 0; i < nb; ++i, x += QK_K, ++y) {
+        if (qw)
+            k4_scales_imatrix(x, qw + QK_K * i, 15, y->scales, &y->d, &y->dmin, L);
+        else
+            k4_scales_ref(x, 15, -1.f, 0.1f, 20, y->scales, &y->d, &y->dmin, L);
+        k4_levels(x, y->scales, y->d, y->dmin, 15, L);
+        uint8_t *q = y->qs;
+        for (int j = 0; j < QK_K; j += 64) {
+            for (int l = 0; l < 32; ++l)
+                q[l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 4));
+            q += 32;
+        }
+    }
+}
+
+void qz_row_q5_K(const float *x, block_q5_K *y, int64_t nb, const float *qw)
+{
+    uint8_t L[QK_K];
+    for (int64_t i = 0; i < nb; ++i, x += QK_K, ++y) {
+        if (qw)
+            k4_scales_imatrix(x, qw + QK_K * i, 31, y->scales, &y->d, &y->dmin, L);
+        else
+            k4_scales_ref(x, 31, -0.5f, 0.1f, 15, y->scales, &y->d, &y->dmin, L);
+        k4_levels(x, y->scales, y->d, y->dmin, 31, L);
+        uint8_t *qh = y->qh;
+        uint8_t *ql = y->qs;
+        memset(qh, 0, QK_K / 8);
+        uint8_t m1 = 1, m2 = 2;
+        for (int n = 0; n < QK_K; n += 64) {
+            for (int j = 0; j < 32; ++j) {
+                int l1 = L[n + j];
+                if (l1 > 15) {
+                    l1 -= 16;
+                    qh[j] |= m1;
+                }
+                int l2 = L[n + j + 32];
+                if (l2 > 15) {
+                    l2 -= 16;
+                    qh[j] |= m2;
+                }
+                ql[j] = (uint8_t)(l1 | (l2 << 4));
+            }
+            m1 = (uint8_t)(m1 << 2);
+            m2 = (uint8_t)(m2 << 2);
+            ql += 32;
+        }
+    }
+}
+
+/* ---- Q6_K ---- */
+
+void qz_row_q6_K(const float *x, block_q6_K *y, int64_t nb, const float *qw)
+{
+    int8_t L[QK_K];
+    float scales[QK_K / 16];
+
+    for (int64_t i = 0; i < nb; ++i, x += QK_K, ++y) {
+        float max_scale = 0;
+        float max_abs_scale = 0;
+        for (int ib = 0; ib < QK_K / 16; ++ib) {
+            const float scale = qz_make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, 1,
+                                                  qw ? qw + QK_K * i + 16 * ib : NULL);
+            scales[ib] = scale;
+            const float abs_scale = fabsf(scale);
+            if (abs_scale > max_abs_scale) {
+                max_abs_scale = abs_scale;
+                max_scale = scale;
+            }
+        }
+        if (max_abs_scale < QZ_GROUP_MAX_EPS) {
+            memset(y, 0, sizeof *y);
+            y->d = qz_f16(0.f);
+            continue;
+        }
+        const float iscale = -128.f / max_scale;
+        y->d = qz_f16(1 / iscale);
+        for (int ib = 0; ib < QK_K / 16; ++ib)
+            y->scales[ib] = (int8_t)QZ_MIN(127, qz_nearest_int(iscale * scales[ib]));
+        for (int j = 0; j < QK_K / 16; ++j) {
+            const float d = qz_f32(y->d) * y->scales[j];
+            if (!d)
+                continue;
+            for (int ii = 0; ii < 16; ++ii) {
+                int l = qz_nearest_int(x[16 * j + ii] / d);
+                l = QZ_MAX(-32, QZ_MIN(31, l));
+                L[16 * j + ii] = (int8_t)(l + 32);
+            }
+        }
+        uint8_t *ql = y->ql;
+        uint8_t *qh = y->qh;
+        for (int j = 0; j < QK_K; j += 128) {
+            for (int l = 0; l < 32; ++l) {
+                const uint8_t q1 = L[j + l + 0] & 0xF;
+                const uint8_t q2 = L[j + l + 32] & 0xF;
+                const uint8_t q3 = L[j + l + 64] & 0xF;
+                const uint8_t q4 = L[j + l + 96] & 0xF;
+                ql[l + 0] = (uint8_t)(q1 | (q3 << 4));
+                ql[l + 32] = (uint8_t)(q2 | (q4 << 4));
+                qh[l] = (uint8_t)((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) |
+                                  ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6));
+            }
+            ql += 64;
+            qh += 32;
+        }
+    }
+}

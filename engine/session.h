@@ -1,0 +1,74 @@
+/* session: one inference context on a model: F16 KV cache, scratch buffers,
+ * and the forward pass as a sequence of backend ops.
+ *
+ * A session is used by one thread at a time (the chat's worker thread);
+ * session_cancel may be called from any thread. */
+#ifndef GGSCOPE_SESSION_H
+#define GGSCOPE_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "model.h"
+
+typedef struct session session;
+
+typedef struct {
+    uint32_t n_ctx;       /* KV cache positions (0 = min(model's context_length, 4096)) */
+    uint32_t n_batch;     /* max tokens per forward chunk (0 = 256) */
+    int n_threads;        /* CPU threads when the session makes its own CPU backend (0 = all cores) */
+    backend *be;          /* backend to use (not owned), or NULL: a CPU backend of n_threads */
+} session_params;
+
+/* Counters of a session (for speed figures and for checking prefix reuse). */
+typedef struct {
+    uint64_t n_prompt_tokens;  /* tokens evaluated in calls with n > 1 */
+    uint64_t n_gen_tokens;     /* tokens evaluated in calls with n == 1 */
+    uint64_t n_evals;          /* successful session_eval calls */
+    double t_prompt_s;         /* wall time spent in those calls */
+    double t_gen_s;
+} session_stats;
+
+/* Create a session for `m` (which must outlive it). Returns NULL on failure
+ * with a message in msg (if not NULL). */
+session *session_new(const model *m, const session_params *p, char *msg, size_t cap);
+
+/* Free; accepts NULL. Frees the backend only when the session made it. */
+void session_free(session *s);
+
+/* Evaluate tokens[0..n-1] at positions pos..pos+n-1. `pos` must be <= the
+ * number of cached positions (session_used): positions from pos on are
+ * overwritten (the cache is truncated to pos first). Token ids must be
+ * < n_vocab and pos + n <= n_ctx.
+ * logits: when not NULL, receives n_vocab floats of the last token, or, when
+ * `all` is true, n * n_vocab floats (row i = logits after token i).
+ * Returns 0, or a negative BACKEND_E* code (BACKEND_ECANCELLED when
+ * session_cancel was called; the cache then holds positions < pos only).
+ * On failure the message is available from session_error. */
+int session_eval(session *s, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits,
+                 bool all);
+
+/* Keep only the first n_keep cached positions (prefix reuse); n_keep larger
+ * than the used count is clamped. */
+void session_kv_truncate(session *s, uint32_t n_keep);
+
+/* Ask a running session_eval (on another thread) to stop at the next layer
+ * boundary. The flag is cleared when that eval returns (or by the next eval
+ * that sees it). Thread-safe. */
+void session_cancel(session *s);
+
+uint32_t session_n_ctx(const session *s);
+uint32_t session_used(const session *s);       /* cached positions */
+uint32_t session_n_vocab(const session *s);
+const model *session_model(const session *s);
+backend *session_backend(const session *s);
+session_stats session_get_stats(const session *s);
+void session_reset_stats(session *s);
+/* Bytes of the KV cache. */
+uint64_t session_kv_bytes(const session *s);
+/* The last error message ("" when none). */
+const char *session_error(const session *s);
+
+#endif
