@@ -1,7 +1,8 @@
 #version 450
 /* Rotary position embedding, in place. One invocation per rotated pair.
- * The cos/sin of every (token, pair) come from a table the host computed in
- * double precision (GPU sin/cos of large angles are not accurate enough).
+ * The cos/sin of every (token, pair) come from a table the host computed
+ * exactly as ggml does (GPU sin/cos of large angles are not accurate enough,
+ * and the table is shared by q, k and every layer of a batch).
  * NEOX (spec constant 1) rotates (x[i], x[i + n_rot/2]), else (x[2i], x[2i+1]). */
 layout(binding = 0) buffer X { float x[]; };
 layout(binding = 1) readonly buffer T { vec2 cs[]; };

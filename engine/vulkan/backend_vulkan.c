@@ -152,6 +152,7 @@ static vk_ctx *ctx_create(int device, char *err, size_t errlen)
     free(pds);
     free(infos);
     c->max_range = c->info.caps.max_range;
+    c->wmax_range = c->max_range;
     c->align = c->info.caps.min_align ? c->info.caps.min_align : 4;
     if (c->align < 4)
         c->align = 4;
@@ -362,6 +363,26 @@ static int vb_read(void *ctx, backend_buf *b, size_t off, void *dst, size_t n)
 
 /* ---- weights ---- */
 
+/* A hash of the data of a weight: all of it for small tensors (norm
+ * vectors, biases), else 3 samples of 1 KiB. Weights uploaded on first use
+ * are found again by address; the fingerprint catches an address reused
+ * for other data (a freed model, a test's temporary array). */
+static uint64_t weight_fingerprint(const backend_weight *w)
+{
+    uint64_t n = w->row_bytes * w->ne1, h = 0xCBF29CE484222325ull;
+    const uint8_t *p = w->data;
+    if (n <= 65536) {
+        for (uint64_t i = 0; i < n; i++)
+            h = (h ^ p[i]) * 0x100000001B3ull;
+        return h;
+    }
+    const uint64_t at[3] = {0, n / 2 - 512, n - 1024};
+    for (int k = 0; k < 3; k++)
+        for (uint64_t i = at[k]; i < at[k] + 1024; i++)
+            h = (h ^ p[i]) * 0x100000001B3ull;
+    return h;
+}
+
 static int weight_upload(vk_ctx *c, const backend_weight *w, vk_weight **out)
 {
     bool ovf = false;
@@ -401,13 +422,25 @@ int vk_weight_get(vk_ctx *c, const backend_weight *w, vk_weight **out)
         *out = w->priv;
         return 0;
     }
-    for (vk_weight *v = c->auto_weights; v; v = v->next)
-        if (v->src == w->data && v->type == w->type && v->ne0 == w->ne0 && v->ne1 == w->ne1) {
+    uint64_t fp = weight_fingerprint(w);
+    for (vk_weight **pv = &c->auto_weights; *pv; pv = &(*pv)->next) {
+        vk_weight *v = *pv;
+        if (v->src != w->data)
+            continue;
+        if (v->type == w->type && v->ne0 == w->ne0 && v->ne1 == w->ne1 && v->fingerprint == fp) {
             *out = v;
             return 0;
         }
+        /* the address now holds other data: drop the stale copy */
+        vk_flush(c);
+        *pv = v->next;
+        vk_buffer_destroy(c, &v->b);
+        free(v);
+        break;
+    }
     int rc = weight_upload(c, w, out);
     if (rc == 0) {
+        (*out)->fingerprint = fp;
         (*out)->next = c->auto_weights;
         c->auto_weights = *out;
     }
@@ -543,5 +576,5 @@ void backend_vulkan_set_max_range(backend *b, uint64_t bytes)
     if (!backend_is_vulkan(b))
         return;
     vk_ctx *c = b->ctx;
-    c->max_range = bytes && bytes < c->info.caps.max_range ? bytes : c->info.caps.max_range;
+    c->wmax_range = bytes && bytes < c->info.caps.max_range ? bytes : c->info.caps.max_range;
 }

@@ -113,8 +113,9 @@ typedef void (*backend_vulkan_progress_fn)(void *user, uint64_t done, uint64_t t
 void backend_vulkan_set_progress(backend *b, backend_vulkan_progress_fn fn, void *user,
                                  uint64_t total);
 
-/* Lower the largest range bound to one descriptor (testing the code that
- * splits big tensors on a small device). 0 restores the device's limit. */
+/* Lower the largest window a weight is bound in (maxStorageBufferRange by
+ * default), to test the code that splits big tensors on a small device.
+ * 0 restores the device's limit. */
 void backend_vulkan_set_max_range(backend *b, uint64_t bytes);
 
 #endif

@@ -115,7 +115,7 @@ void vk_device_describe(VkPhysicalDevice pd, int index, vk_device_info *info)
     info->device_id = p->deviceID;
     info->driver_version = p->driverVersion;
     if (v12)
-        snprintf(info->driver, sizeof info->driver, "%s", drv.driverName);
+        snprintf(info->driver, sizeof info->driver, "%.63s", drv.driverName);
     switch (p->deviceType) {
     case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: info->kind = VK_DEV_DISCRETE; break;
     case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: info->kind = VK_DEV_INTEGRATED; break;

@@ -92,7 +92,8 @@ typedef struct vk_ctx {
     vk_device_info info;
     uint32_t mem_device;   /* memory type index: device-local */
     uint32_t mem_host;     /* host-visible + coherent */
-    VkDeviceSize max_range;   /* usable storage-buffer range (may be lowered for tests) */
+    VkDeviceSize max_range;   /* maxStorageBufferRange */
+    VkDeviceSize wmax_range;  /* largest weight window (lowered by tests to exercise windows) */
     VkDeviceSize align;       /* minStorageBufferOffsetAlignment */
 
     VkCommandPool cpool;
@@ -140,6 +141,7 @@ struct vk_weight {
     uint32_t type;
     uint64_t ne0, ne1, row_bytes;
     const void *src;       /* host data it was made from */
+    uint64_t fingerprint;  /* of samples of that data (see weight_fingerprint) */
     vk_weight *next;       /* auto_weights list */
 };
 
@@ -182,6 +184,9 @@ void vk_before_transfer(vk_ctx *c, const vk_buffer *b, VkDeviceSize lo, VkDevice
  * inside the window. BACKEND_EARG when the range does not fit a window. */
 int vk_bind_range(vk_ctx *c, const vk_buffer *b, VkDeviceSize lo, VkDeviceSize hi, bool write,
                   vk_binding *out, VkDeviceSize *adj);
+/* Same with a window of at most `limit` bytes. */
+int vk_bind_window(vk_ctx *c, const vk_buffer *b, VkDeviceSize lo, VkDeviceSize hi, bool write,
+                   VkDeviceSize limit, vk_binding *out, VkDeviceSize *adj);
 void vk_pipelines_destroy(vk_ctx *c);
 /* Record an error message and map a VkResult to a BACKEND_E* code. */
 int vk_fail(vk_ctx *c, VkResult r, const char *what);

@@ -1,5 +1,6 @@
 /* Device memory: buffers, staging uploads and downloads, the per-submission
  * arena of small host data (ids, positions, rope tables). */
+#include <stdio.h>
 #include <string.h>
 
 #include "vk_internal.h"

@@ -42,7 +42,7 @@ static bool use_subgroups(const vk_ctx *c)
 static int pipe_reduce(vk_ctx *c, const char *base, uint32_t spec1, int nb)
 {
     char name[48];
-    snprintf(name, sizeof name, "%s%s", base, use_subgroups(c) ? "_sg" : "");
+    snprintf(name, sizeof name, "%.40s%s", base, use_subgroups(c) ? "_sg" : "");
     return vk_pipeline_get(c, name, spec1, nb);
 }
 
@@ -100,10 +100,10 @@ static int weight_window(vk_ctx *c, const vk_weight *w, uint64_t row0, wwin *out
 {
     uint64_t total = w->ne1 * w->row_bytes;
     uint64_t rows;
-    if (w->b.size <= c->max_range)
+    if (w->b.size <= c->wmax_range)
         rows = w->ne1 - row0;
     else {
-        uint64_t room = c->max_range - c->align - 16;
+        uint64_t room = c->wmax_range - c->align - 16;
         rows = room / w->row_bytes;
         if (rows == 0) {
             snprintf(c->last_msg, sizeof c->last_msg, "a weight row of %llu bytes exceeds one binding",
@@ -118,7 +118,7 @@ static int weight_window(vk_ctx *c, const vk_weight *w, uint64_t row0, wwin *out
         hi = w->b.size;
     (void)total;
     VkDeviceSize adj;
-    int rc = vk_bind_range(c, &w->b, lo, hi, false, &out->bind, &adj);
+    int rc = vk_bind_window(c, &w->b, lo, hi, false, c->wmax_range, &out->bind, &adj);
     if (rc != 0)
         return rc;
     out->w_off = (uint32_t)adj;
@@ -259,7 +259,7 @@ static int binary(vk_ctx *c, const char *op, backend_view a, const vk_binding *b
     } else if ((rc = bind_view(c, bv, n, false, &b[1], &p.b_off)) != 0)
         return rc;
     char name[48];
-    snprintf(name, sizeof name, "binary_%s", op);
+    snprintf(name, sizeof name, "binary_%.30s", op);
     return vk_dispatch(c, vk_pipeline_get(c, name, 0, 3), b, 3, &p, sizeof p, groups_for(n, vk_wg_size(c)), 1);
 }
 
@@ -339,15 +339,19 @@ int vk_op_rope(void *ctx, backend_view x, uint32_t n_tok, uint32_t n_head, uint3
         ao = vk_arena_alloc(c, tbytes);
         if (ao < 0)
             return BACKEND_EARG;
+        /* Angles exactly as ggml (and the CPU backend) computes them, in
+         * float: theta_i = p * base^(-2i/n_rot) by repeated multiplication,
+         * divided by the frequency factor, times freq_scale. */
         float *t = (float *)((uint8_t *)c->arena.map + ao);
-        for (uint32_t i = 0; i < half; i++) {
-            double inv = rp->freq_scale * pow((double)rp->freq_base, -2.0 * i / rp->n_rot);
-            if (rp->freq_factors)
-                inv /= rp->freq_factors[i];
-            for (uint32_t tk = 0; tk < n_tok; tk++) {
-                double th = pos[tk] * inv;
-                t[2 * ((size_t)tk * half + i)] = (float)cos(th);
-                t[2 * ((size_t)tk * half + i) + 1] = (float)sin(th);
+        const float theta_scale = powf(rp->freq_base, -2.0f / (float)rp->n_rot);
+        for (uint32_t tk = 0; tk < n_tok; tk++) {
+            float theta = (float)pos[tk];
+            for (uint32_t i = 0; i < half; i++) {
+                float ff = rp->freq_factors ? rp->freq_factors[i] : 1.0f;
+                float th = rp->freq_scale * (theta / ff);
+                t[2 * ((size_t)tk * half + i)] = cosf(th);
+                t[2 * ((size_t)tk * half + i) + 1] = sinf(th);
+                theta *= theta_scale;
             }
         }
         c->rope_valid = true;

@@ -327,14 +327,20 @@ void vk_note_transfer_write(vk_ctx *c, const vk_buffer *b, VkDeviceSize lo, VkDe
 int vk_bind_range(vk_ctx *c, const vk_buffer *b, VkDeviceSize lo, VkDeviceSize hi, bool write,
                   vk_binding *out, VkDeviceSize *adj)
 {
+    return vk_bind_window(c, b, lo, hi, write, c->max_range, out, adj);
+}
+
+int vk_bind_window(vk_ctx *c, const vk_buffer *b, VkDeviceSize lo, VkDeviceSize hi, bool write,
+                   VkDeviceSize limit, vk_binding *out, VkDeviceSize *adj)
+{
     if (hi > b->size || lo > hi)
         return BACKEND_EARG;
     VkDeviceSize start = 0, range = b->size & ~(VkDeviceSize)3;
-    if (range > c->max_range) {
+    if (range > limit) {
         start = lo - lo % c->align;
         range = b->size - start;
-        if (range > c->max_range)
-            range = c->max_range;
+        if (range > limit)
+            range = limit;
         range &= ~(VkDeviceSize)3;
         if (hi > start + range) {
             snprintf(c->last_msg, sizeof c->last_msg,
