@@ -40,5 +40,6 @@ int cmd_info(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
+int cmd_devices(int argc, char **argv);
 
 #endif

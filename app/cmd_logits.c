@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "backend_select.h"
 #include "engine_cli.h"
 
 static void help(FILE *out)
@@ -98,7 +99,7 @@ int cmd_logits(int argc, char **argv)
         rc = APP_FAIL;
         goto done;
     }
-    if (session_eval(e.s, ids, n, 0, lg, true)) {
+    if (app_eval(&e, ids, n, 0, lg, true)) {
         app_error("evaluation failed: %s", session_error(e.s));
         rc = APP_FAIL;
         goto done;

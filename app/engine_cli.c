@@ -6,6 +6,7 @@
 
 #include "app.h"
 #include "engine_cli.h"
+#include "backend_select.h"
 
 bool ecli_parse_long(const char *opt, const char *s, long lo, long hi, long *out)
 {
@@ -39,15 +40,23 @@ int ecli_common_opt(int argc, char **argv, int *i, ecli_opts *o)
     bool has_val = *i + 1 < argc;
     if (!strcmp(a, "--backend")) {
         if (!has_val) {
-            app_error("--backend needs a value (cpu, auto)");
+            app_error("--backend needs a value (auto, vulkan, cpu)");
             return -1;
         }
         const char *v = argv[++*i];
-        if (strcmp(v, "cpu") && strcmp(v, "auto")) {
-            app_error("--backend: unknown backend '%s' (cpu, auto)", v);
+        if (strcmp(v, "cpu") && strcmp(v, "auto") && strcmp(v, "vulkan")) {
+            app_error("--backend: unknown backend '%s' (auto, vulkan, cpu)", v);
             return -1;
         }
         o->backend = v;
+        return 1;
+    }
+    if (!strcmp(a, "--device")) {
+        long v;
+        if (!ecli_parse_long(a, has_val ? argv[++*i] : NULL, 0, 1000, &v))
+            return -1;
+        o->has_device = true;
+        o->device = (int)v;
         return 1;
     }
     if (!strcmp(a, "--threads") || !strcmp(a, "-t")) {
@@ -81,10 +90,9 @@ int ecli_open(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine 
         ecli_close(e);
         return st == MODEL_ENOMEM ? APP_FAIL : APP_BADINPUT;
     }
-    /* "auto" picks the best backend this build has; only the CPU one so far. */
-    e->be = backend_cpu_new(o->threads);
+    e->threads = o->threads;
+    e->be = app_backend_open(o->backend, o->has_device ? o->device : -1, o->threads, e->m, false);
     if (!e->be) {
-        app_error("cannot create the CPU backend");
         ecli_close(e);
         return APP_FAIL;
     }
@@ -104,6 +112,7 @@ void ecli_close(ecli_engine *e)
     backend_free(e->be);
     model_free(e->m);
     gguf_close(e->f);
+    free(e->hist);
     memset(e, 0, sizeof *e);
 }
 

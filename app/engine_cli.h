@@ -14,7 +14,9 @@
 #include "session.h"
 
 typedef struct {
-    const char *backend;   /* "cpu" or "auto" */
+    const char *backend;   /* "auto", "vulkan" or "cpu" */
+    bool has_device;       /* --device N given */
+    int device;            /* its N (a Vulkan device index, see `ggscope devices`) */
     int threads;           /* 0 = one per core */
     uint32_t n_ctx;        /* 0 = session default */
 } ecli_opts;
@@ -25,9 +27,12 @@ typedef struct {
     model *m;
     backend *be;
     session *s;
+    int threads;           /* --threads (for the CPU fallback) */
+    int32_t *hist;         /* token at each cached position (app_eval) */
+    uint32_t hist_cap;
 } ecli_engine;
 
-/* If argv[*i] is --backend/--threads/-t/--ctx/-c, consume it (and its value)
+/* If argv[*i] is --backend/--device/--threads/-t/--ctx/-c, consume it (and its value)
  * and return 1; return -1 (message printed) on a bad value, 0 otherwise. */
 int ecli_common_opt(int argc, char **argv, int *i, ecli_opts *o);
 
@@ -62,7 +67,8 @@ bool ecli_is_eog(ecli_text *t, int32_t id);
 
 /* Help lines for the common options. */
 #define ECLI_COMMON_HELP                                                                   \
-    "  --backend B       cpu | auto (default auto: the CPU backend in this build)\n"     \
+    "  --backend B       auto | vulkan | cpu (default auto: Vulkan on a GPU, else the CPU)\n" \
+    "  --device N        Vulkan device N (see `ggscope devices`; or GGSCOPE_VK_DEVICE=N)\n" \
     "  -t, --threads N   worker threads (default: one per core)\n"
 
 #endif

@@ -9,6 +9,7 @@ static const app_command COMMANDS[] = {
     {"run", cmd_run, "generate text from a prompt with the built-in engine"},
     {"bench", cmd_bench, "measure prompt and generation speed (tokens/s, --json)"},
     {"logits", cmd_logits, "print the logits of token ids as JSON lines (as the peer does)"},
+    {"devices", cmd_devices, "list the Vulkan devices and the one --backend auto takes"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "model.h"
 
 /* What a device can do: every feature has a fallback when missing. */
 typedef struct {
@@ -74,6 +75,18 @@ int vk_env_device(void);
 /* Whether the Vulkan backend has kernels for weights of ggml type `type`
  * (mat-vec, mat-mat and get_rows). */
 bool vk_type_supported(uint32_t type);
+
+/* Whether the Vulkan backend can run model `m` (every weight type has
+ * kernels, head dimension <= 256); when not, says why in `why`. */
+bool vk_model_supported(const model *m, char *why, size_t cap);
+
+/* Upload every weight of `m` to the device once (through the staging
+ * buffer, reporting progress to the function set by
+ * backend_vulkan_set_progress with the model's weight bytes as total).
+ * Ops on these weights then use the device copies. Returns 0 or a
+ * BACKEND_E* code with a message in err. Optional: weights are otherwise
+ * uploaded on first use. */
+int backend_vulkan_load_model(backend *b, const model *m, char *err, size_t errlen);
 
 /* Create the Vulkan backend on device `device` (-1: GGSCOPE_VK_DEVICE, else
  * the automatic choice). NULL on failure with a message in err. Free with
