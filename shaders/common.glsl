@@ -86,13 +86,12 @@ uint rd_u8(uint b) { return (WORDS[b >> 2] >> ((b & 3u) * 8u)) & 0xFFu; }
 /* b even */
 uint rd_u16(uint b) { return (WORDS[b >> 2] >> ((b & 2u) * 8u)) & 0xFFFFu; }
 float rd_f16(uint b) { return unpackHalf2x16(rd_u16(b)).x; }
-/* 4 bytes at any byte address b (little-endian). */
+/* 4 bytes at any byte address b (little-endian); branch-free, so it always
+ * reads the next word too (buffers carry 16 bytes of padding). */
 uint rd_u32(uint b)
 {
     uint w = b >> 2, s = (b & 3u) * 8u;
-    if (s == 0u)
-        return WORDS[w];
-    return (WORDS[w] >> s) | (WORDS[w + 1u] << (32u - s));
+    return (WORDS[w] >> s) | ((WORDS[w + 1u] << 1) << (31u - s));
 }
 /* Half element e of an F16 array starting at word 0. */
 float rd_half(uint e) { return unpackHalf2x16(WORDS[e >> 1] >> ((e & 1u) * 16u)).x; }
@@ -114,15 +113,10 @@ void dequant32(uint base, uint s, uint ne0, out float v[32])
 void dequant32(uint base, uint s, uint ne0, out float v[32])
 {
     uint b0 = base + s * 64u;
-    if ((b0 & 3u) == 0u && s * 32u + 32u <= ne0) {
-        [[unroll]] for (uint e = 0; e < 16u; e++) {
-            vec2 f = unpackHalf2x16(WORDS[(b0 >> 2) + e]);
-            v[2u * e] = f.x;
-            v[2u * e + 1u] = f.y;
-        }
-    } else {
-        [[unroll]] for (uint e = 0; e < 32u; e++)
-            v[e] = (s * 32u + e < ne0) ? rd_f16(b0 + 2u * e) : 0.0;
+    [[unroll]] for (uint e = 0; e < 16u; e++) {
+        vec2 f = unpackHalf2x16(rd_u32(b0 + 4u * e));
+        v[2u * e] = s * 32u + 2u * e < ne0 ? f.x : 0.0;
+        v[2u * e + 1u] = s * 32u + 2u * e + 1u < ne0 ? f.y : 0.0;
     }
 }
 #elif defined(TYPE_Q4_0) || defined(TYPE_Q4_1)

@@ -42,18 +42,13 @@ void main()
     for (uint s = lid; s < nsub; s += WG) {
         dequant32(base, s, p.ne0, v);
         uint xe = s * 32u;
-        uint ne = min(32u, p.ne0 - xe);
-        [[unroll]] for (uint t = 0; t < NCOLS; t++) {
+        uint last = p.ne0 - 1u - xe;   /* v[e] is 0 past the row's end: clamp x reads */
+        [[dont_unroll]] for (uint t = 0; t < NCOLS; t++) {
             if (t0 + t < p.n_tok) {
                 uint xo = p.x_off + (t0 + t) * p.x_stride + xe;
                 float a = 0.0;
-                if (ne == 32u) {
-                    [[unroll]] for (uint e = 0; e < 32u; e++)
-                        a += v[e] * x[xo + e];
-                } else {
-                    for (uint e = 0; e < ne; e++)
-                        a += v[e] * x[xo + e];
-                }
+                [[unroll]] for (uint e = 0; e < 32u; e++)
+                    a += v[e] * x[xo + min(e, last)];
                 acc[t] += a;
             }
         }
