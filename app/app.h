@@ -41,5 +41,8 @@ int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_template(int argc, char **argv);
 
 #endif

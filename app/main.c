@@ -10,6 +10,9 @@ static const app_command COMMANDS[] = {
     {"bench", cmd_bench, "measure prompt and generation speed (tokens/s, --json)"},
     {"logits", cmd_logits, "print the logits of token ids as JSON lines (as the peer does)"},
     {"devices", cmd_devices, "list the Vulkan devices and the one --backend auto takes"},
+    {"dump", cmd_dump, "write a tensor's values: dequantized float32 or requantized blocks"},
+    {"tokenize", cmd_tokenize, "tokenize text with a model's tokenizer (--ids, --pieces, --special)"},
+    {"template", cmd_template, "render a conversation with a model's chat template"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 

@@ -3,6 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include "codec.h"
 #include "codec_internal.h"
 
@@ -25,6 +29,16 @@ static int path_index(const char *name)
     return -1;
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+/* F16C from CPUID leaf 1 (ECX bit 29): not every compiler's
+ * __builtin_cpu_supports knows the name. */
+static bool cpu_has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+}
+#endif
+
 static void init_tables(void)
 {
     for (int t = 0; t < GGTYPE_COUNT; t++) {
@@ -35,7 +49,7 @@ static void init_tables(void)
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     g_supported[PATH_AVX2] = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                             __builtin_cpu_supports("f16c");
+                             cpu_has_f16c();
     g_supported[PATH_AVX512] = g_supported[PATH_AVX2] && __builtin_cpu_supports("avx512f") &&
                                __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
                                __builtin_cpu_supports("avx512dq");
