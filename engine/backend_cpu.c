@@ -316,52 +316,57 @@ typedef struct {
     float scale;
 } attn_job;
 
-/* One (token, head) pair: scores against positions 0..pos, softmax, weighted sum. */
-static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *sc, float *qh)
+/* One (token, head) pair, with the arithmetic of ggml's CPU flash attention
+ * (what llama.cpp runs by default): the query rounded to F16, scores against
+ * positions 0..pos in order, an online softmax whose running weighted sum of
+ * V rows is kept in F16 (rescaled when the maximum grows), divided by the
+ * float sum at the end. */
+static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *acc, float *qh)
 {
     const uint32_t hd = j->head_dim, kvrow = j->n_head_kv * hd;
     const uint32_t kvh = h / (j->n_head / j->n_head_kv);
     const uint32_t n_kv = j->pos0 + t + 1;
     const float *q = j->q + ((size_t)t * j->n_head + h) * hd;
-    for (uint32_t d = 0; d < hd; d++)
+    for (uint32_t d = 0; d < hd; d++) {
         qh[d] = round_f16(q[d]);
-    float mx = -INFINITY;
+        acc[d] = 0.0f;
+    }
+    float S = 0.0f, M = -INFINITY;
     for (uint32_t p = 0; p < n_kv; p++) {
         const uint16_t *k = j->k + (size_t)p * kvrow + (size_t)kvh * hd;
+        const uint16_t *v = j->v + (size_t)p * kvrow + (size_t)kvh * hd;
         float s = 0.0f;
         for (uint32_t d = 0; d < hd; d++)
             s += qh[d] * h2f(k[d]);
         s *= j->scale;
-        sc[p] = s;
-        if (s > mx)
-            mx = s;
+        float ms = 1.0f, vs = 1.0f;
+        if (s > M) {
+            float Mold = M;
+            M = s;
+            ms = expf(Mold - M);
+            for (uint32_t d = 0; d < hd; d++)
+                acc[d] = round_f16(acc[d] * ms);
+        } else {
+            vs = expf(s - M);
+        }
+        for (uint32_t d = 0; d < hd; d++)
+            acc[d] = round_f16(acc[d] + h2f(v[d]) * vs);
+        S = S * ms + vs;
     }
-    double sum = 0.0;
-    for (uint32_t p = 0; p < n_kv; p++) {
-        float e = expf(sc[p] - mx);
-        sc[p] = e;
-        sum += e;
-    }
-    float inv = (float)(1.0 / sum);
+    float inv = S == 0.0f ? 0.0f : 1.0f / S;
     float *o = j->out + ((size_t)t * j->n_head + h) * hd;
     for (uint32_t d = 0; d < hd; d++)
-        o[d] = 0.0f;
-    for (uint32_t p = 0; p < n_kv; p++) {
-        float w = round_f16(sc[p] * inv);
-        const uint16_t *v = j->v + (size_t)p * kvrow + (size_t)kvh * hd;
-        for (uint32_t d = 0; d < hd; d++)
-            o[d] += w * h2f(v[d]);
-    }
+        o[d] = acc[d] * inv;
 }
 
 static void attn_task(void *arg, int ith, int nth)
 {
     const attn_job *j = arg;
     uint32_t total = j->n_tok * j->n_head;
-    float *sc = malloc(sizeof(float) * ((size_t)j->pos0 + j->n_tok + j->head_dim));
+    float *sc = malloc(sizeof(float) * 2 * (size_t)j->head_dim);
     if (!sc)
         return; /* checked by the caller through the sentinel below */
-    float *qh = sc + j->pos0 + j->n_tok;
+    float *qh = sc + j->head_dim;
     for (uint32_t i = (uint32_t)ith; i < total; i += (uint32_t)nth)
         attn_one(j, i / j->n_head, i % j->n_head, sc, qh);
     free(sc);

@@ -1,14 +1,19 @@
-/* backend_cpu_matmul: context and matrix products of the CPU backend. */
+/* backend_cpu_matmul: context (thread pool, scratch) and matrix products of
+ * the CPU backend, through the kernels module (kernels.h): integer dot
+ * products with activations quantized on the fly, as ggml does. */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "backend_cpu_internal.h"
 #include "codec.h"
 #include "ggtype.h"
+#include "kernels.h"
 
 typedef struct {
-    int n_threads;
+    bool float_path;   /* GGSCOPE_MATMUL=float: dequantize + float dots (debugging) */
+    kern_pool *pool;
+    void *scratch;
+    size_t scratch_size;
 } cpu_ctx;
 
 void *backend_cpu_ctx_new(int n_threads)
@@ -16,28 +21,34 @@ void *backend_cpu_ctx_new(int n_threads)
     cpu_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
-    if (n_threads <= 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        n_threads = n > 0 ? (int)n : 1;
+    const char *mm = getenv("GGSCOPE_MATMUL");
+    c->float_path = mm && !strcmp(mm, "float");
+    c->pool = kern_pool_new(n_threads);
+    if (!c->pool) {
+        free(c);
+        return NULL;
     }
-    c->n_threads = n_threads;
     return c;
 }
 
 void backend_cpu_ctx_free(void *ctx)
 {
-    free(ctx);
+    cpu_ctx *c = ctx;
+    if (!c)
+        return;
+    kern_pool_free(c->pool);
+    free(c->scratch);
+    free(c);
 }
 
 int backend_cpu_ctx_threads(void *ctx)
 {
-    return ((cpu_ctx *)ctx)->n_threads;
+    return kern_pool_threads(((cpu_ctx *)ctx)->pool);
 }
 
 void backend_cpu_parallel(void *ctx, void (*fn)(void *arg, int ith, int nth), void *arg)
 {
-    (void)ctx;
-    fn(arg, 0, 1);
+    kern_pool_run(((cpu_ctx *)ctx)->pool, fn, arg);
 }
 
 bool backend_cpu_matmul_supports(uint32_t type)
@@ -46,43 +57,47 @@ bool backend_cpu_matmul_supports(uint32_t type)
     return t && (t->is_quantized || type == GGTYPE_F32 || type == GGTYPE_F16 || type == GGTYPE_BF16);
 }
 
-/* Generic path: dequantize each weight row, dot with every token's activations.
- * F16/BF16 weights meet activations rounded to the same type, as in ggml. */
-int backend_cpu_matmul(void *ctx, const backend_weight *w, const float *x, uint32_t n_tok, float *y)
+/* Plain path: dequantize each weight row, dot in double with every token. */
+static int matmul_float(const backend_weight *w, const float *x, uint32_t n_tok, float *y)
 {
-    (void)ctx;
     const uint64_t K = w->ne0, N = w->ne1;
     float *row = malloc(sizeof(float) * K);
-    float *xr = NULL;
     if (!row)
         return BACKEND_ENOMEM;
-    const float *xs = x;
-    if (w->type == GGTYPE_F16 || w->type == GGTYPE_BF16) {
-        xr = malloc(sizeof(float) * K * n_tok);
-        if (!xr) {
-            free(row);
-            return BACKEND_ENOMEM;
-        }
-        for (uint64_t i = 0; i < K * n_tok; i++)
-            xr[i] = w->type == GGTYPE_F16 ? codec_f16_to_f32(codec_f32_to_f16(x[i]))
-                                          : codec_bf16_to_f32(codec_f32_to_bf16(x[i]));
-        xs = xr;
-    }
-    int rc = 0;
     for (uint64_t r = 0; r < N; r++) {
         if (codec_dequantize(w->type, (const uint8_t *)w->data + r * w->row_bytes, row, K)) {
-            rc = BACKEND_EUNSUPPORTED;
-            break;
+            free(row);
+            return BACKEND_EUNSUPPORTED;
         }
         for (uint32_t t = 0; t < n_tok; t++) {
-            const float *xt = xs + (size_t)t * K;
-            float s = 0.0f;
+            const float *xt = x + (size_t)t * K;
+            double s = 0.0;
             for (uint64_t c = 0; c < K; c++)
-                s += row[c] * xt[c];
-            y[(size_t)t * N + r] = s;
+                s += (double)row[c] * xt[c];
+            y[(size_t)t * N + r] = (float)s;
         }
     }
-    free(xr);
     free(row);
-    return rc;
+    return 0;
+}
+
+int backend_cpu_matmul(void *ctx, const backend_weight *w, const float *x, uint32_t n_tok, float *y)
+{
+    cpu_ctx *c = ctx;
+    if (c->float_path)
+        return matmul_float(w, x, n_tok, y);
+    size_t need = kern_matmul_scratch_size(w->type, (int64_t)w->ne0, n_tok);
+    if (need == (size_t)-1)
+        return BACKEND_EARG;
+    if (need > c->scratch_size) {
+        void *p = malloc(need);
+        if (!p)
+            return BACKEND_ENOMEM;
+        free(c->scratch);
+        c->scratch = p;
+        c->scratch_size = need;
+    }
+    int rc = kern_matmul(c->pool, w->type, w->data, w->row_bytes, (int64_t)w->ne1, (int64_t)w->ne0,
+                         x, n_tok, y, c->scratch, c->scratch_size);
+    return rc ? BACKEND_EUNSUPPORTED : 0;
 }

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Compare ggscope's logits and greedy generation with the peer oracle
+# (llama.cpp, ../shared/peer/peer) on the shared models and on random-weight
+# Llama / Qwen2 models made by bench_mkmodel (real vocabularies), for a
+# 64-token prompt: relative RMS error of the logits at every position
+# (< 1e-3 for F32/F16, < 1e-2 quantized) and greedy generation of 64 tokens
+# (identical, or identical up to the first step where the peer's two best
+# logits are closer than the measured logit error).
+#
+# usage: bench/compare_logits.sh [BUILD_DIR]   (default build); needs python3 and the peer.
+# WORK=dir keeps the generated models there (default a temporary folder).
+set -uo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$src/build}
+shared=$src/../shared
+peer=$shared/peer/peer
+[[ -x $peer ]] || { echo "no peer at $peer: skipped"; exit 77; }
+bin=$build/ggscope mk=$build/bench_mkmodel
+work=${WORK:-$(mktemp -d)}
+mkdir -p "$work"
+vocab=$shared/fixtures/vocab
+TEXT="Once upon a time, there was a little girl named Lily. She loved to play outside in the sun with her friends. One day, she found a big red ball in the park and wanted to show it to her mom. The"
+
+fail=0
+compare() { # MODEL TOL
+  local model=$1 tol=$2 ids
+  ids=$("$peer" tokenize "$model" "$TEXT" | python3 -c 'import json,sys; t=json.load(sys.stdin)[:64]; print(",".join(map(str,t)))')
+  if ! python3 "$src/bench/compare_logits.py" "$bin" "$peer" "$model" "$ids" 64 "$tol"; then
+    fail=1
+  fi
+}
+
+for m in stories260K tinyllamas-stories-260k-f32 tinyllamas-stories-260k-q8_0 llama-2-tiny-random; do
+  case $m in *q8_0*) tol=1e-2 ;; *) tol=1e-3 ;; esac
+  compare "$shared/models/$m.gguf" $tol
+done
+for arch in llama qwen2; do
+  case $arch in llama) v=$vocab/ggml-vocab-llama-spm.gguf ;; qwen2) v=$vocab/ggml-vocab-qwen2.gguf ;; esac
+  for t in f32 f16 q8_0 q4_0 q4_K q6_K; do
+    f=$work/$arch-$t.gguf
+    [[ -f $f ]] || "$mk" "$f" --arch $arch --type $t --vocab "$v" --seed 7 || { fail=1; continue; }
+    case $t in f32|f16) tol=1e-3 ;; *) tol=1e-2 ;; esac
+    compare "$f" $tol
+  done
+done
+[[ -z ${WORK:-} ]] && rm -rf "$work"
+exit $fail

@@ -1,0 +1,444 @@
+/* kernels: SIMD path selection, activation quantization, and the matmul
+ * driver that splits the output into chunks (rows x tokens) handed out to the
+ * pool's threads dynamically and walks each chunk in register tiles. */
+#include "kernels.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+#include "ggtype.h"
+#include "kernels_internal.h"
+
+/* The codec (codec_dequantize) is built on another branch; until it is in
+ * the tree the generic path reports failure instead of breaking the link. */
+#pragma weak codec_dequantize
+
+/* ---- SIMD path selection ---- */
+
+static kern_tile_fn g_tab[3][GGTYPE_COUNT];
+static kern_simd g_simd = KERN_SIMD_SCALAR;
+static bool g_avx2_vnni;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static bool cpu_has(kern_simd s)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    switch (s) {
+    case KERN_SIMD_SCALAR:
+        return true;
+    case KERN_SIMD_AVX2:
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+               __builtin_cpu_supports("f16c");
+    case KERN_SIMD_AVX512:
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx2") &&
+               __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    }
+    return false;
+#else
+    return s == KERN_SIMD_SCALAR;
+#endif
+}
+
+static bool cpu_has_avxvnni(void)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    /* CPUID.(EAX=7,ECX=1):EAX bit 4 = AVX-VNNI (not every compiler knows the name). */
+    unsigned a = 7, b = 0, c = 1, d = 0;
+    __asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+    return (a >> 4) & 1;
+#else
+    return false;
+#endif
+}
+
+static void simd_init(void)
+{
+    kern_fill_scalar(g_tab[KERN_SIMD_SCALAR]);
+    memcpy(g_tab[KERN_SIMD_AVX2], g_tab[KERN_SIMD_SCALAR], sizeof g_tab[0]);
+    memcpy(g_tab[KERN_SIMD_AVX512], g_tab[KERN_SIMD_SCALAR], sizeof g_tab[0]);
+    if (cpu_has(KERN_SIMD_AVX2)) {
+        g_avx2_vnni = cpu_has_avxvnni();
+        kern_fill_avx2(g_tab[KERN_SIMD_AVX2], g_avx2_vnni);
+        g_simd = KERN_SIMD_AVX2;
+    }
+    if (cpu_has(KERN_SIMD_AVX512)) {
+        memcpy(g_tab[KERN_SIMD_AVX512], g_tab[KERN_SIMD_AVX2], sizeof g_tab[0]);
+        kern_fill_avx512(g_tab[KERN_SIMD_AVX512]);
+        g_simd = KERN_SIMD_AVX512;
+    }
+    const char *env = getenv("GGSCOPE_SIMD");
+    if (env) {
+        kern_simd want = g_simd;
+        if (strcmp(env, "scalar") == 0)
+            want = KERN_SIMD_SCALAR;
+        else if (strcmp(env, "avx2") == 0)
+            want = KERN_SIMD_AVX2;
+        else if (strcmp(env, "avx512") == 0)
+            want = KERN_SIMD_AVX512;
+        if (cpu_has(want))
+            g_simd = want;
+    }
+}
+
+kern_simd kern_simd_get(void)
+{
+    pthread_once(&g_once, simd_init);
+    return g_simd;
+}
+
+bool kern_simd_available(kern_simd s)
+{
+    return (unsigned)s <= KERN_SIMD_AVX512 && cpu_has(s);
+}
+
+int kern_simd_set(kern_simd s)
+{
+    pthread_once(&g_once, simd_init);
+    if (!kern_simd_available(s))
+        return -1;
+    g_simd = s;
+    return 0;
+}
+
+const char *kern_simd_name(void)
+{
+    switch (kern_simd_get()) {
+    case KERN_SIMD_AVX2:
+        return g_avx2_vnni ? "avx2+vnni" : "avx2";
+    case KERN_SIMD_AVX512:
+        return "avx512+vnni";
+    default:
+        return "scalar";
+    }
+}
+
+/* ---- types ---- */
+
+uint32_t kern_act_type(uint32_t wtype)
+{
+    switch (wtype) {
+    case GGTYPE_Q4_0: case GGTYPE_Q5_0: case GGTYPE_Q8_0: case GGTYPE_IQ4_NL:
+        return GGTYPE_Q8_0;
+    case GGTYPE_Q4_1: case GGTYPE_Q5_1:
+        return GGTYPE_Q8_1;
+    case GGTYPE_Q2_K: case GGTYPE_Q3_K: case GGTYPE_Q4_K: case GGTYPE_Q5_K: case GGTYPE_Q6_K:
+        return GGTYPE_Q8_K;
+    default:
+        return GGTYPE_F32;
+    }
+}
+
+bool kern_type_fast(uint32_t wtype)
+{
+    return wtype == GGTYPE_F32 || wtype == GGTYPE_F16 || wtype == GGTYPE_BF16 ||
+           kern_act_type(wtype) != GGTYPE_F32;
+}
+
+/* Bytes of one quantized activation row in the internal layout, or 0. */
+static size_t act_row_bytes(uint32_t atype, int64_t n_cols)
+{
+    if (atype == GGTYPE_Q8_0 || atype == GGTYPE_Q8_1)
+        return n_cols % 32 ? 0 : (size_t)(n_cols / 32) * sizeof(kq8);
+    if (atype == GGTYPE_Q8_K)
+        return n_cols % QK_K ? 0 : (size_t)(n_cols / QK_K) * sizeof(block_q8_K);
+    return 0;
+}
+
+size_t kern_matmul_scratch_size(uint32_t wtype, int64_t n_cols, int64_t n_tok)
+{
+    const ggtype_traits *tr = ggtype_get(wtype);
+    if (!tr || n_cols <= 0 || n_tok <= 0 || n_cols % tr->blck_size)
+        return (size_t)-1;
+    uint32_t at = kern_act_type(wtype);
+    if (at == GGTYPE_F32)
+        return 0;
+    size_t rb = act_row_bytes(at, n_cols), total;
+    if (rb == 0 || __builtin_mul_overflow(rb, (size_t)n_tok, &total) || total > SIZE_MAX - 64)
+        return (size_t)-1;
+    return total + 64;
+}
+
+/* ---- activation quantization (ggml's reference rounding) ---- */
+
+static void quant_q8_32(const float *x, int8_t *qs, float *d_out, int32_t *s_out)
+{
+    float amax = 0;
+    for (int j = 0; j < 32; j++)
+        amax = fmaxf(amax, fabsf(x[j]));
+    float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    int32_t s = 0;
+    for (int j = 0; j < 32; j++) {
+        qs[j] = (int8_t)roundf(x[j] * id);
+        s += qs[j];
+    }
+    *d_out = d;
+    *s_out = s;
+}
+
+static void quant_q8_K(const float *x, block_q8_K *y)
+{
+    float max = 0, amax = 0;
+    for (int j = 0; j < QK_K; j++) {
+        float ax = fabsf(x[j]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[j];
+        }
+    }
+    if (amax == 0.0f) {
+        memset(y, 0, sizeof *y);
+        return;
+    }
+    float iscale = -127.0f / max;
+    for (int j = 0; j < QK_K; j++) {
+        int v = (int)lrintf(iscale * x[j]);
+        y->qs[j] = (int8_t)(v > 127 ? 127 : v);
+    }
+    for (int g = 0; g < QK_K / 16; g++) {
+        int s = 0;
+        for (int l = 0; l < 16; l++)
+            s += y->qs[g * 16 + l];
+        y->bsums[g] = (int16_t)s;
+    }
+    y->d = 1.0f / iscale;
+}
+
+/* One activation row into the internal layout. */
+static void quant_act_row(uint32_t atype, const float *x, uint8_t *dst, int64_t n)
+{
+    if (atype == GGTYPE_Q8_K) {
+        block_q8_K *y = (block_q8_K *)dst;
+        for (int64_t b = 0; b < n / QK_K; b++)
+            quant_q8_K(x + b * QK_K, &y[b]);
+        return;
+    }
+    kq8 *y = (kq8 *)dst;
+    for (int64_t b = 0; b < n / 32; b++) {
+        float d;
+        quant_q8_32(x + b * 32, y[b].qs, &d, &y[b].s);
+        y[b].d = kern_h2f(kern_f2h(d)); /* ggml stores the scale as f16 */
+    }
+}
+
+int kern_quantize_act(uint32_t act_type, const float *x, void *dst, int64_t n)
+{
+    if (!x || !dst || n <= 0)
+        return -1;
+    if (act_type == GGTYPE_Q8_K) {
+        if (n % QK_K)
+            return -1;
+        quant_act_row(act_type, x, dst, n);
+        return 0;
+    }
+    if ((act_type != GGTYPE_Q8_0 && act_type != GGTYPE_Q8_1) || n % 32)
+        return -1;
+    for (int64_t b = 0; b < n / 32; b++) {
+        int8_t qs[32];
+        float d;
+        int32_t s;
+        quant_q8_32(x + b * 32, qs, &d, &s);
+        if (act_type == GGTYPE_Q8_0) {
+            block_q8_0 *y = (block_q8_0 *)dst + b;
+            y->d = kern_f2h(d);
+            memcpy(y->qs, qs, 32);
+        } else {
+            block_q8_1 *y = (block_q8_1 *)dst + b;
+            y->d = kern_f2h(d);
+            y->s = kern_f2h(d * (float)s);
+            memcpy(y->qs, qs, 32);
+        }
+    }
+    return 0;
+}
+
+/* ---- the driver ---- */
+
+typedef struct {
+    kern_tile_fn tile;
+    uint32_t wtype, atype;
+    const uint8_t *W;
+    size_t row_bytes;
+    int64_t n_rows, n_cols, nb;
+    const float *x;
+    const uint8_t *act; /* quantized activations, or the floats */
+    size_t act_stride;
+    int64_t n_tok;
+    float *y;
+    int64_t rc, tc;              /* chunk: rc rows x tc tokens */
+    int64_t n_rchunks, n_chunks;
+    atomic_llong next;
+    atomic_int err;
+    kern_tile_fn f32_tile;       /* generic path: dot of a dequantized row */
+} mm_ctx;
+
+static void quant_worker(void *p, int ith, int nth)
+{
+    mm_ctx *c = p;
+    for (int64_t t = ith; t < c->n_tok; t += nth)
+        quant_act_row(c->atype, c->x + t * c->n_cols, (uint8_t *)c->act + (size_t)t * c->act_stride,
+                      c->n_cols);
+}
+
+static void run_chunk(mm_ctx *c, int64_t chunk, float *rowbuf)
+{
+    int64_t r0 = (chunk % c->n_rchunks) * c->rc, t0 = (chunk / c->n_rchunks) * c->tc;
+    int64_t r1 = r0 + c->rc < c->n_rows ? r0 + c->rc : c->n_rows;
+    int64_t t1 = t0 + c->tc < c->n_tok ? t0 + c->tc : c->n_tok;
+    if (rowbuf) {
+        /* Generic path: dequantize each row once, dot it with every token. */
+        for (int64_t r = r0; r < r1; r++) {
+            if (codec_dequantize(c->wtype, c->W + (size_t)r * c->row_bytes, rowbuf,
+                                 (uint64_t)c->n_cols) != 0) {
+                atomic_store(&c->err, 1);
+                return;
+            }
+            for (int64_t t = t0; t < t1; t += KERN_TILE_T) {
+                int nt = (int)(t1 - t < KERN_TILE_T ? t1 - t : KERN_TILE_T);
+                c->f32_tile((const uint8_t *)rowbuf, 0, 1, c->act + (size_t)t * c->act_stride,
+                            c->act_stride, nt, c->n_cols, c->y + t * c->n_rows + r, c->n_rows);
+            }
+        }
+        return;
+    }
+    for (int64_t t = t0; t < t1; t += KERN_TILE_T) {
+        int nt = (int)(t1 - t < KERN_TILE_T ? t1 - t : KERN_TILE_T);
+        for (int64_t r = r0; r < r1; r += KERN_TILE_R) {
+            int nr = (int)(r1 - r < KERN_TILE_R ? r1 - r : KERN_TILE_R);
+            c->tile(c->W + (size_t)r * c->row_bytes, c->row_bytes, nr,
+                    c->act + (size_t)t * c->act_stride, c->act_stride, nt, c->nb,
+                    c->y + t * c->n_rows + r, c->n_rows);
+        }
+    }
+}
+
+static void mm_worker(void *p, int ith, int nth)
+{
+    mm_ctx *c = p;
+    float *rowbuf = NULL;
+    if (!c->tile) {
+        rowbuf = malloc((size_t)c->n_cols * sizeof(float));
+        if (!rowbuf) {
+            atomic_store(&c->err, 1);
+            return;
+        }
+    }
+    for (int64_t chunk = ith; chunk < c->n_chunks;
+         chunk = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed)) {
+        run_chunk(c, chunk, rowbuf);
+        if (atomic_load_explicit(&c->err, memory_order_relaxed))
+            break;
+    }
+    (void)nth;
+    free(rowbuf);
+}
+
+int kern_matmul(kern_pool *pool, uint32_t wtype, const void *W, size_t row_bytes,
+                int64_t n_rows, int64_t n_cols, const float *x, int64_t n_tok, float *y,
+                void *scratch, size_t scratch_size)
+{
+    const ggtype_traits *tr = ggtype_get(wtype);
+    if (!tr || !W || !x || !y || n_rows <= 0 || n_cols <= 0 || n_tok <= 0 ||
+        n_cols % tr->blck_size != 0)
+        return -1;
+    bool ovf;
+    uint64_t need = ggtype_row_size(wtype, (uint64_t)n_cols, &ovf);
+    if (need == 0 || ovf || row_bytes < need)
+        return -1;
+    kern_simd simd = kern_simd_get();
+
+    mm_ctx c;
+    memset(&c, 0, sizeof c);
+    c.wtype = wtype;
+    c.atype = kern_act_type(wtype);
+    c.W = W;
+    c.row_bytes = row_bytes;
+    c.n_rows = n_rows;
+    c.n_cols = n_cols;
+    c.x = x;
+    c.n_tok = n_tok;
+    c.y = y;
+    c.tile = g_tab[simd][wtype];
+    c.f32_tile = g_tab[simd][GGTYPE_F32];
+    atomic_init(&c.err, 0);
+
+    void *owned = NULL;
+    if (c.atype != GGTYPE_F32) {
+        size_t ss = kern_matmul_scratch_size(wtype, n_cols, n_tok);
+        if (ss == (size_t)-1)
+            return -1;
+        if (!scratch) {
+            scratch = owned = malloc(ss);
+            if (!owned)
+                return -1;
+        } else if (scratch_size < ss) {
+            return -1;
+        }
+        c.act_stride = act_row_bytes(c.atype, n_cols);
+        c.act = (const uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+        c.nb = n_cols / (c.atype == GGTYPE_Q8_K ? QK_K : 32);
+        if (n_tok * n_cols <= 65536 || kern_pool_threads(pool) == 1)
+            quant_worker(&c, 0, 1);
+        else
+            kern_pool_run(pool, quant_worker, &c);
+    } else {
+        if (!c.tile && &codec_dequantize == NULL)
+            return -1;
+        c.act = (const uint8_t *)x;
+        c.act_stride = (size_t)n_cols * sizeof(float);
+        c.nb = n_cols;
+    }
+
+    /* Chunks: few rows for mat-vec (balance), row x token blocks that stay
+     * in L2 for prompt batches. */
+    int nth = kern_pool_threads(pool);
+    c.tc = n_tok <= 64 ? n_tok : 64;
+    int64_t want = (n_rows + (int64_t)nth * 8 - 1) / ((int64_t)nth * 8);
+    int64_t rc = want < 64 ? want : 64;
+    rc = (rc + KERN_TILE_R - 1) / KERN_TILE_R * KERN_TILE_R;
+    if (n_tok > 4 && rc < 16)
+        rc = 16;
+    c.rc = rc;
+    c.n_rchunks = (n_rows + rc - 1) / rc;
+    c.n_chunks = c.n_rchunks * ((n_tok + c.tc - 1) / c.tc);
+    atomic_init(&c.next, nth);
+    if (nth == 1 || c.n_chunks == 1)
+        mm_worker(&c, 0, 1);
+    else
+        kern_pool_run(pool, mm_worker, &c);
+    free(owned);
+    return atomic_load(&c.err) ? -1 : 0;
+}
+
+/* ---- row helpers ---- */
+
+void kern_f32_to_f16(const float *src, uint16_t *dst, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = kern_f2h(src[i]);
+}
+
+void kern_f16_to_f32(const uint16_t *src, float *dst, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = kern_h2f(src[i]);
+}
+
+float kern_dot_f16_f32(const uint16_t *a, const float *b, int64_t n)
+{
+    float y;
+    g_tab[kern_simd_get()][GGTYPE_F16]((const uint8_t *)a, 0, 1, (const uint8_t *)b, 0, 1, n, &y, 1);
+    return y;
+}
+
+void kern_axpy_f16(float alpha, const uint16_t *x, float *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] += alpha * kern_h2f(x[i]);
+}

@@ -1,0 +1,42 @@
+/* AVX2 path (x86-64 with AVX2, FMA, F16C), with and without AVX-VNNI. The
+ * tiles come from kernels_simd.inc, compiled here twice with different
+ * targets; selected at run time by kernels.c. */
+#include "kernels_internal.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+/* Plain AVX2: u8 x s8 products through maddubs (pairs to int16) + madd. */
+#define KTARGET __attribute__((target("avx2,fma,f16c")))
+#define KSFX(name) name##_avx2
+#define DOT_US(acc, u, s) \
+    _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16((u), (s)), _mm256_set1_epi16(1)))
+#include "kernels_simd.inc"
+#undef KTARGET
+#undef KSFX
+#undef DOT_US
+
+/* AVX-VNNI (Alder Lake, Sapphire Rapids): vpdpbusd on 256-bit vectors. */
+#define KTARGET __attribute__((target("avx2,fma,f16c,avxvnni")))
+#define KSFX(name) name##_avxvnni
+#define DOT_US(acc, u, s) _mm256_dpbusd_avx_epi32((acc), (u), (s))
+#include "kernels_simd.inc"
+#undef KTARGET
+#undef KSFX
+#undef DOT_US
+
+void kern_fill_avx2(kern_tile_fn tab[GGTYPE_COUNT], int vnni)
+{
+    if (vnni)
+        fill_tiles_avxvnni(tab);
+    else
+        fill_tiles_avx2(tab);
+}
+
+#else
+void kern_fill_avx2(kern_tile_fn tab[GGTYPE_COUNT], int vnni)
+{
+    (void)tab;
+    (void)vnni;
+}
+#endif

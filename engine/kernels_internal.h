@@ -1,0 +1,124 @@
+/* Private to the kernels: activation layouts and the per-ISA tile table. */
+#ifndef GGSCOPE_KERNELS_INTERNAL_H
+#define GGSCOPE_KERNELS_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ggtype.h"
+#include "quant_blocks.h"
+
+/* Quantized activations for the 32-element types (both ggml's Q8_0 and Q8_1
+ * cases): the int8 quants, the scale (f16-rounded, as ggml stores it) and the
+ * integer sum of the quants (Q8_1's "s" without its rounding; also used to
+ * correct unsigned-nibble products). */
+typedef struct {
+    int8_t qs[32];
+    float d;
+    int32_t s;
+} kq8;
+_Static_assert(sizeof(kq8) == 40, "kq8");
+
+/* Activations of the K-quants use ggml's block_q8_K as is. */
+
+/* Tile: y[t * y_stride + r] = dot(row r of W, activation row t) for r < nr,
+ * t < nt (nr <= KERN_TILE_R, nt <= KERN_TILE_T). W rows are row_bytes apart,
+ * activation rows act_stride bytes apart; nb is the number of blocks (or of
+ * elements for the float types) per row. */
+typedef void (*kern_tile_fn)(const uint8_t *w, size_t row_bytes, int nr, const uint8_t *act,
+                             size_t act_stride, int nt, int64_t nb, float *y, int64_t y_stride);
+
+#define KERN_TILE_R 4
+#define KERN_TILE_T 4
+
+/* Per-ISA kernels fill in the entries they implement (indexed by ggml type). */
+void kern_fill_scalar(kern_tile_fn tab[GGTYPE_COUNT]);
+void kern_fill_avx2(kern_tile_fn tab[GGTYPE_COUNT], int vnni);
+void kern_fill_avx512(kern_tile_fn tab[GGTYPE_COUNT]);
+
+/* Half conversions (ggml's: round to nearest even, denormals, inf/nan). */
+static inline float kern_h2f(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (mant << 13);
+    } else if (exp == 0) {
+        if (mant == 0) {
+            bits = sign;
+        } else {
+            float f = (float)mant * (1.0f / 16777216.0f); /* mant * 2^-24 */
+            memcpy(&bits, &f, 4);
+            bits |= sign;
+        }
+    } else {
+        bits = sign | ((exp + 112) << 23) | (mant << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static inline uint16_t kern_f2h(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000;
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) /* nan */
+        return (uint16_t)(sign | 0x7e00);
+    if (ax >= 0x477ff000u) /* rounds to >= 65520: inf */
+        return (uint16_t)(sign | 0x7c00);
+    if (ax < 0x38800000u) { /* below the smallest normal half: denormal or zero */
+        float a;
+        memcpy(&a, &ax, 4);
+        /* a * 2^24 rounded to nearest even by the FPU */
+        float r = a * 16777216.0f;
+        uint32_t m = (uint32_t)__builtin_rintf(r);
+        return (uint16_t)(sign | m);
+    }
+    uint32_t mant_odd = (ax >> 13) & 1;
+    ax += 0xfffu + mant_odd; /* round to nearest even on the dropped 13 bits */
+    return (uint16_t)(sign | (((ax >> 13) - (112u << 10)) & 0x7fff));
+}
+
+static inline float kern_bf2f(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* Decode the 6-bit scale and min number j of a Q4_K / Q5_K block. */
+static inline void kern_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m)
+{
+    if (j < 4) {
+        *d = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *d = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+/* The 16 signed 6-bit scales of a Q3_K block (already minus 32). */
+static inline void kern_q3k_scales(const uint8_t *s12, int8_t out[16])
+{
+    uint32_t aux[4];
+    memcpy(aux, s12, 12);
+    const uint32_t kmask1 = 0x03030303u, kmask2 = 0x0f0f0f0fu;
+    uint32_t tmp = aux[2];
+    aux[2] = ((aux[0] >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4);
+    aux[3] = ((aux[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4);
+    aux[0] = (aux[0] & kmask2) | (((tmp >> 0) & kmask1) << 4);
+    aux[1] = (aux[1] & kmask2) | (((tmp >> 2) & kmask1) << 4);
+    memcpy(out, aux, 16);
+    for (int i = 0; i < 16; i++)
+        out[i] = (int8_t)(out[i] - 32);
+}
+
+extern const int8_t kern_iq4nl_values[16];
+
+#endif
