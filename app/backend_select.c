@@ -54,7 +54,12 @@ backend *app_backend_open(const char *name, int device, int threads, const model
 {
     if (!name)
         name = "auto";
+#ifndef GGSCOPE_HAVE_VULKAN
+    (void)device;
+    (void)m;
+#else
     char why[512] = "";
+#endif
     char desc[320];
     backend *b = NULL;
     if (!strcmp(name, "vulkan")) {

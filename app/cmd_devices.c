@@ -73,6 +73,7 @@ int cmd_devices(int argc, char **argv)
         }
     }
 #ifndef GGSCOPE_HAVE_VULKAN
+    (void)json;
     app_error("this build of ggscope has no Vulkan backend (Vulkan or glslc was not found at build time)");
     return APP_FAIL;
 #else
