@@ -1,10 +1,9 @@
 #version 450
 /* y[t][r] = sum_c W[r][c] * x[t][c]: mat-vec (NCOLS = 1) and mat-mat
  * (NCOLS tokens per workgroup, each sub-block dequantized once for all of
- * them). One workgroup per weight row; the weight type is a build define
+ * them). A workgroup computes NR rows; the weight type is a build define
  * (TYPE_F32 ... TYPE_Q6_K). Rows [row0, row0 + n_rows) of the weight are
  * bound as one window (large tensors are dispatched in several windows). */
-#define WITH_REDUCE
 #define WORDS wq
 layout(binding = 0) readonly buffer W { uint wq[]; };
 layout(binding = 1) readonly buffer X { float x[]; };
@@ -12,6 +11,7 @@ layout(binding = 2) writeonly buffer Y { float y[]; };
 #include "common.glsl"
 
 layout(constant_id = 1) const uint NCOLS = 1;
+layout(constant_id = 2) const uint NR = 1;
 
 layout(push_constant) uniform P {
     uint ne0;       /* row length (input dim) */
@@ -26,36 +26,69 @@ layout(push_constant) uniform P {
     uint n_tok;
 } p;
 
+/* Partial sums: NR * NCOLS values per invocation (or per subgroup). */
+shared float part[NR * NCOLS * WG];
+
 void main()
 {
-    uint r = group_index();
-    if (r >= p.n_rows)
+    uint r0 = group_index() * NR;
+    if (r0 >= p.n_rows)
         return;
     uint t0 = gl_WorkGroupID.z * NCOLS;
     uint lid = gl_LocalInvocationIndex;
-    uint base = p.w_off + r * p.row_bytes;
     uint nsub = (p.ne0 + 31u) / 32u;
-    float acc[NCOLS];
-    [[unroll]] for (uint t = 0; t < NCOLS; t++)
-        acc[t] = 0.0;
+    float acc[NR * NCOLS];
+    [[unroll]] for (uint k = 0; k < NR * NCOLS; k++)
+        acc[k] = 0.0;
     float v[32];
     for (uint s = lid; s < nsub; s += WG) {
-        dequant32(base, s, p.ne0, v);
         uint xe = s * 32u;
         uint last = p.ne0 - 1u - xe;   /* v[e] is 0 past the row's end: clamp x reads */
-        [[dont_unroll]] for (uint t = 0; t < NCOLS; t++) {
-            if (t0 + t < p.n_tok) {
+        [[dont_unroll]] for (uint r = 0; r < NR; r++) {
+            if (r0 + r >= p.n_rows)
+                break;
+            dequant32(p.w_off + (r0 + r) * p.row_bytes, s, p.ne0, v);
+            [[dont_unroll]] for (uint t = 0; t < NCOLS; t++) {
+                if (t0 + t >= p.n_tok)
+                    break;
                 uint xo = p.x_off + (t0 + t) * p.x_stride + xe;
                 float a = 0.0;
                 [[unroll]] for (uint e = 0; e < 32u; e++)
                     a += v[e] * x[xo + min(e, last)];
-                acc[t] += a;
+                acc[r * NCOLS + t] += a;
             }
         }
     }
-    [[unroll]] for (uint t = 0; t < NCOLS; t++) {
-        float sum = wg_sum(acc[t]);
-        if (lid == 0u && t0 + t < p.n_tok)
-            y[p.y_off + (t0 + t) * p.y_stride + p.row0 + r] = sum;
+    const uint K = NR * NCOLS;
+#ifdef USE_SUBGROUP
+    [[unroll]] for (uint k = 0; k < K; k++) {
+        float sg = subgroupAdd(acc[k]);
+        if (subgroupElect())
+            part[k * WG + gl_SubgroupID] = sg;
+    }
+    barrier();
+    if (lid < K) {
+        float sum = 0.0;
+        for (uint i = 0; i < gl_NumSubgroups; i++)
+            sum += part[lid * WG + i];
+        acc[0] = sum;
+    }
+#else
+    [[unroll]] for (uint k = 0; k < K; k++)
+        part[k * WG + lid] = acc[k];
+    barrier();
+    [[unroll]] for (uint s = WG / 2; s > 0; s >>= 1) {
+        if (lid < s)
+            [[unroll]] for (uint k = 0; k < K; k++)
+                part[k * WG + lid] += part[k * WG + lid + s];
+        barrier();
+    }
+    if (lid < K)
+        acc[0] = part[lid * WG];
+#endif
+    if (lid < K) {
+        uint r = lid / NCOLS, t = lid % NCOLS;
+        if (r0 + r < p.n_rows && t0 + t < p.n_tok)
+            y[p.y_off + (t0 + t) * p.y_stride + p.row0 + r0 + r] = acc[0];
     }
 }

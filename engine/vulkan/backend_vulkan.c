@@ -153,6 +153,10 @@ static vk_ctx *ctx_create(int device, char *err, size_t errlen)
     free(infos);
     c->max_range = c->info.caps.max_range;
     c->wmax_range = c->max_range;
+    c->mv_rows = 8;
+    const char *nr = getenv("GGSCOPE_VK_MV_ROWS");
+    if (nr && atoi(nr) >= 1 && atoi(nr) <= 16)
+        c->mv_rows = (uint32_t)atoi(nr);
     c->align = c->info.caps.min_align ? c->info.caps.min_align : 4;
     if (c->align < 4)
         c->align = 4;

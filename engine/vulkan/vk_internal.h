@@ -68,7 +68,7 @@ typedef struct vk_dset_entry {
 typedef struct {
     VkPipeline pipe;       /* VK_NULL_HANDLE until first use */
     char name[48];
-    uint32_t spec[2];      /* spec constants 0 (workgroup size) and 1 */
+    uint32_t spec[3];      /* spec constants 0 (workgroup size), 1 and 2 */
     int n_bindings;
 } vk_pipeline;
 
@@ -95,6 +95,7 @@ typedef struct vk_ctx {
     VkDeviceSize max_range;   /* maxStorageBufferRange */
     VkDeviceSize wmax_range;  /* largest weight window (lowered by tests to exercise windows) */
     VkDeviceSize align;       /* minStorageBufferOffsetAlignment */
+    uint32_t mv_rows;         /* weight rows per workgroup of a mat-vec */
 
     VkCommandPool cpool;
     VkCommandBuffer cmd;
@@ -161,9 +162,10 @@ int64_t vk_arena_alloc(vk_ctx *c, VkDeviceSize n);
 
 /* ---- pipelines and recording (vk_pipelines.c) ---- */
 
-/* Index of the pipeline for shader variant `name` with spec constant 1 =
- * `spec1`, creating it on first use; -1 when the variant does not exist. */
-int vk_pipeline_get(vk_ctx *c, const char *name, uint32_t spec1, int n_bindings);
+/* Index of the pipeline for shader variant `name` with spec constants 1
+ * and 2 = `spec1`, `spec2`, creating it on first use; -1 when the variant
+ * does not exist. */
+int vk_pipeline_get(vk_ctx *c, const char *name, uint32_t spec1, uint32_t spec2, int n_bindings);
 /* Workgroup size every pipeline is specialised with. */
 uint32_t vk_wg_size(const vk_ctx *c);
 /* Start the command buffer if not recording. */

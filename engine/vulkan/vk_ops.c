@@ -39,11 +39,11 @@ static bool use_subgroups(const vk_ctx *c)
 }
 
 /* Pipeline of shader `base` (+ "_sg" for reductions when subgroups are used). */
-static int pipe_reduce(vk_ctx *c, const char *base, uint32_t spec1, int nb)
+static int pipe_reduce(vk_ctx *c, const char *base, uint32_t spec1, uint32_t spec2, int nb)
 {
     char name[48];
     snprintf(name, sizeof name, "%.40s%s", base, use_subgroups(c) ? "_sg" : "");
-    return vk_pipeline_get(c, name, spec1, nb);
+    return vk_pipeline_get(c, name, spec1, spec2, nb);
 }
 
 static size_t esize(const backend_buf *b)
@@ -148,7 +148,7 @@ int vk_op_get_rows(void *ctx, const backend_weight *w, const int32_t *ids, uint3
             return BACKEND_EARG;
     char name[48];
     snprintf(name, sizeof name, "get_rows_%s", type_suffix(vw->type));
-    int pi = vk_pipeline_get(c, name, 0, 3);
+    int pi = vk_pipeline_get(c, name, 0, 0, 3);
     int64_t ao = vk_arena_alloc(c, (VkDeviceSize)n * 4);
     if (ao < 0)
         return BACKEND_EARG;
@@ -187,9 +187,10 @@ int vk_op_matmul(void *ctx, const backend_weight *w, backend_view x, uint32_t n_
     if (x.buf == y.buf)
         return BACKEND_EARG;
     uint32_t ncols = n_tok == 1 ? 1 : 8;
+    uint32_t nr = n_tok == 1 ? c->mv_rows : 2;
     char name[48];
     snprintf(name, sizeof name, "mul_mat_%s", type_suffix(vw->type));
-    int pi = pipe_reduce(c, name, ncols, 3);
+    int pi = pipe_reduce(c, name, ncols, nr, 3);
     vk_binding b[3];
     vk_push_mul_mat p = {.ne0 = (uint32_t)w->ne0, .row_bytes = (uint32_t)vw->row_bytes,
                          .x_stride = (uint32_t)w->ne0, .y_stride = (uint32_t)w->ne1, .n_tok = n_tok};
@@ -204,7 +205,7 @@ int vk_op_matmul(void *ctx, const backend_weight *w, backend_view x, uint32_t n_
         p.n_rows = win.rows;
         p.w_off = win.w_off;
         p.row0 = win.row0;
-        if ((rc = vk_dispatch(c, pi, b, 3, &p, sizeof p, win.rows, (n_tok + ncols - 1) / ncols)) != 0)
+        if ((rc = vk_dispatch(c, pi, b, 3, &p, sizeof p, (win.rows + nr - 1) / nr, (n_tok + ncols - 1) / ncols)) != 0)
             return rc;
         c->stats.weight_bytes_read += (uint64_t)win.rows * vw->row_bytes;
         row0 += win.rows;
@@ -224,7 +225,7 @@ int vk_op_rms_norm(void *ctx, backend_view src, backend_view dst, uint32_t n_row
     if ((rc = bind_view(c, src, n, false, &b[0], &p.src_off)) != 0 ||
         (rc = bind_view(c, dst, n, true, &b[1], &p.dst_off)) != 0)
         return rc;
-    return vk_dispatch(c, pipe_reduce(c, "rms_norm", 0, 2), b, 2, &p, sizeof p, n_rows, 1);
+    return vk_dispatch(c, pipe_reduce(c, "rms_norm", 0, 0, 2), b, 2, &p, sizeof p, n_rows, 1);
 }
 
 int vk_op_softmax(void *ctx, backend_view x, uint32_t n_rows, uint32_t n_cols)
@@ -238,7 +239,7 @@ int vk_op_softmax(void *ctx, backend_view x, uint32_t n_rows, uint32_t n_cols)
     int rc = bind_view(c, x, n, true, &b[0], &p.off);
     if (rc != 0)
         return rc;
-    return vk_dispatch(c, pipe_reduce(c, "softmax", 0, 1), b, 1, &p, sizeof p, n_rows, 1);
+    return vk_dispatch(c, pipe_reduce(c, "softmax", 0, 0, 1), b, 1, &p, sizeof p, n_rows, 1);
 }
 
 /* dst = a OP b over n elements (b of n_cols elements when it is a row). */
@@ -260,7 +261,7 @@ static int binary(vk_ctx *c, const char *op, backend_view a, const vk_binding *b
         return rc;
     char name[48];
     snprintf(name, sizeof name, "binary_%.30s", op);
-    return vk_dispatch(c, vk_pipeline_get(c, name, 0, 3), b, 3, &p, sizeof p, groups_for(n, vk_wg_size(c)), 1);
+    return vk_dispatch(c, vk_pipeline_get(c, name, 0, 0, 3), b, 3, &p, sizeof p, groups_for(n, vk_wg_size(c)), 1);
 }
 
 static int row_op(vk_ctx *c, const char *op, backend_view src, const backend_weight *w, backend_view dst,
@@ -368,7 +369,7 @@ int vk_op_rope(void *ctx, backend_view x, uint32_t n_tok, uint32_t n_head, uint3
     if (wo % 2)
         return BACKEND_EARG;
     uint32_t neox = rp->mode == BACKEND_ROPE_NEOX;
-    return vk_dispatch(c, vk_pipeline_get(c, "rope", neox, 2), b, 2, &p, sizeof p,
+    return vk_dispatch(c, vk_pipeline_get(c, "rope", neox, 0, 2), b, 2, &p, sizeof p,
                        groups_for((uint64_t)n_tok * n_head * half, vk_wg_size(c)), 1);
 }
 
@@ -389,7 +390,7 @@ int vk_op_store_f16(void *ctx, backend_view src, uint32_t n_rows, uint32_t n_col
         (rc = bind_view(c, d, n, true, &b[1], &p.dst_off)) != 0)
         return rc;
     uint64_t words = ((uint64_t)p.dst_off + n - 1) / 2 - p.dst_off / 2 + 1;
-    return vk_dispatch(c, vk_pipeline_get(c, "store_f16", 0, 2), b, 2, &p, sizeof p,
+    return vk_dispatch(c, vk_pipeline_get(c, "store_f16", 0, 0, 2), b, 2, &p, sizeof p,
                        groups_for(words, vk_wg_size(c)), 1);
 }
 
@@ -419,5 +420,5 @@ int vk_op_attention(void *ctx, backend_view q, backend_view k, backend_view v, b
         (rc = bind_view(c, v, nkv, false, &b[2], &p.v_off)) != 0 ||
         (rc = bind_view(c, out, nq, true, &b[3], &p.o_off)) != 0)
         return rc;
-    return vk_dispatch(c, pipe_reduce(c, "attention", 0, 4), b, 4, &p, sizeof p, (uint64_t)n_tok * n_head, 1);
+    return vk_dispatch(c, pipe_reduce(c, "attention", 0, 0, 4), b, 4, &p, sizeof p, (uint64_t)n_tok * n_head, 1);
 }

@@ -33,10 +33,10 @@ static const vk_shader_blob *find_blob(const char *name)
     return NULL;
 }
 
-int vk_pipeline_get(vk_ctx *c, const char *name, uint32_t spec1, int n_bindings)
+int vk_pipeline_get(vk_ctx *c, const char *name, uint32_t spec1, uint32_t spec2, int n_bindings)
 {
     for (int i = 0; i < c->n_pipes; i++)
-        if (c->pipes[i].spec[1] == spec1 && !strcmp(c->pipes[i].name, name))
+        if (c->pipes[i].spec[1] == spec1 && c->pipes[i].spec[2] == spec2 && !strcmp(c->pipes[i].name, name))
             return i;
     const vk_shader_blob *blob = find_blob(name);
     if (!blob || c->n_pipes >= VK_MAX_PIPELINES || n_bindings < 1 || n_bindings > VK_MAX_BINDINGS)
@@ -45,6 +45,7 @@ int vk_pipeline_get(vk_ctx *c, const char *name, uint32_t spec1, int n_bindings)
     snprintf(p->name, sizeof p->name, "%s", name);
     p->spec[0] = vk_wg_size(c);
     p->spec[1] = spec1;
+    p->spec[2] = spec2;
     p->n_bindings = n_bindings;
 
     VkShaderModuleCreateInfo mi = {
@@ -58,11 +59,12 @@ int vk_pipeline_get(vk_ctx *c, const char *name, uint32_t spec1, int n_bindings)
         vk_fail(c, r, "vkCreateShaderModule");
         return -1;
     }
-    VkSpecializationMapEntry me[2] = {
+    VkSpecializationMapEntry me[3] = {
         {.constantID = 0, .offset = 0, .size = 4},
         {.constantID = 1, .offset = 4, .size = 4},
+        {.constantID = 2, .offset = 8, .size = 4},
     };
-    VkSpecializationInfo si = {.mapEntryCount = 2, .pMapEntries = me, .dataSize = 8, .pData = p->spec};
+    VkSpecializationInfo si = {.mapEntryCount = 3, .pMapEntries = me, .dataSize = 12, .pData = p->spec};
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {
