@@ -93,6 +93,14 @@ uint rd_u32(uint b)
     uint w = b >> 2, s = (b & 3u) * 8u;
     return (WORDS[w] >> s) | ((WORDS[w + 1u] << 1) << (31u - s));
 }
+/* A block read once into registers: SPAN_LOAD fills sp[0..n) with the words
+ * from the one holding byte b on; SPAN_BITS then gives the 32 bits starting
+ * `bit` bits after that word's start (each SSBO load is costly on some
+ * devices, e.g. lavapipe, where a divergent load is a loop over lanes). */
+#define SPAN_LOAD(sp, b, n) [[unroll]] for (uint i_ = 0u; i_ < (n); i_++) sp[i_] = WORDS[((b) >> 2) + i_]
+#define SPAN_BITS(sp, bit) \
+    ((sp[(bit) >> 5] >> ((bit) & 31u)) | ((sp[((bit) >> 5) + 1u] << 1) << (31u - ((bit) & 31u))))
+
 /* Half element e of an F16 array starting at word 0. */
 float rd_half(uint e) { return unpackHalf2x16(WORDS[e >> 1] >> ((e & 1u) * 16u)).x; }
 #endif
@@ -119,78 +127,70 @@ void dequant32(uint base, uint s, uint ne0, out float v[32])
         v[2u * e + 1u] = s * 32u + 2u * e + 1u < ne0 ? f.y : 0.0;
     }
 }
-#elif defined(TYPE_Q4_0) || defined(TYPE_Q4_1)
-#ifdef TYPE_Q4_0
+#elif defined(TYPE_Q4_0) || defined(TYPE_Q4_1) || defined(TYPE_Q5_0) || defined(TYPE_Q5_1) || defined(TYPE_Q8_0)
+/* the 32-element block types: d [m] [qh] qs */
+#if defined(TYPE_Q4_0)
 #define BLOCK_BYTES 18u
 #define QS_AT 2u
-#else
+#elif defined(TYPE_Q4_1)
 #define BLOCK_BYTES 20u
 #define QS_AT 4u
-#endif
-void dequant32(uint base, uint s, uint ne0, out float v[32])
-{
-    uint b = base + s * BLOCK_BYTES;
-    float d = rd_f16(b);
-#ifdef TYPE_Q4_0
-    float m = 0.0;
-#else
-    float m = rd_f16(b + 2u);
-#endif
-    [[unroll]] for (uint j = 0; j < 4u; j++) {
-        uint q = rd_u32(b + QS_AT + 4u * j);
-        [[unroll]] for (uint k = 0; k < 4u; k++) {
-            uint qb = (q >> (8u * k)) & 0xFFu;
-#ifdef TYPE_Q4_0
-            v[4u * j + k] = (float(int(qb & 0xFu)) - 8.0) * d;
-            v[4u * j + k + 16u] = (float(int(qb >> 4)) - 8.0) * d;
-#else
-            v[4u * j + k] = float(qb & 0xFu) * d + m;
-            v[4u * j + k + 16u] = float(qb >> 4) * d + m;
-#endif
-        }
-    }
-}
-#elif defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
-#ifdef TYPE_Q5_0
+#elif defined(TYPE_Q5_0)
 #define BLOCK_BYTES 22u
 #define QH_AT 2u
-#else
+#define QS_AT 6u
+#elif defined(TYPE_Q5_1)
 #define BLOCK_BYTES 24u
 #define QH_AT 4u
+#define QS_AT 8u
+#else
+#define BLOCK_BYTES 34u
+#define QS_AT 2u
 #endif
+#define SPAN_WORDS ((BLOCK_BYTES + 3u) / 4u + 1u)
 void dequant32(uint base, uint s, uint ne0, out float v[32])
 {
     uint b = base + s * BLOCK_BYTES;
-    float d = rd_f16(b);
-    uint qh = rd_u32(b + QH_AT);
+    uint sp[SPAN_WORDS];
+    SPAN_LOAD(sp, b, SPAN_WORDS);
+    uint sh = (b & 3u) * 8u;
+    float d = unpackHalf2x16(SPAN_BITS(sp, sh)).x;
+#if defined(TYPE_Q4_1) || defined(TYPE_Q5_1)
+    float m = unpackHalf2x16(SPAN_BITS(sp, sh + 16u)).x;
+#endif
+#if defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
+    uint qh = SPAN_BITS(sp, sh + 8u * QH_AT);
+#endif
+#if defined(TYPE_Q8_0)
+    [[unroll]] for (uint j = 0; j < 8u; j++) {
+        uint q = SPAN_BITS(sp, sh + 8u * QS_AT + 32u * j);
+        [[unroll]] for (uint k = 0; k < 4u; k++)
+            v[4u * j + k] = float(bitfieldExtract(int(q), int(8u * k), 8)) * d;
+    }
+#else
     [[unroll]] for (uint j = 0; j < 4u; j++) {
-        uint q = rd_u32(b + QH_AT + 4u + 4u * j);
+        uint q = SPAN_BITS(sp, sh + 8u * QS_AT + 32u * j);
         [[unroll]] for (uint k = 0; k < 4u; k++) {
             uint i = 4u * j + k;
             uint qb = (q >> (8u * k)) & 0xFFu;
-            uint x0 = (qb & 0xFu) | (((qh >> i) << 4) & 0x10u);
-            uint x1 = (qb >> 4) | ((qh >> (i + 12u)) & 0x10u);
-#ifdef TYPE_Q5_0
+            uint x0 = qb & 0xFu, x1 = qb >> 4;
+#if defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
+            x0 |= ((qh >> i) << 4) & 0x10u;
+            x1 |= (qh >> (i + 12u)) & 0x10u;
+#endif
+#if defined(TYPE_Q4_0)
+            v[i] = (float(int(x0)) - 8.0) * d;
+            v[i + 16u] = (float(int(x1)) - 8.0) * d;
+#elif defined(TYPE_Q5_0)
             v[i] = (float(int(x0)) - 16.0) * d;
             v[i + 16u] = (float(int(x1)) - 16.0) * d;
 #else
-            float m = rd_f16(b + 2u);
             v[i] = float(x0) * d + m;
             v[i + 16u] = float(x1) * d + m;
 #endif
         }
     }
-}
-#elif defined(TYPE_Q8_0)
-void dequant32(uint base, uint s, uint ne0, out float v[32])
-{
-    uint b = base + s * 34u;
-    float d = rd_f16(b);
-    [[unroll]] for (uint j = 0; j < 8u; j++) {
-        uint q = rd_u32(b + 2u + 4u * j);
-        [[unroll]] for (uint k = 0; k < 4u; k++)
-            v[4u * j + k] = float(bitfieldExtract(int(q), int(8u * k), 8)) * d;
-    }
+#endif
 }
 #elif defined(TYPE_Q2_K)
 /* block: scales[16] qs[64] d dmin (84 bytes) */
@@ -203,7 +203,7 @@ void dequant32(uint base, uint s, uint ne0, out float v[32])
         uint sc = rd_u8(b + half_ * 8u + j * 2u + h);
         float dl = d * float(sc & 0xFu), ml = dmin * float(sc >> 4);
         [[unroll]] for (uint w = 0; w < 4u; w++) {
-            uint q = rd_u32(b + 16u + half_ * 32u + h * 16u + 4u * w);
+            uint q = WORDS[(b + 16u + half_ * 32u + h * 16u + 4u * w) >> 2]; /* 84-byte blocks: aligned */
             [[unroll]] for (uint k = 0; k < 4u; k++)
                 v[h * 16u + 4u * w + k] = dl * float((q >> (8u * k + 2u * j)) & 3u) - ml;
         }
@@ -257,9 +257,9 @@ void dequant32(uint base, uint s, uint ne0, out float v[32])
     }
     float d1 = d * float(sc), m1 = dmin * float(mn);
     [[unroll]] for (uint w = 0; w < 8u; w++) {
-        uint q = rd_u32(b + QS_AT + g * 32u + 4u * w);
+        uint q = WORDS[(b + QS_AT + g * 32u + 4u * w) >> 2];   /* 144/176-byte blocks: aligned */
 #ifdef TYPE_Q5_K
-        uint qh = rd_u32(b + 16u + 4u * w);
+        uint qh = WORDS[(b + 16u + 4u * w) >> 2];
 #endif
         [[unroll]] for (uint k = 0; k < 4u; k++) {
             uint x = (q >> (8u * k + 4u * hi)) & 0xFu;

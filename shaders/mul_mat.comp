@@ -7,6 +7,7 @@
 #define WORDS wq
 layout(binding = 0) readonly buffer W { uint wq[]; };
 layout(binding = 1) readonly buffer X { float x[]; };
+layout(binding = 1) readonly buffer X4 { vec4 x4[]; };   /* the same, 16 bytes per load */
 layout(binding = 2) writeonly buffer Y { float y[]; };
 #include "common.glsl"
 
@@ -53,8 +54,17 @@ void main()
                     break;
                 uint xo = p.x_off + (t0 + t) * p.x_stride + xe;
                 float a = 0.0;
-                [[unroll]] for (uint e = 0; e < 32u; e++)
-                    a += v[e] * x[xo + min(e, last)];
+                if (last >= 31u && (xo & 3u) == 0u) {
+                    /* a whole sub-block at a 16-byte boundary: vector loads */
+                    [[unroll]] for (uint e = 0; e < 8u; e++) {
+                        vec4 xv = x4[(xo >> 2) + e];
+                        a += v[4u * e] * xv.x + v[4u * e + 1u] * xv.y + v[4u * e + 2u] * xv.z +
+                             v[4u * e + 3u] * xv.w;
+                    }
+                } else {
+                    [[unroll]] for (uint e = 0; e < 32u; e++)
+                        a += v[e] * x[xo + min(e, last)];
+                }
                 acc[r * NCOLS + t] += a;
             }
         }
