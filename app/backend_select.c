@@ -152,7 +152,7 @@ int app_eval(ecli_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos, fl
     /* the history is kept first: the retry replays it, including these tokens */
     bool have_hist = remember(e, tokens, n, pos);
     int rc = session_eval(e->s, tokens, n, pos, logits, all);
-    if (rc != BACKEND_EDEVICE || !strcmp(e->be->ops->name, "cpu") || !have_hist)
+    if ((rc != BACKEND_EDEVICE && rc != BACKEND_ENOMEM) || !strcmp(e->be->ops->name, "cpu") || !have_hist)
         return rc;
 
     fprintf(stderr, "\nggscope: the %s backend failed (%s); continuing on the CPU\n", e->be->ops->name,

@@ -30,7 +30,7 @@ void app_backend_describe(const backend *b, char *buf, size_t cap);
 
 /* Evaluate like session_eval, keeping the tokens of every cached position;
  * when a non-CPU backend fails with a device error (lost device, out of
- * device memory), switch `e` to a new CPU backend and session (notice on
+ * device memory: BACKEND_EDEVICE, BACKEND_ENOMEM), switch `e` to a new CPU backend and session (notice on
  * stderr), re-evaluate the cached tokens there and retry, so that the
  * conversation survives. Returns session_eval's code. */
 int app_eval(ecli_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits, bool all);

@@ -154,6 +154,9 @@ static vk_ctx *ctx_create(int device, char *err, size_t errlen)
     c->max_range = c->info.caps.max_range;
     c->wmax_range = c->max_range;
     c->mv_rows = 8;
+    const char *fa = getenv("GGSCOPE_VK_FAIL_AFTER");
+    if (fa && atoi(fa) > 0)
+        c->fail_after = (uint64_t)atoi(fa);
     const char *nr = getenv("GGSCOPE_VK_MV_ROWS");
     if (nr && atoi(nr) >= 1 && atoi(nr) <= 16)
         c->mv_rows = (uint32_t)atoi(nr);

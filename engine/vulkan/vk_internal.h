@@ -102,6 +102,9 @@ typedef struct vk_ctx {
     VkFence fence;
     bool recording;
     bool lost;             /* a device error happened: every later op fails */
+    uint64_t fail_after;   /* GGSCOPE_VK_FAIL_AFTER: simulate a lost device after N compute submits (tests) */
+    uint64_t compute_submits;  /* submissions that held dispatches */
+    bool has_dispatch;     /* the command buffer being recorded holds a dispatch */
 
     VkDescriptorSetLayout dsl[VK_MAX_BINDINGS + 1];   /* by binding count */
     VkPipelineLayout pl[VK_MAX_BINDINGS + 1];

@@ -255,6 +255,10 @@ int vk_flush(vk_ctx *c)
     VkResult r = vkEndCommandBuffer(c->cmd);
     if (r != VK_SUCCESS)
         return vk_fail(c, r, "vkEndCommandBuffer");
+    if (c->has_dispatch && c->fail_after && c->compute_submits >= c->fail_after)
+        return vk_fail(c, VK_ERROR_DEVICE_LOST, "vkQueueSubmit (simulated by GGSCOPE_VK_FAIL_AFTER)");
+    c->compute_submits += c->has_dispatch;
+    c->has_dispatch = false;
     VkSubmitInfo si = {
         .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
         .commandBufferCount = 1,
@@ -386,5 +390,6 @@ int vk_dispatch(vk_ctx *c, int pi, const vk_binding *b, int nb, const void *push
     vkCmdPushConstants(c->cmd, c->pl[nb], VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)push_size, push);
     vkCmdDispatch(c->cmd, gx, (uint32_t)gy, groups_z);
     c->stats.dispatches++;
+    c->has_dispatch = true;
     return 0;
 }
