@@ -1,5 +1,7 @@
-/* ggscope dump FILE TENSOR --f32 | --raw | --requant TYPE --raw [--rows A:B] [-o OUT]:
- * a tensor's values for scripts and checks.
+/* ggscope dump FILE TENSOR --f32 | --raw | --requant TYPE --raw [--rows A:B] [-o OUT]
+ *                         | --values | --hex | --stats | --hist [--bins N] [--json]:
+ * a tensor's values for scripts and checks; the text views are what the
+ * explorer's detail pane shows (app/dump_views.c).
  *
  * The option table and `dump_opts` are meant to grow (views such as --hex or
  * --stats): each output mode is one `dump_mode` and one writer function. */
@@ -13,14 +15,17 @@
 
 #include "app.h"
 #include "codec.h"
+#include "dump_views.h"
 #include "ggtype.h"
 #include "gguf.h"
+#include "tstats.h"
 
 typedef enum {
     DUMP_NONE = 0,
     DUMP_F32,          /* --f32: raw little-endian float32 */
     DUMP_REQUANT_RAW,  /* --requant TYPE --raw: raw blocks of TYPE */
     DUMP_RAW,          /* --raw alone: the tensor's bytes as stored */
+    DUMP_VIEW,         /* --values, --hex, --stats, --hist: text or --json */
 } dump_mode;
 
 typedef struct {
@@ -32,12 +37,17 @@ typedef struct {
     bool has_rows;            /* --rows A:B given */
     uint64_t row_begin, row_end;  /* [begin, end); end UINT64_MAX = last row */
     const char *out_path;     /* -o; NULL = stdout */
+    int view;                 /* DUMP_VIEW_* when mode == DUMP_VIEW */
+    bool json;                /* --json */
+    uint32_t bins;            /* --bins */
 } dump_opts;
 
 /* A tensor seen as rows of ne[0] elements (higher dimensions flattened). */
 typedef struct {
     const gguf_tensor *t;
     uint64_t row_len, n_rows, row_bytes;
+    uint32_t swap;            /* big-endian file: element size to byte-swap (0 = none) */
+    uint8_t *swapped;         /* scratch for the swapped bytes of one chunk */
 } dump_tensor;
 
 enum { CHUNK_ELEMS = 1 << 20 };  /* values per dequantize/write step */
@@ -48,6 +58,7 @@ static void dump_usage(FILE *out)
             "usage: ggscope dump FILE TENSOR --f32 [--rows A:B] [-o OUT]\n"
             "       ggscope dump FILE TENSOR --requant TYPE --raw [--rows A:B] [-o OUT]\n"
             "       ggscope dump FILE TENSOR --raw [--rows A:B] [-o OUT]\n"
+            "       ggscope dump FILE TENSOR --values|--hex|--stats|--hist [--bins N] [--json] [--rows A:B] [-o OUT]\n"
             "\n"
             "Write one tensor's values, for scripts and checks. A row is ne[0] elements\n"
             "(higher dimensions are flattened: row r of a [n0, n1, n2] tensor is at r*n0).\n"
@@ -59,10 +70,20 @@ static void dump_usage(FILE *out)
             "                  tensor's bytes as stored in the file\n"
             "  --rows A:B      rows A (inclusive) to B (exclusive); 'A:' to the end, ':B'\n"
             "                  from the start, 'A' the single row A\n"
+            "  --values        the dequantized values as text, one line per row\n"
+            "  --hex           the bytes block by block, each block's fields decoded (anatomy)\n"
+            "  --stats         count, min, max, mean, std, absmax, zeros, NaN, Inf of the values\n"
+            "                  (the explorer's histogram view shows the same figures)\n"
+            "  --hist          --stats and a histogram over [min, max]\n"
+            "  --bins N        histogram bins, 1..4096 (default 32)\n"
+            "  --json          --values/--hex/--stats/--hist as one JSON document\n"
+            "                  (--values and --hex default to rows 0:8, --stats/--hist to all)\n"
             "  -o, --output F  write to file F instead of standard output\n"
             "  -h, --help      this help\n"
             "\n"
             "Binary output is never written to a terminal: redirect it or use -o.\n"
+            "Big-endian files: plain types (f32, f16, i32, ...) are byte-swapped to little-endian;\n"
+            "quantized tensors can only be dumped --raw.\n"
             "Dequantization uses the fastest SIMD path; GGSCOPE_SIMD=scalar|avx2|avx512 forces one.\n");
 }
 
@@ -105,8 +126,13 @@ static int parse_args(int argc, char **argv, dump_opts *o)
         {"f32", no_argument, 0, 'F'},          {"requant", required_argument, 0, 'Q'},
         {"raw", no_argument, 0, 'R'},          {"rows", required_argument, 0, 'r'},
         {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'},
+        {"values", no_argument, 0, 'V'},       {"hex", no_argument, 0, 'X'},
+        {"stats", no_argument, 0, 'S'},        {"hist", no_argument, 0, 'H'},
+        {"json", no_argument, 0, 'J'},         {"bins", required_argument, 0, 'B'},
         {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
+    o->bins = 32;
+    int views = 0;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -122,6 +148,21 @@ static int parse_args(int argc, char **argv, dump_opts *o)
             o->has_rows = true;
             break;
         case 'o': o->out_path = optarg; break;
+        case 'V': o->view = DUMP_VIEW_VALUES, views++; break;
+        case 'X': o->view = DUMP_VIEW_HEX, views++; break;
+        case 'S': o->view = DUMP_VIEW_STATS, views++; break;
+        case 'H': o->view = DUMP_VIEW_HIST, views++; break;
+        case 'J': o->json = true; break;
+        case 'B': {
+            char *e;
+            unsigned long b = strtoul(optarg, &e, 10);
+            if (*e || b < 1 || b > TSTATS_MAX_BINS) {
+                app_error("--bins takes 1..%d", TSTATS_MAX_BINS);
+                return APP_BADINPUT;
+            }
+            o->bins = (uint32_t)b;
+            break;
+        }
         case 'h': dump_usage(stdout); return -1;
         default: dump_usage(stderr); return APP_BADINPUT;
         }
@@ -132,6 +173,18 @@ static int parse_args(int argc, char **argv, dump_opts *o)
     }
     o->file = argv[optind];
     o->tensor = argv[optind + 1];
+    if (views) {
+        if (views > 1 || o->mode != DUMP_NONE || o->requant || o->raw) {
+            app_error("give one of --values, --hex, --stats, --hist (they exclude --f32, --raw, --requant)");
+            return APP_BADINPUT;
+        }
+        o->mode = DUMP_VIEW;
+        return APP_OK;
+    }
+    if (o->json) {
+        app_error("--json goes with --values, --hex, --stats or --hist");
+        return APP_BADINPUT;
+    }
     if (o->requant) {
         if (o->mode == DUMP_F32) {
             app_error("--f32 and --requant exclude each other");
@@ -161,7 +214,8 @@ static int parse_args(int argc, char **argv, dump_opts *o)
         o->mode = DUMP_RAW;
     }
     if (o->mode == DUMP_NONE) {
-        app_error("nothing to dump: give --f32 or --requant TYPE --raw (see ggscope dump --help)");
+        app_error("nothing to dump: give --values, --hex, --stats, --hist, --f32 or --requant TYPE --raw "
+                  "(see ggscope dump --help)");
         return APP_BADINPUT;
     }
     return APP_OK;
@@ -248,7 +302,15 @@ static int for_each_chunk(const dump_opts *o, const dump_tensor *dt, uint64_t r0
 {
     for (uint64_t r = r0; r < r1; r += rows_per_chunk) {
         const uint64_t nr = r1 - r < rows_per_chunk ? r1 - r : rows_per_chunk;
-        if (codec_dequantize(dt->t->type, dt->t->data + r * dt->row_bytes, vals, nr * dt->row_len) != 0) {
+        const uint8_t *src = dt->t->data + r * dt->row_bytes;
+        if (dt->swap) {
+            const uint64_t nbytes = nr * dt->row_bytes;
+            for (uint64_t i = 0; i < nbytes; i += dt->swap)
+                for (uint32_t k = 0; k < dt->swap; k++)
+                    dt->swapped[i + k] = src[i + dt->swap - 1 - k];
+            src = dt->swapped;
+        }
+        if (codec_dequantize(dt->t->type, src, vals, nr * dt->row_len) != 0) {
             app_error("cannot dequantize tensor type %s", ggtype_name(dt->t->type));
             return APP_BADINPUT;
         }
@@ -303,6 +365,17 @@ int cmd_dump(int argc, char **argv)
         rc = APP_BADINPUT;
         goto done;
     }
+    if (gguf_big_endian(f) && o.mode != DUMP_RAW) {
+        const ggtype_traits *tr = ggtype_get(dt.t->type);
+        if (tr->is_quantized) {
+            app_error("tensor '%s' is %s in a big-endian file: only plain types (f32, f16, i32, ...) can be "
+                      "decoded from big-endian files (--raw gives the stored bytes)",
+                      o.tensor, tr->name);
+            rc = APP_BADINPUT;
+            goto done;
+        }
+        dt.swap = tr->type_size > 1 ? tr->type_size : 0;
+    }
     dt.row_len = dt.t->ne[0];
     dt.n_rows = dt.row_len ? dt.t->n_elements / dt.row_len : 0;
     dt.row_bytes = ggtype_row_size(dt.t->type, dt.row_len, NULL);
@@ -327,6 +400,13 @@ int cmd_dump(int argc, char **argv)
         }
     }
 
+    if (o.mode == DUMP_VIEW && r0 == r1) {
+        app_error("tensor '%s' has no rows", o.tensor);
+        rc = APP_BADINPUT;
+        goto done;
+    }
+    if (o.mode == DUMP_VIEW && !o.has_rows && (o.view == DUMP_VIEW_HEX || o.view == DUMP_VIEW_VALUES) && r1 > 8)
+        r1 = 8;
     if (o.out_path) {
         out = fopen(o.out_path, "wb");
         if (!out) {
@@ -335,7 +415,7 @@ int cmd_dump(int argc, char **argv)
             goto done;
         }
     } else {
-        if (isatty(STDOUT_FILENO)) {
+        if (o.mode != DUMP_VIEW && isatty(STDOUT_FILENO)) {
             app_error("refusing to write binary data to a terminal: redirect it or use -o FILE");
             rc = APP_BADINPUT;
             goto done;
@@ -343,6 +423,11 @@ int cmd_dump(int argc, char **argv)
         out = stdout;
     }
 
+    if (o.mode == DUMP_VIEW) {
+        dump_view_opts vo = {.view = o.view, .row_first = r0, .row_count = r1 - r0, .json = o.json, .bins = o.bins};
+        rc = dump_view(dt.t, &vo, out);
+        goto flush;
+    }
     /* whole rows per chunk, at least one row */
     uint64_t rows_per_chunk = dt.row_len ? CHUNK_ELEMS / dt.row_len : 1;
     if (rows_per_chunk == 0)
@@ -353,7 +438,9 @@ int cmd_dump(int argc, char **argv)
         vals = malloc(rows_per_chunk * dt.row_len * sizeof(float) + 1);
     if (o.mode == DUMP_REQUANT_RAW)
         scratch = malloc(rows_per_chunk * ggtype_row_size((uint32_t)o.requant_type, dt.row_len, NULL) + 1);
-    if ((o.mode != DUMP_RAW && !vals) || (o.mode == DUMP_REQUANT_RAW && !scratch)) {
+    if (dt.swap)
+        dt.swapped = malloc(rows_per_chunk * dt.row_bytes + 1);
+    if ((o.mode != DUMP_RAW && !vals) || (dt.swap && !dt.swapped) || (o.mode == DUMP_REQUANT_RAW && !scratch)) {
         app_error("out of memory (rows of %" PRIu64 " values)", dt.row_len);
         rc = APP_FAIL;
         goto done;
@@ -377,6 +464,7 @@ done:
     }
     free(vals);
     free(scratch);
+    free(dt.swapped);
     gguf_close(f);
     return rc;
 }

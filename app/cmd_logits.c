@@ -19,6 +19,7 @@ static void help(FILE *out)
             "options:\n"
             "  --top K           logits listed per position (default 10)\n"
             "  --all             also print every logit\n"
+            "  --batch N         evaluate N tokens per forward pass (default: all at once)\n"
             ECLI_COMMON_HELP
             "  -h, --help        this help\n");
 }
@@ -42,6 +43,7 @@ int cmd_logits(int argc, char **argv)
     const char *path = NULL, *ids_s = NULL;
     long top = 10;
     bool all = false;
+    long batch = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int r = ecli_common_opt(argc, argv, &i, &o);
@@ -54,6 +56,9 @@ int cmd_logits(int argc, char **argv)
             return APP_OK;
         } else if (!strcmp(a, "--top")) {
             if (!ecli_parse_long(a, i + 1 < argc ? argv[++i] : NULL, 0, 1 << 24, &top))
+                return APP_BADINPUT;
+        } else if (!strcmp(a, "--batch")) {
+            if (!ecli_parse_long(a, i + 1 < argc ? argv[++i] : NULL, 1, 1 << 20, &batch))
                 return APP_BADINPUT;
         } else if (!strcmp(a, "--all")) {
             all = true;
@@ -99,10 +104,14 @@ int cmd_logits(int argc, char **argv)
         rc = APP_FAIL;
         goto done;
     }
-    if (app_eval(&e, ids, n, 0, lg, true)) {
-        app_error("evaluation failed: %s", session_error(e.s));
-        rc = APP_FAIL;
-        goto done;
+    for (uint32_t p = 0; p < n;) {
+        uint32_t nb = batch && (uint32_t)batch < n - p ? (uint32_t)batch : n - p;
+        if (app_eval(&e, ids + p, nb, p, lg + (size_t)p * nv, true)) {
+            app_error("evaluation failed: %s", session_error(e.s));
+            rc = APP_FAIL;
+            goto done;
+        }
+        p += nb;
     }
     if ((uint64_t)top > nv)
         top = nv;

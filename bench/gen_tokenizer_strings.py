@@ -111,7 +111,12 @@ def main():
     out += SCRIPTS + CODE + EMOJI + UNUSUAL + SPECIALS
     out.append("".join(EMOJI))
     out.append(" ".join(SPECIALS))
-    while len(out) < count:
+    # long runs and codepoints newer than Unicode 15 (the tables here are 15.0)
+    out += [" " * 300 + "x", "\n" * 100, "9" * 200, "\u4e2d\u6587" * 300, "ab" * 500,
+            "\t \n" * 80, "x" + "\u0301" * 50, "\U0001f999" * 60, "'s" * 100,
+            "\u1c89\u1c8a", "\U00010d40\U00010d41", "\U0001cc00", "\u0897", "\U0002ebf0",
+            "\U000e0001\U000e0041", "\ud7ff\ue000\uf8ff\ufffd\uffff"]
+    while len(out) < count - 50:
         k = r.choice([1, 2, 3, 4, 6, 10, 20, 40])
         s = "".join(piece(r) for _ in range(k))
         if r.random() < 0.3:
@@ -119,6 +124,9 @@ def main():
         if r.random() < 0.3:
             s = s + r.choice(WS)
         out.append(s)
+    # a few long mixed strings
+    while len(out) < count:
+        out.append("".join(piece(r) for _ in range(300)))
     json.dump(out[:count], sys.stdout, ensure_ascii=False)
     sys.stdout.write("\n")
 

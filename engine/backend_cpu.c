@@ -335,10 +335,10 @@ static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *acc, floa
     for (uint32_t p = 0; p < n_kv; p++) {
         const uint16_t *k = j->k + (size_t)p * kvrow + (size_t)kvh * hd;
         const uint16_t *v = j->v + (size_t)p * kvrow + (size_t)kvh * hd;
-        float s = 0.0f;
+        double sd = 0.0;
         for (uint32_t d = 0; d < hd; d++)
-            s += qh[d] * h2f(k[d]);
-        s *= j->scale;
+            sd += (double)(qh[d] * h2f(k[d]));
+        float s = (float)sd * j->scale;
         float ms = 1.0f, vs = 1.0f;
         if (s > M) {
             float Mold = M;
@@ -350,7 +350,7 @@ static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *acc, floa
             vs = expf(s - M);
         }
         for (uint32_t d = 0; d < hd; d++)
-            acc[d] = round_f16(acc[d] + h2f(v[d]) * vs);
+            acc[d] = round_f16(fmaf(h2f(v[d]), vs, acc[d]));
         S = S * ms + vs;
     }
     float inv = S == 0.0f ? 0.0f : 1.0f / S;

@@ -12,6 +12,8 @@
 typedef struct {
     bool float_path;   /* GGSCOPE_MATMUL=float: dequantize + float dots (debugging) */
     kern_pool *pool;
+    float *xr;           /* activations rounded to F16 / BF16 for such weights */
+    size_t xr_n;
     void *scratch;
     size_t scratch_size;
 } cpu_ctx;
@@ -37,6 +39,7 @@ void backend_cpu_ctx_free(void *ctx)
     if (!c)
         return;
     kern_pool_free(c->pool);
+    free(c->xr);
     free(c->scratch);
     free(c);
 }
@@ -96,6 +99,23 @@ int backend_cpu_matmul(void *ctx, const backend_weight *w, const float *x, uint3
         free(c->scratch);
         c->scratch = p;
         c->scratch_size = need;
+    }
+    if (w->type == GGTYPE_F16 || w->type == GGTYPE_BF16) {
+        /* ggml multiplies F16 / BF16 weights with activations converted to
+         * the same type: round them the same way */
+        size_t n = (size_t)n_tok * w->ne0;
+        if (n > c->xr_n) {
+            float *p = malloc(sizeof(float) * n);
+            if (!p)
+                return BACKEND_ENOMEM;
+            free(c->xr);
+            c->xr = p;
+            c->xr_n = n;
+        }
+        for (size_t i = 0; i < n; i++)
+            c->xr[i] = w->type == GGTYPE_F16 ? codec_f16_to_f32(codec_f32_to_f16(x[i]))
+                                             : codec_bf16_to_f32(codec_f32_to_bf16(x[i]));
+        x = c->xr;
     }
     int rc = kern_matmul(c->pool, w->type, w->data, w->row_bytes, (int64_t)w->ne1, (int64_t)w->ne0,
                          x, n_tok, y, c->scratch, c->scratch_size);

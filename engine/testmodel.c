@@ -287,8 +287,8 @@ int testmodel_write(const testmodel_params *p, const char *path, char *msg, size
         e |= add(&mk, cap_t, name, type, ne0, ne1, kind, sc);                  \
     } while (0)
         T("attn_norm.weight", GGTYPE_F32, p->n_embd, 1, 1, 0);
-        T("attn_q.weight", p->wtype, p->n_embd, p->n_embd, 0, 2.0f * s_e);
-        T("attn_k.weight", p->wtype, p->n_embd, kvd, 0, 2.0f * s_e);
+        T("attn_q.weight", p->wtype, p->n_embd, p->n_embd, 0, s_e);
+        T("attn_k.weight", p->wtype, p->n_embd, kvd, 0, s_e);
         T("attn_v.weight", p->wtype, p->n_embd, kvd, 0, s_e);
         if (qwen || p->qkv_bias) {
             T("attn_q.bias", GGTYPE_F32, p->n_embd, 1, 2, 0.5f);

@@ -3,6 +3,7 @@
  * order (lowest rank first, leftmost first among equal ranks), as llama.cpp's
  * llm_tokenizer_bpe_session does. Symbols carry ids, so merging never builds
  * strings: a merge (left id, right id) maps to its rank and result id. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,19 +13,21 @@
 
 /* GPT-2's bytes_to_unicode: printable bytes stand for themselves, the
  * others for 256, 257, ... in byte order. */
-static uint32_t byte_cp(uint8_t b)
+static uint32_t byte_map[256];
+static pthread_once_t byte_map_once = PTHREAD_ONCE_INIT;
+
+static void byte_map_init(void)
 {
-    static uint32_t map[256];
-    static int ready;
-    if (!ready) {
-        uint32_t n = 0;
-        for (int c = 0; c < 256; c++) {
-            bool keep = (c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF);
-            map[c] = keep ? (uint32_t)c : 256 + n++;
-        }
-        ready = 1;   /* idempotent: racing threads write the same values */
+    uint32_t n = 0;
+    for (int c = 0; c < 256; c++) {
+        bool keep = (c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF);
+        byte_map[c] = keep ? (uint32_t)c : 256 + n++;
     }
-    return map[b];
+}
+
+static inline uint32_t byte_cp(uint8_t b)
+{
+    return byte_map[b];   /* initialised by tok__bpe_load before any use */
 }
 
 /* Inverse of byte_cp: -1 when cp is no byte-level character. */
@@ -53,6 +56,7 @@ static uint64_t mslot(const tok_vocab *v, uint64_t key)
 
 tok_status tok__bpe_load(tok_vocab *v, const gguf_file *f, tok_error *err)
 {
+    pthread_once(&byte_map_once, byte_map_init);
     for (int b = 0; b < 256; b++) {
         uint8_t enc[4];
         size_t n = tok__utf8_put(byte_cp((uint8_t)b), enc);

@@ -136,7 +136,6 @@ static bool name_in(const char *names, const char *name, size_t len, const char 
 
 tok__pre *tok__pre_new(const char *name, size_t len, tok__pre_info *info, char *err, size_t errcap)
 {
-    static char canon[N_DEFS][32];
     const pre_def *def = NULL;
     const char *dummy;
     if (!name || !len) {
@@ -150,17 +149,6 @@ tok__pre *tok__pre_new(const char *name, size_t len, tok__pre_info *info, char *
     info->known = def != NULL;
     if (!def)
         def = &PRE_DEFS[0];
-    size_t di = (size_t)(def - PRE_DEFS);
-    if (!canon[di][0]) {   /* the entry's first name; identical for every caller */
-        size_t n = strcspn(def->names, " ");
-        if (n >= sizeof canon[di])
-            n = sizeof canon[di] - 1;
-        char tmp[32];
-        memcpy(tmp, def->names, n);
-        tmp[n] = 0;
-        memcpy(canon[di], tmp, n + 1);
-    }
-    info->canonical = canon[di];
     info->ignore_merges = def->flags & F_IGNORE_MERGES;
     info->add_bos = def->flags & F_ADD_BOS;
     info->clean_spaces = !(def->flags & F_NO_CLEAN);

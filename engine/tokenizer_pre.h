@@ -17,7 +17,6 @@ typedef struct {
     bool add_bos;        /* default for add_bos_token */
     bool clean_spaces;   /* detokenizer's clean-up of " ." " 's" etc. */
     bool bos_null;       /* no BOS token by default */
-    const char *canonical;  /* the table entry's first name */
 } tok__pre_info;
 
 /* Build the pre-tokenizer for `name` (len bytes; NULL/empty = "default").

@@ -175,7 +175,7 @@ static bool class_prop(parser *ps, rx_class *c)
     } else if (!strcmp(name, "M")) {
         class_range(ps, c, 0xD4, 0xD4);
     } else if (!strcmp(name, "S")) {
-        static const char *sym = "$+<=>^`|";
+        static const char *sym = "$+<=>^`|~";
         class_range(ps, c, 0xD5, 0xD5);
         for (const char *q = sym; *q; q++)
             class_range(ps, c, (uint8_t)*q, (uint8_t)*q);

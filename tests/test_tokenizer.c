@@ -198,6 +198,29 @@ static void test_special_tokens(void **state)
     assert_false(tok_is_eog(o.v, im_start));
     assert_true(tok_is_control(o.v, im_start));
     assert_false(tok_add_bos(o.v));
+    /* a long text (the partitioner's pair filter is on): specials and a
+     * user-defined token ([PAD151646], type 4: matched even without parsing) */
+    {
+        size_t cap = 12000, m = 0;
+        char *big = malloc(cap);
+        m += (size_t)sprintf(big + m, "<|im_start|>");
+        while (m < 9000)
+            m += (size_t)sprintf(big + m, "word %zu ", m);
+        m += (size_t)sprintf(big + m, "[PAD151646]<|im_end|>");
+        tok_id *lid;
+        size_t ln;
+        assert_int_equal(tok_tokenize(o.v, big, m, TOK_PARSE_SPECIAL, &lid, &ln), TOK_OK);
+        assert_int_equal(lid[0], im_start);
+        assert_int_equal(lid[ln - 2], 151646);
+        assert_int_equal(lid[ln - 1], im_end);
+        free(lid);
+        assert_int_equal(tok_tokenize(o.v, big, m, 0, &lid, &ln), TOK_OK);
+        assert_true(lid[0] != im_start);
+        assert_true(has(lid, ln, 151646));
+        assert_false(has(lid, ln, im_end));
+        free(lid);
+        free(big);
+    }
     /* control tokens render only when asked */
     char buf[32];
     assert_int_equal(tok_piece(o.v, im_start, buf, sizeof buf, 0), 0);
@@ -498,6 +521,46 @@ static void test_pre_tokenizers(void **state)
     split("default", "a, b12345", def);
 }
 
+/* Arbitrary bytes (malformed UTF-8 included): SPM keeps every byte (byte
+ * fallback), so detokenizing gives the bytes back; BPE replaces malformed
+ * bytes by U+FFFD like llama.cpp and must produce valid ids. */
+static void test_random_bytes(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"llama-spm", "llama-bpe", "qwen2", "deepseek-coder"};
+    for (int k = 0; k < 4; k++) {
+        opened o;
+        if (!open_vocab(names[k], &o))
+            TU_SKIP_NO_SHARED();
+        uint32_t r = 99u + (uint32_t)k;
+        for (int iter = 0; iter < 200; iter++) {
+            char buf[64];
+            size_t n = 1 + (size_t)(iter % 63);
+            for (size_t i = 0; i < n; i++) {
+                r = r * 1664525u + 1013904223u;
+                buf[i] = (char)(r >> 24);
+            }
+            tok_id *ids;
+            size_t m;
+            assert_int_equal(tok_tokenize(o.v, buf, n, TOK_PARSE_SPECIAL, &ids, &m), TOK_OK);
+            for (size_t i = 0; i < m; i++)
+                assert_true(ids[i] >= 0 && (uint32_t)ids[i] < tok_n_vocab(o.v));
+            /* (a space after a stray lead byte is swallowed into its "character"
+             * as U+2581, exactly as llama.cpp does, so leave spaces out) */
+            if (tok_model_kind(o.v) == TOK_MODEL_SPM && !memchr(buf, '<', n) && !memchr(buf, ' ', n)) {
+                char *text;
+                size_t tl;
+                assert_int_equal(tok_detokenize(o.v, ids, m, 0, &text, &tl), TOK_OK);
+                assert_int_equal(tl, n);
+                assert_memory_equal(text, buf, n);
+                free(text);
+            }
+            free(ids);
+        }
+        close_vocab(&o);
+    }
+}
+
 /* SPM merges word by word when the vocabulary allows it: the result must be
  * the one of merging the whole text at once (llama.cpp's way). */
 static void test_spm_word_split_equivalence(void **state)
@@ -541,6 +604,7 @@ int main(void)
         cmocka_unit_test(test_special_tokens),
         cmocka_unit_test(test_stream_split_emoji),
         cmocka_unit_test(test_spm_word_split_equivalence),
+        cmocka_unit_test(test_random_bytes),
         cmocka_unit_test(test_vocab_vectors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
