@@ -35,10 +35,25 @@ bool app_stderr_is_tty(void);
 void app_progress(const char *label, double done, double total);
 void app_progress_end(void);
 
+/* Options of the interactive explorer. */
+typedef struct {
+    bool mono;            /* no colours */
+    bool no_mouse;        /* do not capture the mouse */
+    const char *search;   /* start with this search (NULL: none) */
+} app_explore_opts;
+
+/* Run the full-screen explorer on `path` (stdin/stdout must be terminals).
+ * Returns an exit status (2 when the file cannot be opened). */
+int app_explore(const char *path, const app_explore_opts *opts);
+
 /* Subcommands (one file each: app/cmd_NAME.c). */
 int cmd_info(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
+int cmd_explore(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_template(int argc, char **argv);
 
 #endif

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "app.h"
+#include "codec.h"
 #include "demo.h"
 #include "ggtype.h"
 
@@ -82,6 +83,20 @@ static float rnd_normal(void)
         u[k] = (float)(((rng_state * 2685821657736338717ULL) >> 40) + 1) / 16777217.0f;
     }
     return sqrtf(-2.0f * logf(u[0])) * cosf(6.2831853f * u[1]);
+}
+
+/* Add a 2-D tensor of rows x cols floats, stored as `type` (quantized with the
+ * reference quantizers). */
+static void add_matrix(gguf_writer *w, const char *name, uint32_t type, const float *x, int rows, int cols)
+{
+    uint64_t ne[2] = {(uint64_t)cols, (uint64_t)rows};
+    size_t bytes = (size_t)ggtype_row_size(type, (uint64_t)cols, NULL) * (size_t)rows;
+    void *q = malloc(bytes);
+    if (type == GGTYPE_F32 || !q || codec_quantize(type, x, q, (uint64_t)rows, (uint64_t)cols, NULL) != bytes)
+        gguf_writer_add_tensor(w, name, GGTYPE_F32, 2, ne, x);
+    else
+        gguf_writer_add_tensor(w, name, type, 2, ne, q);
+    free(q);
 }
 
 static void fill_normal(float *x, size_t n, float sigma)
@@ -166,7 +181,7 @@ int demo_write(const char *path)
     gguf_writer_set_str(w, "general.description",
                         "A tiny model written by ggscope itself. Greedy decoding recites a short text: "
                         "its output matrix holds a word-bigram table.");
-    gguf_writer_set_u32(w, "general.file_type", 0);
+    gguf_writer_set_u32(w, "general.file_type", 15); /* MOSTLY_Q4_K_M */
     gguf_writer_set_u32(w, "general.quantization_version", 2);
     gguf_writer_set_u32(w, "llama.context_length", N_CTX);
     gguf_writer_set_u32(w, "llama.embedding_length", N_EMBD);
@@ -195,34 +210,34 @@ int demo_write(const char *path)
     float *ones = malloc(N_EMBD * sizeof *ones);
     for (int i = 0; i < N_EMBD; i++)
         ones[i] = 1.0f;
-    uint64_t ne_embd[2] = {N_EMBD, n_vocab}, ne_norm[1] = {N_EMBD};
-    gguf_writer_add_tensor(w, "token_embd.weight", GGTYPE_F32, 2, ne_embd, embd);
+    uint64_t ne_norm[1] = {N_EMBD};
+    add_matrix(w, "token_embd.weight", GGTYPE_Q8_0, embd, (int)n_vocab, N_EMBD);
     size_t big = (size_t)N_FF * N_EMBD;
     float *m = malloc(big * sizeof *m);
     char name[64];
     for (int l = 0; l < N_LAYER; l++) {
-        static const struct { const char *name; int rows, cols; float sigma; } mats[] = {
-            {"attn_q", N_EMBD, N_EMBD, 0.02f},
-            {"attn_k", N_EMBD * N_HEAD_KV / N_HEAD, N_EMBD, 0.02f},
-            {"attn_v", N_EMBD * N_HEAD_KV / N_HEAD, N_EMBD, 0.02f},
-            {"attn_output", N_EMBD, N_EMBD, 0.0005f},
-            {"ffn_gate", N_FF, N_EMBD, 0.02f},
-            {"ffn_up", N_FF, N_EMBD, 0.02f},
-            {"ffn_down", N_EMBD, N_FF, 0.0005f},
+        /* a mix of types, different in each layer, so the explorer has them all to show */
+        static const struct { const char *name; int rows, cols; float sigma; uint32_t type[N_LAYER]; } mats[] = {
+            {"attn_q", N_EMBD, N_EMBD, 0.02f, {GGTYPE_Q4_K, GGTYPE_F16}},
+            {"attn_k", N_EMBD * N_HEAD_KV / N_HEAD, N_EMBD, 0.02f, {GGTYPE_Q4_K, GGTYPE_Q3_K}},
+            {"attn_v", N_EMBD * N_HEAD_KV / N_HEAD, N_EMBD, 0.02f, {GGTYPE_Q6_K, GGTYPE_Q5_0}},
+            {"attn_output", N_EMBD, N_EMBD, 0.0005f, {GGTYPE_Q4_0, GGTYPE_BF16}},
+            {"ffn_gate", N_FF, N_EMBD, 0.02f, {GGTYPE_Q4_K, GGTYPE_IQ4_NL}},
+            {"ffn_up", N_FF, N_EMBD, 0.02f, {GGTYPE_Q4_K, GGTYPE_IQ4_XS}},
+            {"ffn_down", N_EMBD, N_FF, 0.0005f, {GGTYPE_Q5_K, GGTYPE_Q2_K}},
         };
         snprintf(name, sizeof name, "blk.%d.attn_norm.weight", l);
         gguf_writer_add_tensor(w, name, GGTYPE_F32, 1, ne_norm, ones);
         snprintf(name, sizeof name, "blk.%d.ffn_norm.weight", l);
         gguf_writer_add_tensor(w, name, GGTYPE_F32, 1, ne_norm, ones);
         for (size_t k = 0; k < sizeof mats / sizeof mats[0]; k++) {
-            uint64_t ne[2] = {(uint64_t)mats[k].cols, (uint64_t)mats[k].rows};
             fill_normal(m, (size_t)mats[k].rows * (size_t)mats[k].cols, mats[k].sigma);
             snprintf(name, sizeof name, "blk.%d.%s.weight", l, mats[k].name);
-            gguf_writer_add_tensor(w, name, GGTYPE_F32, 2, ne, m);
+            add_matrix(w, name, mats[k].type[l], m, mats[k].rows, mats[k].cols);
         }
     }
     gguf_writer_add_tensor(w, "output_norm.weight", GGTYPE_F32, 1, ne_norm, ones);
-    gguf_writer_add_tensor(w, "output.weight", GGTYPE_F32, 2, ne_embd, out);
+    add_matrix(w, "output.weight", GGTYPE_Q6_K, out, (int)n_vocab, N_EMBD);
     gguf_status st = gguf_writer_write(w, path, NULL, NULL);
     gguf_writer_free(w);
     free(m);
@@ -267,7 +282,7 @@ const char *app_demo_path(void)
         snprintf(dir, sizeof dir, "%s/.cache/ggscope", home);
     else
         snprintf(dir, sizeof dir, "/tmp/ggscope-cache");
-    snprintf(path, sizeof path, "%s/ggscope-demo-1M-v%s-F32.gguf", dir, GGSCOPE_VERSION);
+    snprintf(path, sizeof path, "%s/ggscope-demo-1M-v%s-Q4_K_M.gguf", dir, GGSCOPE_VERSION);
     struct stat st;
     if (stat(path, &st) == 0)
         return path;

@@ -1,6 +1,8 @@
 /* ggscope: explore GGUF files, inspect quantization error, chat with a model. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "app.h"
 
@@ -9,6 +11,10 @@ static const app_command COMMANDS[] = {
     {"run", cmd_run, "generate text from a prompt with the built-in engine"},
     {"bench", cmd_bench, "measure prompt and generation speed (tokens/s, --json)"},
     {"logits", cmd_logits, "print the logits of token ids as JSON lines (as the peer does)"},
+    {"dump", cmd_dump, "a tensor's values: text views (--values --hex --stats --hist --json), float32 or requantized blocks"},
+    {"explore", cmd_explore, "open the full-screen explorer on a file (what `ggscope FILE` does in a terminal)"},
+    {"tokenize", cmd_tokenize, "tokenize text with a model's tokenizer (--ids, --pieces, --special)"},
+    {"template", cmd_template, "render a conversation with a model's chat template"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 
@@ -23,7 +29,10 @@ static void usage(FILE *out)
             GGSCOPE_VERSION);
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(out, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
-    fprintf(out, "\noptions:\n  -h, --help     this help\n  -V, --version  print the version\n");
+    fprintf(out, "\noptions:\n  -h, --help     this help\n  -V, --version  print the version\n"
+                 "  --no-tui       print `info` of FILE instead of opening the explorer\n"
+                 "\n`ggscope [FILE]` opens the explorer when stdin and stdout are terminals, else it prints\n"
+                 "`info`. Inside the explorer, ? lists every key.\n");
 }
 
 int main(int argc, char **argv)
@@ -36,19 +45,31 @@ int main(int argc, char **argv)
         printf("ggscope %s\n", GGSCOPE_VERSION);
         return APP_OK;
     }
-    if (argc >= 2) {
+    bool no_tui = false;
+    if (argc >= 2 && !strcmp(argv[1], "--no-tui")) {
+        no_tui = true;
+        argv++;
+        argc--;
+    }
+    if (argc >= 2 && !no_tui) {
         for (size_t i = 0; i < N_COMMANDS; i++)
             if (!strcmp(argv[1], COMMANDS[i].name))
                 return COMMANDS[i].run(argc - 1, argv + 1);
-        if (argv[1][0] == '-') {
-            app_error("unknown option '%s' (see ggscope --help)", argv[1]);
-            return APP_BADINPUT;
-        }
     }
-    /* ggscope [FILE]: until the explorer exists, print `info` of the file. */
+    if (argc >= 2 && argv[1][0] == '-') {
+        app_error("unknown option '%s' (see ggscope --help)", argv[1]);
+        return APP_BADINPUT;
+    }
+    if (argc > 2) {
+        app_error("unknown command '%s' (see ggscope --help)", argv[1]);
+        return APP_BADINPUT;
+    }
+    /* ggscope [FILE]: the explorer in a terminal, else `info` of the file. */
     const char *path = argc >= 2 ? argv[1] : app_demo_path();
     if (!path)
         return APP_FAIL;
+    if (!no_tui && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO))
+        return app_explore(path, NULL);
     char *args[] = {"info", (char *)path, NULL};
     return cmd_info(2, args);
 }

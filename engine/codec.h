@@ -43,24 +43,38 @@ bool codec_can_quantize(uint32_t type);
 size_t codec_quantize(uint32_t type, const float *src, void *dst, uint64_t nrows,
                       uint64_t n_per_row, const float *imatrix);
 
+/* What a block field holds. */
+typedef enum {
+    CODEC_FIELD_SCALE = 0,  /* one value (scale, min, offset) shared by all its elements */
+    CODEC_FIELD_QUANTS = 1, /* one packed code per element: element k (k < elem_count) has
+                             * bits [k*w, (k+1)*w) of raw, w = field bits / elem_count */
+    CODEC_FIELD_OTHER = 2,  /* anything else (base-3 trits, grid indices + signs, sums) */
+} codec_field_kind;
+
 /* One field of a quantized block, for the block-aware hex view. */
 typedef struct {
     char name[24];          /* "d", "scales[3]", "qs[17]" */
     uint32_t byte_offset;   /* within the block */
-    uint32_t byte_len;
+    uint32_t byte_len;      /* bytes spanned (a split field spans all the bytes it touches) */
     uint32_t bit_offset;    /* for sub-byte fields: first bit within the bytes, else 0 */
     uint32_t bit_len;       /* 0 = whole bytes */
-    uint64_t raw;           /* raw bits of the field */
-    double value;           /* decoded value (f16 → float, 6-bit scale → int, ...) */
+    uint64_t raw;           /* raw bits of the field (little-endian, shifted down) */
+    double value;           /* decoded value (f16 -> float, 6-bit scale -> int, the
+                             * first element's code for QUANTS fields) */
     char text[48];          /* human form of the decoded value: "0.0123", "3, 12" */
     uint32_t elem_first;    /* elements of the block this field feeds: */
     uint32_t elem_count;    /*   elem_first + k*elem_stride, k < elem_count */
     uint32_t elem_stride;
+    codec_field_kind kind;
 } codec_field;
 
-/* Fields of the block at `block` (type_size bytes) of `type`. Writes at most
- * `cap` fields; returns the total count (may exceed cap), or -1 for types
- * without anatomy. */
+/* Fields of the block at `block` (type_size bytes) of `type`, in the order
+ * of the block's layout (a 6-bit scale split over several bytes spans them).
+ * Writes at most `cap` fields (fields may be NULL when cap is 0); returns the
+ * total count (may exceed cap), or -1 for unknown types. Full detail (every
+ * scale and every quant byte) for the legacy, K, IQ4 and FP4 types; the
+ * IQ1/IQ2/IQ3 types list d and their per-32-element byte groups; plain
+ * element types (F32, F16, I8, ...) list their single value. */
 int codec_block_anatomy(uint32_t type, const void *block, codec_field *fields, int cap);
 
 /* IEEE half and bfloat16 conversions, exactly as ggml does them. */

@@ -251,8 +251,38 @@ TGT static void dq_iq4_xs(const void *src, float *y, uint64_t nb)
     }
 }
 
+#define EMIT_I8(y, v, s)                                                                      \
+    do {                                                                                      \
+        const __m256 s_ = _mm256_set1_ps(s);                                                  \
+        _mm256_storeu_ps((y), _mm256_mul_ps(i8x8_ps(v), s_));                                 \
+        _mm256_storeu_ps((y) + 8, _mm256_mul_ps(i8x8_ps(_mm_srli_si128((v), 8)), s_));        \
+    } while (0)
+#define EMIT_U8_SUB(y, v, s, m)                                                                        \
+    do {                                                                                               \
+        const __m256 s_ = _mm256_set1_ps(s), m_ = _mm256_set1_ps(m);                                   \
+        _mm256_storeu_ps((y), _mm256_sub_ps(_mm256_mul_ps(s_, u8x8_ps(v)), m_));                       \
+        _mm256_storeu_ps((y) + 8, _mm256_sub_ps(_mm256_mul_ps(s_, u8x8_ps(_mm_srli_si128((v), 8))), m_)); \
+    } while (0)
+#define EMIT_U8_ADD(y, v, s, m)                                                                        \
+    do {                                                                                               \
+        const __m256 s_ = _mm256_set1_ps(s), m_ = _mm256_set1_ps(m);                                   \
+        _mm256_storeu_ps((y), _mm256_add_ps(_mm256_mul_ps(u8x8_ps(v), s_), m_));                       \
+        _mm256_storeu_ps((y) + 8, _mm256_add_ps(_mm256_mul_ps(u8x8_ps(_mm_srli_si128((v), 8)), s_), m_)); \
+    } while (0)
+#define SELECT16(y, bits, a, b)                                                                   \
+    do {                                                                                          \
+        const __m256i sel_ = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);                       \
+        const __m256 a_ = _mm256_set1_ps(a), b_ = _mm256_set1_ps(b);                              \
+        const __m256i lo_ = _mm256_and_si256(_mm256_set1_epi32((int)((bits) & 0xFF)), sel_);       \
+        const __m256i hi_ = _mm256_and_si256(_mm256_set1_epi32((int)((bits) >> 8)), sel_);         \
+        _mm256_storeu_ps((y), _mm256_blendv_ps(b_, a_, _mm256_castsi256_ps(_mm256_cmpeq_epi32(lo_, sel_))));     \
+        _mm256_storeu_ps((y) + 8, _mm256_blendv_ps(b_, a_, _mm256_castsi256_ps(_mm256_cmpeq_epi32(hi_, sel_)))); \
+    } while (0)
+#include "dequant_simd_body.h"
+
 void cdc_dequant_avx2_table(cdc_dequant_fn t[GGTYPE_COUNT])
 {
+    body_fill(t);
     t[GGTYPE_F16] = dq_f16;
     t[GGTYPE_BF16] = dq_bf16;
     t[GGTYPE_Q4_0] = dq_q4_0;

@@ -229,8 +229,18 @@ TGT static void dq_iq4_xs(const void *src, float *y, uint64_t nb)
     }
 }
 
+#define EMIT_I8(y, v, s) _mm512_storeu_ps((y), _mm512_mul_ps(i8x16_ps(v), _mm512_set1_ps(s)))
+#define EMIT_U8_SUB(y, v, s, m) \
+    _mm512_storeu_ps((y), _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(s), u8x16_ps(v)), _mm512_set1_ps(m)))
+#define EMIT_U8_ADD(y, v, s, m) \
+    _mm512_storeu_ps((y), _mm512_add_ps(_mm512_mul_ps(u8x16_ps(v), _mm512_set1_ps(s)), _mm512_set1_ps(m)))
+#define SELECT16(y, bits, a, b) \
+    _mm512_storeu_ps((y), _mm512_mask_blend_ps((__mmask16)(bits), _mm512_set1_ps(b), _mm512_set1_ps(a)))
+#include "dequant_simd_body.h"
+
 void cdc_dequant_avx512_table(cdc_dequant_fn t[GGTYPE_COUNT])
 {
+    body_fill(t);
     t[GGTYPE_F16] = dq_f16;
     t[GGTYPE_BF16] = dq_bf16;
     t[GGTYPE_Q4_0] = dq_q4_0;

@@ -570,14 +570,16 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
         const ggtype_traits *tr = ggtype_get(t->type);
         t->type_known = tr != NULL;
         if (tr) {
-            if (t->ne[0] % tr->blck_size != 0)
-                return cur_fail(&c, type_at, "tensor dimension 0 (%llu) is not a multiple of the %s block size %u",
-                                (unsigned long long)t->ne[0], tr->name, tr->blck_size);
-            bool ovf;
-            uint64_t row = ggtype_row_size(t->type, t->ne[0], &ovf), bytes = row;
-            for (uint32_t d = 1; d < GGUF_MAX_DIMS && !ovf; d++)
-                ovf = __builtin_mul_overflow(bytes, t->ne[d], &bytes);
-            if (ovf)
+            /* llama.cpp refuses a row length that is not a multiple of the
+             * block size; some old converters wrote such tensors with blocks
+             * running across rows. Open them, flagged, when the element
+             * count is a whole number of blocks. */
+            if (t->n_elements % tr->blck_size != 0)
+                return cur_fail(&c, type_at, "tensor has %llu elements, not a multiple of the %s block size %u",
+                                (unsigned long long)t->n_elements, tr->name, tr->blck_size);
+            t->rows_unaligned = t->ne[0] % tr->blck_size != 0;
+            uint64_t bytes;
+            if (__builtin_mul_overflow(t->n_elements / tr->blck_size, (uint64_t)tr->type_size, &bytes))
                 return cur_fail(&c, type_at, "tensor byte size overflows 64 bits");
             t->n_bytes = bytes;
         }
@@ -597,23 +599,37 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
         return cur_fail(&c, c.pos, "the data section would start at %llu, past the end of the file (%llu bytes): truncated by at least %llu bytes",
                         (unsigned long long)data_off, (unsigned long long)sh->size, (unsigned long long)(data_off - sh->size));
     uint64_t data_size = data_off <= sh->size ? sh->size - data_off : 0;
+    /* The data must reach the aligned end of the last tensor: ggml and
+     * gguf-py pad the last tensor's data too, so a shorter file was cut. */
+    uint64_t data_end = 0, last = 0;
     for (uint64_t i = 0; i < n_tensors; i++) {
         gguf_tensor *t = &f->tensors[base_idx + i];
-        t->abs_offset = data_off + t->offset; /* cannot overflow: data_off <= size, checked below */
         if (!t->type_known)
             continue;
-        if (t->offset > data_size || t->n_bytes > data_size - t->offset) {
+        uint64_t end;
+        if (__builtin_add_overflow(t->offset, t->n_bytes, &end) || __builtin_add_overflow(end, (uint64_t)alignment, &end) ||
+            __builtin_add_overflow(end, data_off, &end)) {
             char name[80];
-            uint64_t end_rel;
-            bool ovf = __builtin_add_overflow(t->offset, t->n_bytes, &end_rel);
-            if (ovf || t->offset > data_size)
-                return cur_fail(&c, t->info_offset, "tensor '%s' data at offset %llu is past the end of the data section (%llu bytes)",
-                                gguf_str_copy(t->name, name, sizeof name), (unsigned long long)t->offset, (unsigned long long)data_size);
-            return cur_fail(&c, t->info_offset, "tensor '%s' data ends at byte %llu, past the end of the file (%llu bytes): truncated by %llu bytes",
-                            gguf_str_copy(t->name, name, sizeof name), (unsigned long long)(data_off + end_rel),
-                            (unsigned long long)sh->size, (unsigned long long)(data_off + end_rel - sh->size));
+            return cur_fail(&c, t->info_offset, "tensor '%s' data offset %llu plus size %llu overflows 64 bits",
+                            gguf_str_copy(t->name, name, sizeof name), (unsigned long long)t->offset, (unsigned long long)t->n_bytes);
         }
-        t->data = sh->base + t->abs_offset;
+        end = t->offset + t->n_bytes;
+        end += (alignment - end % alignment) % alignment;
+        if (end > data_end)
+            data_end = end, last = base_idx + i;
+    }
+    if (data_end > data_size) {
+        const gguf_tensor *t = &f->tensors[last];
+        char name[80];
+        return cur_fail(&c, t->info_offset, "tensor '%s' data ends at byte %llu, past the end of the file (%llu bytes): truncated by %llu bytes",
+                        gguf_str_copy(t->name, name, sizeof name), (unsigned long long)(data_off + data_end),
+                        (unsigned long long)sh->size, (unsigned long long)(data_off + data_end - sh->size));
+    }
+    for (uint64_t i = 0; i < n_tensors; i++) {
+        gguf_tensor *t = &f->tensors[base_idx + i];
+        t->abs_offset = data_off + t->offset;
+        if (t->type_known)
+            t->data = sh->base + t->abs_offset;
     }
     /* Overlap: sort this shard's known tensors by offset and compare neighbours. */
     if (n_tensors > 1) {

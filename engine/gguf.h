@@ -71,6 +71,8 @@ typedef struct {
     uint64_t ne[4];        /* dimensions, ne[0] fastest; unused ones are 1 */
     uint32_t type;         /* ggml type id (may be unknown: see type_known) */
     bool type_known;
+    bool rows_unaligned;   /* ne[0] is not a multiple of the block size: blocks
+                            * run across rows (old converters; llama.cpp refuses) */
     uint64_t n_elements;
     uint64_t n_bytes;      /* 0 when the type is unknown */
     uint64_t offset;       /* relative to its shard's data section */

@@ -456,6 +456,11 @@ gguf_status gguf_writer_write(gguf_writer *w, const char *path, gguf_tensor_fill
         }
         pos += t->n_bytes;
     }
+    /* pad the last tensor's data to the alignment, as ggml does */
+    if (pos % w->alignment && !write_all(fd, zeros, w->alignment - pos % w->alignment)) {
+        st = GGUF_EIO;
+        goto done;
+    }
     if (fsync(fd) != 0)
         st = GGUF_EIO;
 done:

@@ -14,18 +14,24 @@
 #include <float.h>
 #include <stdbool.h>
 
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF /* as ggml: no a*b+c -> FMA (see quantize_search.c) */
+#endif
+
 /* ---- F16, BF16 ---- */
 
-static void row_f16(const float *x, void *vy, int64_t n, const float *qw)
+static void row_f16(const float *x, void *vy, int64_t n, const float *qw, bool lanes)
 {
+    (void)lanes;
     (void)qw;
     uint16_t *y = vy;
     for (int64_t i = 0; i < n; ++i)
         y[i] = cdc_f32_to_f16(x[i]);
 }
 
-static void row_bf16(const float *x, void *vy, int64_t n, const float *qw)
+static void row_bf16(const float *x, void *vy, int64_t n, const float *qw, bool lanes)
 {
+    (void)lanes;
     (void)qw;
     uint16_t *y = vy;
     for (int64_t i = 0; i < n; ++i)
@@ -163,7 +169,7 @@ static void legacy_weights(const float *xb, const float *qw, float sigma2, float
         weight[j] = qw[j] * sqrtf(sigma2 + xb[j] * xb[j]);
 }
 
-static void row_q4_0(const float *x, void *vy, int64_t n, const float *qw)
+static void row_q4_0(const float *x, void *vy, int64_t n, const float *qw, bool lanes)
 {
     block_q4_0 *y = vy;
     const int64_t nb = n / QK4_0;
@@ -177,14 +183,14 @@ static void row_q4_0(const float *x, void *vy, int64_t n, const float *qw)
     int8_t L[QK4_0];
     for (int64_t i = 0; i < nb; ++i) {
         legacy_weights(x + QK4_0 * i, qw + QK4_0 * i, sigma2, weight);
-        const float d = qz_make_qx_quants(QK4_0, 8, x + QK4_0 * i, L, 1, weight);
+        const float d = qz_make_qx_quants(QK4_0, 8, x + QK4_0 * i, L, 1, weight, lanes);
         y[i].d = qz_f16(d);
         for (int j = 0; j < 16; ++j)
             y[i].qs[j] = (uint8_t)(L[j] | (L[j + 16] << 4));
     }
 }
 
-static void row_q4_1(const float *x, void *vy, int64_t n, const float *qw)
+static void row_q4_1(const float *x, void *vy, int64_t n, const float *qw, bool lanes)
 {
     block_q4_1 *y = vy;
     const int64_t nb = n / QK4_1;
@@ -195,12 +201,12 @@ static void row_q4_1(const float *x, void *vy, int64_t n, const float *qw)
     }
     const float sigma2 = row_sigma2(x, n);
     float weight[QK4_1];
-    uint8_t L[QK4_1], Laux[QK4_1];
+    uint8_t L[QK4_1];
     for (int64_t i = 0; i < nb; ++i) {
         legacy_weights(x + QK4_1 * i, qw + QK4_1 * i, sigma2, weight);
         float min;
-        const float d = qz_make_qkx3_quants(QK4_1, 15, x + QK4_1 * i, weight, L, &min, Laux, -0.9f,
-                                            0.05f, 36, false);
+        const float d = qz_make_qkx_quants(QK4_1, 15, x + QK4_1 * i, weight, L, &min, -0.9f, 0.05f,
+                                           36, false, true, lanes);
         y[i].d = qz_f16(d);
         y[i].m = qz_f16(-min);
         for (int j = 0; j < 16; ++j)
@@ -208,7 +214,7 @@ static void row_q4_1(const float *x, void *vy, int64_t n, const float *qw)
     }
 }
 
-static void row_q5_0(const float *x, void *vy, int64_t n, const float *qw)
+static void row_q5_0(const float *x, void *vy, int64_t n, const float *qw, bool lanes)
 {
     block_q5_0 *y = vy;
     const int64_t nb = n / QK5_0;
@@ -222,13 +228,13 @@ static void row_q5_0(const float *x, void *vy, int64_t n, const float *qw)
     int8_t L[QK5_0];
     for (int64_t i = 0; i < nb; ++i) {
         legacy_weights(x + QK5_0 * i, qw + QK5_0 * i, sigma2, weight);
-        const float d = qz_make_qx_quants(QK5_0, 16, x + QK5_0 * i, L, 1, weight);
+        const float d = qz_make_qx_quants(QK5_0, 16, x + QK5_0 * i, L, 1, weight, lanes);
         y[i].d = qz_f16(d);
         pack5((const uint8_t *)L, y[i].qs, y[i].qh);
     }
 }
 
-static void row_q5_1(const float *x, void *vy, int64_t n, const float *qw)
+static void row_q5_1(const float *x, void *vy, int64_t n, const float *qw, bool lanes)
 {
     block_q5_1 *y = vy;
     const int64_t nb = n / QK5_1;
@@ -239,20 +245,21 @@ static void row_q5_1(const float *x, void *vy, int64_t n, const float *qw)
     }
     const float sigma2 = row_sigma2(x, n);
     float weight[QK5_1];
-    uint8_t L[QK5_1], Laux[QK5_1];
+    uint8_t L[QK5_1];
     for (int64_t i = 0; i < nb; ++i) {
         legacy_weights(x + QK5_1 * i, qw + QK5_1 * i, sigma2, weight);
         float min;
-        const float d = qz_make_qkx3_quants(QK5_1, 31, x + QK5_1 * i, weight, L, &min, Laux, -0.9f,
-                                            0.05f, 36, false);
+        const float d = qz_make_qkx_quants(QK5_1, 31, x + QK5_1 * i, weight, L, &min, -0.9f, 0.05f,
+                                           36, false, true, lanes);
         y[i].d = qz_f16(d);
         y[i].m = qz_f16(-min);
         pack5(L, y[i].qs, y[i].qh);
     }
 }
 
-static void row_q8_0(const float *x, void *vy, int64_t n, const float *qw)
+static void row_q8_0(const float *x, void *vy, int64_t n, const float *qw, bool lanes)
 {
+    (void)lanes;
     (void)qw; /* ggml's Q8_0 takes no importance */
     block_q8_0 *y = vy;
     for (int64_t i = 0; i < n / QK8_0; ++i)
@@ -285,8 +292,9 @@ static inline int best_index_mxfp4(float x, float e)
     return best_index;
 }
 
-static void row_mxfp4(const float *x, void *vy, int64_t n, const float *qw)
+static void row_mxfp4(const float *x, void *vy, int64_t n, const float *qw, bool lanes)
 {
+    (void)lanes;
     (void)qw;
     block_mxfp4 *y = vy;
     for (int64_t i = 0; i < n / QK_MXFP4; ++i, x += QK_MXFP4) {
@@ -313,8 +321,9 @@ static inline int trit(float v)
     return (int)(qz_lroundf(v) + 1);
 }
 
-static void row_tq1_0(const float *x, void *vy, int64_t n, const float *qw)
+static void row_tq1_0(const float *x, void *vy, int64_t n, const float *qw, bool lanes)
 {
+    (void)lanes;
     (void)qw;
     block_tq1_0 *y = vy;
     for (int64_t i = 0; i < n / QK_K; ++i) {
@@ -357,8 +366,9 @@ static void row_tq1_0(const float *x, void *vy, int64_t n, const float *qw)
     }
 }
 
-static void row_tq2_0(const float *x, void *vy, int64_t n, const float *qw)
+static void row_tq2_0(const float *x, void *vy, int64_t n, const float *qw, bool lanes)
 {
+    (void)lanes;
     (void)qw;
     block_tq2_0 *y = vy;
     for (int64_t i = 0; i < n / QK_K; ++i) {
@@ -395,11 +405,57 @@ static inline int best_index_int8(int n, const int8_t *val, float x)
     return idx;
 }
 
+/* best_index_int8 for many values at once (n a multiple of 16): the number
+ * of midpoints val[m-1] + val[m] that 2x reaches. The midpoints increase
+ * strictly, so that count is the index the binary search finds, for every
+ * float (NaN: 0). */
+QZ_CLONES
+static void iq4_index_many(const float *x, float scale, int n, uint8_t *L)
+{
+    const int8_t *v = qt_kvalues_iq4nl;
+    for (int j0 = 0; j0 < n; j0 += QZ_LANES) {
+        qz_vf xv;
+        memcpy(&xv, x + j0, sizeof xv);
+        const qz_vf a = xv * scale, x2 = a + a;
+        qz_vi idx = QZ_VI(0);
+        for (int m = 1; m < 16; m++)
+            idx -= x2 >= QZ_VF(v[m - 1] + v[m]); /* true = -1 */
+        for (int j = 0; j < QZ_LANES; j++)
+            L[j0 + j] = (uint8_t)idx[j];
+    }
+}
+
+/* The 15 trial scales id = (itry - 127) / max, itry = -7..7, in lanes:
+ * each lane sums w*q*x and w*q*q over the 32 values in ggml's order. */
+QZ_CLONES
+static void iq4_tries(const float *xb, const float *weight, float max, float *sqx_out,
+                      float *sq2_out)
+{
+    const int8_t *v = qt_kvalues_iq4nl;
+    float idk[QZ_LANES];
+    for (int k = 0; k < QZ_LANES; k++)
+        idk[k] = (k - 7 + v[0]) / max; /* lane 15 is spare */
+    qz_vf id, sqx = QZ_VF(0), sq2 = QZ_VF(0);
+    memcpy(&id, idk, sizeof id);
+    for (int j = 0; j < 32; j++) {
+        const float xj = xb[j], wj = weight[j];
+        const qz_vf a = id * xj, x2 = a + a;
+        qz_vi q = QZ_VI(v[0]);
+        for (int m = 1; m < 16; m++)
+            q += (x2 >= QZ_VF(v[m - 1] + v[m])) & QZ_VI(v[m] - v[m - 1]);
+        const qz_vf qf = QZ_VTOF(q), wq = wj * qf;
+        sqx += wq * xj;
+        sq2 += wq * qf;
+    }
+    memcpy(sqx_out, &sqx, sizeof sqx);
+    memcpy(sq2_out, &sq2, sizeof sq2);
+}
+
 /* ggml's quantize_row_iq4_nl_impl for 16 levels: one super-block of `sbs`
  * values (32 for IQ4_NL: one scale; 256 for IQ4_XS: 8 sub-block scales of 6
  * bits under an f16 super-scale). ntry = 7 (ggml_quantize_chunk's path). */
 static void iq4_block(int sbs, const float *x, uint16_t *dh, uint8_t *q4, uint16_t *scales_h,
-                      uint8_t *scales_l, const float *qw)
+                      uint8_t *scales_l, const float *qw, bool lanes)
 {
     enum { BS = 32, NTRY = 7, NV = 16 };
     const int8_t *values = qt_kvalues_iq4nl;
@@ -443,9 +499,10 @@ static void iq4_block(int sbs, const float *x, uint16_t *dh, uint8_t *q4, uint16
         float d = -max / values[0];
         float id = 1 / d;
         float sumqx = 0, sumq2 = 0;
+        if (lanes)
+            iq4_index_many(xb, id, BS, Lb);
         for (int j = 0; j < BS; ++j) {
-            const float al = id * xb[j];
-            const int l = best_index_int8(NV, values, al);
+            const int l = lanes ? Lb[j] : best_index_int8(NV, values, id * xb[j]);
             Lb[j] = (uint8_t)l;
             const float q = values[l];
             const float w = weight[j];
@@ -454,7 +511,17 @@ static void iq4_block(int sbs, const float *x, uint16_t *dh, uint8_t *q4, uint16
         }
         d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
         float best = d * sumqx;
-        for (int itry = -NTRY; itry <= NTRY; ++itry) {
+        if (lanes) {
+            float sqx[16], sq2[16];
+            iq4_tries(xb, weight, max, sqx, sq2);
+            for (int k = 0; k < 2 * NTRY + 1; ++k) {
+                if (sq2[k] > 0 && sqx[k] * sqx[k] > best * sq2[k]) {
+                    d = sqx[k] / sq2[k];
+                    best = d * sqx[k];
+                }
+            }
+        }
+        for (int itry = -NTRY; itry <= NTRY && !lanes; ++itry) {
             id = (itry + values[0]) / max;
             sumqx = sumq2 = 0;
             for (int j = 0; j < BS; ++j) {
@@ -491,8 +558,11 @@ static void iq4_block(int sbs, const float *x, uint16_t *dh, uint8_t *q4, uint16
             const float idl = dl ? 1 / dl : 0.f;
             uint8_t *Lb = L + ib * BS;
             const float *xb = x + ib * BS;
-            for (int j = 0; j < BS; ++j)
-                Lb[j] = (uint8_t)best_index_int8(NV, values, idl * xb[j]);
+            if (lanes)
+                iq4_index_many(xb, idl, BS, Lb);
+            else
+                for (int j = 0; j < BS; ++j)
+                    Lb[j] = (uint8_t)best_index_int8(NV, values, idl * xb[j]);
             l += 32;
             const uint8_t l_l = (uint8_t)(l & 0xf);
             const uint8_t l_h = (uint8_t)(l >> 4);
@@ -505,8 +575,11 @@ static void iq4_block(int sbs, const float *x, uint16_t *dh, uint8_t *q4, uint16
     } else {
         dh[0] = qz_f16(scales[0]);
         const float id = scales[0] ? 1 / scales[0] : 0;
-        for (int j = 0; j < sbs; ++j)
-            L[j] = (uint8_t)best_index_int8(NV, values, id * x[j]);
+        if (lanes)
+            iq4_index_many(x, id, sbs, L);
+        else
+            for (int j = 0; j < sbs; ++j)
+                L[j] = (uint8_t)best_index_int8(NV, values, id * x[j]);
     }
 
     for (int i = 0; i < sbs / 32; ++i)
@@ -514,53 +587,53 @@ static void iq4_block(int sbs, const float *x, uint16_t *dh, uint8_t *q4, uint16
             q4[16 * i + j] = (uint8_t)(L[32 * i + j] | (L[32 * i + 16 + j] << 4));
 }
 
-static void row_iq4_nl(const float *x, void *vy, int64_t n, const float *qw)
+static void row_iq4_nl(const float *x, void *vy, int64_t n, const float *qw, bool lanes)
 {
     block_iq4_nl *y = vy;
     for (int64_t i = 0; i < n / QK4_NL; ++i)
         iq4_block(QK4_NL, x + QK4_NL * i, &y[i].d, y[i].qs, NULL, NULL,
-                  qw ? qw + QK4_NL * i : NULL);
+                  qw ? qw + QK4_NL * i : NULL, lanes);
 }
 
-static void row_iq4_xs(const float *x, void *vy, int64_t n, const float *qw)
+static void row_iq4_xs(const float *x, void *vy, int64_t n, const float *qw, bool lanes)
 {
     block_iq4_xs *y = vy;
     for (int64_t i = 0; i < n / QK_K; ++i) {
         /* scales_h is not 2-aligned inside the packed block: go through a copy */
         uint16_t sh = 0;
         iq4_block(QK_K, x + QK_K * i, &y[i].d, y[i].qs, &sh, y[i].scales_l,
-                  qw ? qw + QK_K * i : NULL);
+                  qw ? qw + QK_K * i : NULL, lanes);
         y[i].scales_h = sh;
     }
 }
 
 /* ---- K-quants: adapters to the common row signature ---- */
 
-static void row_q2_K(const float *x, void *y, int64_t n, const float *qw)
+static void row_q2_K(const float *x, void *y, int64_t n, const float *qw, bool lanes)
 {
-    qz_row_q2_K(x, y, n / QK_K, qw);
+    qz_row_q2_K(x, y, n / QK_K, qw, lanes);
 }
-static void row_q3_K(const float *x, void *y, int64_t n, const float *qw)
+static void row_q3_K(const float *x, void *y, int64_t n, const float *qw, bool lanes)
 {
-    qz_row_q3_K(x, y, n / QK_K, qw);
+    qz_row_q3_K(x, y, n / QK_K, qw, lanes);
 }
-static void row_q4_K(const float *x, void *y, int64_t n, const float *qw)
+static void row_q4_K(const float *x, void *y, int64_t n, const float *qw, bool lanes)
 {
-    qz_row_q4_K(x, y, n / QK_K, qw);
+    qz_row_q4_K(x, y, n / QK_K, qw, lanes);
 }
-static void row_q5_K(const float *x, void *y, int64_t n, const float *qw)
+static void row_q5_K(const float *x, void *y, int64_t n, const float *qw, bool lanes)
 {
-    qz_row_q5_K(x, y, n / QK_K, qw);
+    qz_row_q5_K(x, y, n / QK_K, qw, lanes);
 }
-static void row_q6_K(const float *x, void *y, int64_t n, const float *qw)
+static void row_q6_K(const float *x, void *y, int64_t n, const float *qw, bool lanes)
 {
-    qz_row_q6_K(x, y, n / QK_K, qw);
+    qz_row_q6_K(x, y, n / QK_K, qw, lanes);
 }
 
 /* ---- dispatch ---- */
 
 /* Quantizes one row of n values (n a multiple of the block size). */
-typedef void (*row_fn)(const float *x, void *y, int64_t n, const float *qw);
+typedef void (*row_fn)(const float *x, void *y, int64_t n, const float *qw, bool lanes);
 
 static row_fn quantizer(uint32_t type)
 {
@@ -591,8 +664,8 @@ bool codec_can_quantize(uint32_t type)
     return quantizer(type) != NULL;
 }
 
-size_t codec_quantize(uint32_t type, const float *src, void *dst, uint64_t nrows,
-                      uint64_t n_per_row, const float *imatrix)
+size_t qz_quantize(uint32_t type, const float *src, void *dst, uint64_t nrows, uint64_t n_per_row,
+                   const float *imatrix, bool lanes)
 {
     const row_fn fn = quantizer(type);
     if (!fn || !src || !dst || n_per_row == 0 || n_per_row > (uint64_t)INT64_MAX)
@@ -605,6 +678,12 @@ size_t codec_quantize(uint32_t type, const float *src, void *dst, uint64_t nrows
         return 0;
     uint8_t *out = dst;
     for (uint64_t r = 0; r < nrows; ++r)
-        fn(src + r * n_per_row, out + r * row_size, (int64_t)n_per_row, imatrix);
+        fn(src + r * n_per_row, out + r * row_size, (int64_t)n_per_row, imatrix, lanes);
     return (size_t)(nrows * row_size);
+}
+
+size_t codec_quantize(uint32_t type, const float *src, void *dst, uint64_t nrows,
+                      uint64_t n_per_row, const float *imatrix)
+{
+    return qz_quantize(type, src, dst, nrows, n_per_row, imatrix, true);
 }

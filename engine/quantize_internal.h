@@ -11,6 +11,8 @@
 #define GGSCOPE_QUANTIZE_INTERNAL_H
 
 #include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -29,10 +31,11 @@
  * but deterministic), and NaN gives 0. */
 static inline int qz_nearest_int(float f)
 {
-    const float v = f + 12582912.f;
-    int32_t i;
-    memcpy(&i, &v, sizeof i);
-    return (i & 0x007fffff) - 0x00400000;
+    union {
+        float f;
+        int32_t i;
+    } u = {f + 12582912.f};
+    return (u.i & 0x007fffff) - 0x00400000;
 }
 
 /* float -> int32 by truncation, as the x86 instruction cvttss2si does it:
@@ -55,6 +58,27 @@ static inline long qz_lroundf(float f)
     return lroundf(f);
 }
 
+/* ---- lanes: 16 floats / ints as GCC/clang vector values ----
+ * Used only as local variables (never passed by value), so the code builds
+ * for any x86-64 and the AVX-512 / AVX2 clones (QZ_CLONES) use full-width
+ * registers. Each lane performs plain IEEE single operations, exactly the
+ * scalar code's. */
+#define QZ_LANES 16
+typedef float qz_vf __attribute__((vector_size(64)));
+typedef int32_t qz_vi __attribute__((vector_size(64)));
+#define QZ_VF(s) ((qz_vf){0} + (float)(s))     /* broadcast */
+#define QZ_VI(s) ((qz_vi){0} + (int32_t)(s))
+#define QZ_SELI(m, a, b) (((m) & (a)) | (~(m) & (b)))   /* m ? a : b per lane */
+#define QZ_SELF(m, a, b) ((qz_vf)QZ_SELI((m), (qz_vi)(a), (qz_vi)(b)))
+#define QZ_VNEAREST(v) ((((qz_vi)((v) + 12582912.f)) & 0x007fffff) - 0x00400000)
+#define QZ_VTOF(vi) __builtin_convertvector((vi), qz_vf)
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+#define QZ_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define QZ_CLONES
+#endif
+
 static inline uint16_t qz_f16(float f)
 {
     return cdc_f32_to_f16(f);
@@ -66,18 +90,28 @@ static inline float qz_f32(uint16_t h)
 }
 
 /* Row quantizers of the K-quants (quantize_k.c): `nb` super-blocks of x into
- * y. `qw` is the row's importance matrix (NULL: ggml's reference path). */
-void qz_row_q2_K(const float *x, block_q2_K *y, int64_t nb, const float *qw);
-void qz_row_q3_K(const float *x, block_q3_K *y, int64_t nb, const float *qw);
-void qz_row_q4_K(const float *x, block_q4_K *y, int64_t nb, const float *qw);
-void qz_row_q5_K(const float *x, block_q5_K *y, int64_t nb, const float *qw);
-void qz_row_q6_K(const float *x, block_q6_K *y, int64_t nb, const float *qw);
+ * y. `qw` is the row's importance matrix (NULL: ggml's reference path).
+ * `lanes`: use the lane-parallel scale searches (same bits, faster). */
+void qz_row_q2_K(const float *x, block_q2_K *y, int64_t nb, const float *qw, bool lanes);
+void qz_row_q3_K(const float *x, block_q3_K *y, int64_t nb, const float *qw, bool lanes);
+void qz_row_q4_K(const float *x, block_q4_K *y, int64_t nb, const float *qw, bool lanes);
+void qz_row_q5_K(const float *x, block_q5_K *y, int64_t nb, const float *qw, bool lanes);
+void qz_row_q6_K(const float *x, block_q6_K *y, int64_t nb, const float *qw, bool lanes);
 
-/* Shared scale searches (quantize_k.c), used by the legacy types' importance
- * paths too. Same contracts as ggml's make_qx_quants / make_qkx3_quants. */
-float qz_make_qx_quants(int n, int nmax, const float *x, int8_t *L, int rmse_type, const float *qw);
-float qz_make_qkx3_quants(int n, int nmax, const float *x, const float *weights, uint8_t *L,
-                          float *the_min, uint8_t *Laux, float rmin, float rdelta, int nstep,
-                          int use_mad);
+/* ggml's scale searches (quantize_search.c), n <= 32. make_qx_quants:
+ * symmetric levels [-nmax, nmax-1] stored +nmax in L, returns the scale.
+ * make_qkx2_quants (x3 false; weights required) / make_qkx3_quants (x3
+ * true; weights NULL = x^2): levels [0, nmax] with a min, returns the scale
+ * and *the_min = -min. `lanes` as above. */
+float qz_make_qx_quants(int n, int nmax, const float *x, int8_t *L, int rmse_type, const float *qw,
+                        bool lanes);
+float qz_make_qkx_quants(int n, int nmax, const float *x, const float *weights, uint8_t *L,
+                         float *the_min, float rmin, float rdelta, int nstep, bool use_mad, bool x3,
+                         bool lanes);
+
+/* codec_quantize with a choice of search: lanes false = ggml's scalar code
+ * throughout (the reference the tests hold the lanes to). */
+size_t qz_quantize(uint32_t type, const float *src, void *dst, uint64_t nrows, uint64_t n_per_row,
+                   const float *imatrix, bool lanes);
 
 #endif

@@ -7,91 +7,6 @@
 
 /* ---- scale searches ---- */
 
-/* Weight of element i in make_qx_quants: the importance weight if given,
- * else a function of x chosen by rmse_type. */
-static inline float qx_weight(const float *qw, int rmse_type, const float *x, int i)
-{
-    if (qw)
-        return qw[i];
-    switch (rmse_type) {
-    case 1: return x[i] * x[i];
-    case 2: return 1;
-    case 3: return fabsf(x[i]);
-    default: return sqrtf(fabsf(x[i]));
-    }
-}
-
-/* Symmetric quantization of n values to [-nmax, nmax-1] (stored +nmax in L):
- * returns the scale. rmse_type 0: plain rounding; else a search over 19
- * candidate scales minimising the weighted error (negative: stop after the
- * first least-squares fit). */
-float qz_make_qx_quants(int n, int nmax, const float *x, int8_t *L, int rmse_type, const float *qw)
-{
-    float max = 0;
-    float amax = 0;
-    for (int i = 0; i < n; ++i) {
-        const float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
-    if (amax < QZ_GROUP_MAX_EPS) {
-        for (int i = 0; i < n; ++i)
-            L[i] = 0;
-        return 0.f;
-    }
-    float iscale = -nmax / max;
-    if (rmse_type == 0) {
-        for (int i = 0; i < n; ++i) {
-            const int l = qz_nearest_int(iscale * x[i]);
-            L[i] = (int8_t)(nmax + QZ_MAX(-nmax, QZ_MIN(nmax - 1, l)));
-        }
-        return 1 / iscale;
-    }
-    bool return_early = false;
-    if (rmse_type < 0) {
-        rmse_type = -rmse_type;
-        return_early = true;
-    }
-    float sumlx = 0;
-    float suml2 = 0;
-    for (int i = 0; i < n; ++i) {
-        int l = qz_nearest_int(iscale * x[i]);
-        l = QZ_MAX(-nmax, QZ_MIN(nmax - 1, l));
-        L[i] = (int8_t)(l + nmax);
-        const float w = qx_weight(qw, rmse_type, x, i);
-        sumlx += w * x[i] * l;
-        suml2 += w * l * l;
-    }
-    float scale = suml2 ? sumlx / suml2 : 0.0f;
-    if (return_early)
-        return suml2 > 0 ? 0.5f * (scale + 1 / iscale) : 1 / iscale;
-    float best = scale * sumlx;
-    for (int is = -9; is <= 9; ++is) {
-        if (is == 0)
-            continue;
-        iscale = -(nmax + 0.1f * is) / max;
-        sumlx = suml2 = 0;
-        for (int i = 0; i < n; ++i) {
-            int l = qz_nearest_int(iscale * x[i]);
-            l = QZ_MAX(-nmax, QZ_MIN(nmax - 1, l));
-            const float w = qx_weight(qw, rmse_type, x, i);
-            sumlx += w * x[i] * l;
-            suml2 += w * l * l;
-        }
-        if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-            for (int i = 0; i < n; ++i) {
-                const int l = qz_nearest_int(iscale * x[i]);
-                L[i] = (int8_t)(nmax + QZ_MAX(-nmax, QZ_MIN(nmax - 1, l)));
-            }
-            scale = sumlx / suml2;
-            best = scale * sumlx;
-        }
-    }
-    return scale;
-}
-
 /* Q3_K's group search: symmetric, then up to 5 passes moving single values
  * to a better level (weights x^2). L receives levels + nmax. */
 static float make_q3_quants(int n, int nmax, const float *x, int8_t *L, bool do_rmse)
@@ -156,170 +71,6 @@ static float make_q3_quants(int n, int nmax, const float *x, int8_t *L, bool do_
         L[i] = (int8_t)(l + nmax);
     }
     return 1 / iscale;
-}
-
-/* Asymmetric (scale + min) quantization of n values to [0, nmax] with a
- * search over nstep+1 candidate scales; weighted squared (or absolute) error.
- * Returns the scale; *the_min receives -min (>= 0). */
-static float make_qkx2_quants(int n, int nmax, const float *x, const float *weights, uint8_t *L,
-                              float *the_min, uint8_t *Laux, float rmin, float rdelta, int nstep,
-                              bool use_mad)
-{
-    float min = x[0];
-    float max = x[0];
-    float sum_w = weights[0];
-    float sum_x = sum_w * x[0];
-    for (int i = 1; i < n; ++i) {
-        if (x[i] < min)
-            min = x[i];
-        if (x[i] > max)
-            max = x[i];
-        const float w = weights[i];
-        sum_w += w;
-        sum_x += w * x[i];
-    }
-    if (min > 0)
-        min = 0;
-    if (max == min) {
-        for (int i = 0; i < n; ++i)
-            L[i] = 0;
-        *the_min = -min;
-        return 0.f;
-    }
-    float iscale = nmax / (max - min);
-    float scale = 1 / iscale;
-    float best_error = 0;
-    for (int i = 0; i < n; ++i) {
-        const int l = qz_nearest_int(iscale * (x[i] - min));
-        L[i] = (uint8_t)QZ_MAX(0, QZ_MIN(nmax, l));
-        float diff = scale * L[i] + min - x[i];
-        diff = use_mad ? fabsf(diff) : diff * diff;
-        const float w = weights[i];
-        best_error += w * diff;
-    }
-    if (nstep < 1) {
-        *the_min = -min;
-        return scale;
-    }
-    for (int is = 0; is <= nstep; ++is) {
-        iscale = (rmin + rdelta * is + nmax) / (max - min);
-        float sum_l = 0, sum_l2 = 0, sum_xl = 0;
-        for (int i = 0; i < n; ++i) {
-            int l = qz_nearest_int(iscale * (x[i] - min));
-            l = QZ_MAX(0, QZ_MIN(nmax, l));
-            Laux[i] = (uint8_t)l;
-            const float w = weights[i];
-            sum_l += w * l;
-            sum_l2 += w * l * l;
-            sum_xl += w * l * x[i];
-        }
-        const float D = sum_w * sum_l2 - sum_l * sum_l;
-        if (D > 0) {
-            float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
-            float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
-            if (this_min > 0) {
-                this_min = 0;
-                this_scale = sum_xl / sum_l2;
-            }
-            float cur_error = 0;
-            for (int i = 0; i < n; ++i) {
-                float diff = this_scale * Laux[i] + this_min - x[i];
-                diff = use_mad ? fabsf(diff) : diff * diff;
-                const float w = weights[i];
-                cur_error += w * diff;
-            }
-            if (cur_error < best_error) {
-                for (int i = 0; i < n; ++i)
-                    L[i] = Laux[i];
-                best_error = cur_error;
-                scale = this_scale;
-                min = this_min;
-            }
-        }
-    }
-    *the_min = -min;
-    return scale;
-}
-
-/* make_qkx2_quants' successor used by the importance paths (weights NULL:
- * x^2), robust to a min at or near max. */
-float qz_make_qkx3_quants(int n, int nmax, const float *x, const float *weights, uint8_t *L,
-                          float *the_min, uint8_t *Laux, float rmin, float rdelta, int nstep,
-                          int use_mad)
-{
-    float min = x[0];
-    float max = x[0];
-    float sum_w = weights ? weights[0] : x[0] * x[0];
-    float sum_x = sum_w * x[0];
-    for (int i = 1; i < n; ++i) {
-        if (x[i] < min)
-            min = x[i];
-        if (x[i] > max)
-            max = x[i];
-        const float w = weights ? weights[i] : x[i] * x[i];
-        sum_w += w;
-        sum_x += w * x[i];
-    }
-    if (min > 0)
-        min = 0;
-    if (max <= min) {
-        memset(L, 0, (size_t)n);
-        *the_min = -min;
-        return 0.f;
-    }
-    float iscale = nmax / (max - min);
-    float scale = 1 / iscale;
-    float best_mad = 0;
-    for (int i = 0; i < n; ++i) {
-        const int l = qz_nearest_int(iscale * (x[i] - min));
-        L[i] = (uint8_t)QZ_MAX(0, QZ_MIN(nmax, l));
-        float diff = scale * L[i] + min - x[i];
-        diff = use_mad ? fabsf(diff) : diff * diff;
-        const float w = weights ? weights[i] : x[i] * x[i];
-        best_mad += w * diff;
-    }
-    if (nstep < 1) {
-        *the_min = -min;
-        return scale;
-    }
-    for (int is = 0; is <= nstep; ++is) {
-        iscale = (rmin + rdelta * is + nmax) / (max - min);
-        float sum_l = 0, sum_l2 = 0, sum_xl = 0;
-        for (int i = 0; i < n; ++i) {
-            const float v = iscale * (x[i] - min);
-            const int l = v > 0 ? qz_nearest_int(QZ_MIN(v, (float)nmax)) : 0;
-            Laux[i] = (uint8_t)l;
-            const float w = weights ? weights[i] : x[i] * x[i];
-            sum_l += w * l;
-            sum_l2 += w * l * l;
-            sum_xl += w * l * x[i];
-        }
-        const float D = sum_w * sum_l2 - sum_l * sum_l;
-        if (D > 0) {
-            float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
-            float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
-            if (this_min > 0) {
-                this_min = 0;
-                this_scale = sum_xl / sum_l2;
-            }
-            float mad = 0;
-            for (int i = 0; i < n; ++i) {
-                float diff = this_scale * Laux[i] + this_min - x[i];
-                diff = use_mad ? fabsf(diff) : diff * diff;
-                const float w = weights ? weights[i] : x[i] * x[i];
-                mad += w * diff;
-            }
-            if (mad < best_mad) {
-                for (int i = 0; i < n; ++i)
-                    L[i] = Laux[i];
-                best_mad = mad;
-                scale = this_scale;
-                min = this_min;
-            }
-        }
-    }
-    *the_min = -min;
-    return scale;
 }
 
 /* Unsigned quantization of the (non-negative) sub-block scales to [0, nmax]
@@ -453,10 +204,9 @@ static void q2_K_final(const float *x, block_q2_K *y, uint8_t *L)
     pack_2bit(y->qs, L);
 }
 
-static void q2_K_ref(const float *x, block_q2_K *y)
+static void q2_K_ref(const float *x, block_q2_K *y, bool lanes)
 {
     uint8_t L[QK_K];
-    uint8_t Laux[16];
     float weights[16];
     float mins[QK_K / 16];
     float scales[QK_K / 16];
@@ -467,8 +217,8 @@ static void q2_K_ref(const float *x, block_q2_K *y)
     for (int j = 0; j < QK_K / 16; ++j) {
         for (int l = 0; l < 16; ++l)
             weights[l] = fabsf(x[16 * j + l]);
-        scales[j] = make_qkx2_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.5f,
-                                     0.1f, 15, true);
+        scales[j] = qz_make_qkx_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], -0.5f,
+                                       0.1f, 15, true, false, lanes);
         if (scales[j] > max_scale)
             max_scale = scales[j];
         if (mins[j] > max_min)
@@ -488,7 +238,7 @@ static void q2_K_ref(const float *x, block_q2_K *y)
         const float iscale = q4scale / max_min;
         for (int j = 0; j < QK_K / 16; ++j) {
             const int l = qz_nearest_int(iscale * mins[j]);
-            y->scales[j] |= (uint8_t)(l << 4);
+            y->scales[j] |= (uint8_t)((unsigned)l << 4); /* ggml shifts the int */
         }
         y->dmin = qz_f16(max_min / q4scale);
     } else {
@@ -497,10 +247,9 @@ static void q2_K_ref(const float *x, block_q2_K *y)
     q2_K_final(x, y, L);
 }
 
-static void q2_K_imatrix(const float *x, block_q2_K *y, const float *qw)
+static void q2_K_imatrix(const float *x, block_q2_K *y, const float *qw, bool lanes)
 {
     uint8_t L[QK_K];
-    uint8_t Laux[16];
     float mins[QK_K / 16];
     float scales[QK_K / 16];
     float sw[QK_K / 16];
@@ -518,8 +267,8 @@ static void q2_K_imatrix(const float *x, block_q2_K *y, const float *qw)
             weight[l] = w[l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
         for (int l = 0; l < QK_K / 16; ++l)
             sw[j] += weight[l];
-        scales[j] = qz_make_qkx3_quants(16, 3, x + 16 * j, weight, L + 16 * j, &mins[j], Laux, -0.9f,
-                                        0.05f, 36, false);
+        scales[j] = qz_make_qkx_quants(16, 3, x + 16 * j, weight, L + 16 * j, &mins[j], -0.9f,
+                                       0.05f, 36, false, true, lanes);
     }
     const float dm = make_qp_quants(QK_K / 16, 15, scales, Ls, sw);
     const float mm = make_qp_quants(QK_K / 16, 15, mins, Lm, sw);
@@ -530,13 +279,13 @@ static void q2_K_imatrix(const float *x, block_q2_K *y, const float *qw)
     q2_K_final(x, y, L);
 }
 
-void qz_row_q2_K(const float *x, block_q2_K *y, int64_t nb, const float *qw)
+void qz_row_q2_K(const float *x, block_q2_K *y, int64_t nb, const float *qw, bool lanes)
 {
     for (int64_t i = 0; i < nb; ++i) {
         if (qw)
-            q2_K_imatrix(x + QK_K * i, y + i, qw + QK_K * i);
+            q2_K_imatrix(x + QK_K * i, y + i, qw + QK_K * i, lanes);
         else
-            q2_K_ref(x + QK_K * i, y + i);
+            q2_K_ref(x + QK_K * i, y + i, lanes);
     }
 }
 
@@ -619,7 +368,7 @@ static void q3_K_ref(const float *x, block_q3_K *y)
     q3_K_final(x, y, L);
 }
 
-static void q3_K_imatrix(const float *x, block_q3_K *y, const float *qw)
+static void q3_K_imatrix(const float *x, block_q3_K *y, const float *qw, bool lanes)
 {
     int8_t L[QK_K];
     float scales[QK_K / 16];
@@ -639,19 +388,19 @@ static void q3_K_imatrix(const float *x, block_q3_K *y, const float *qw)
         for (int l = 0; l < 16; ++l)
             sumw += weight[l];
         sw[j] = sumw;
-        scales[j] = qz_make_qx_quants(16, 4, x + 16 * j, L + 16 * j, 1, weight);
+        scales[j] = qz_make_qx_quants(16, 4, x + 16 * j, L + 16 * j, 1, weight, lanes);
     }
-    const float d_block = qz_make_qx_quants(QK_K / 16, 32, scales, Ls, 1, sw);
+    const float d_block = qz_make_qx_quants(QK_K / 16, 32, scales, Ls, 1, sw, lanes);
     q3_K_pack_scales(y, Ls);
     y->d = qz_f16(d_block);
     q3_K_final(x, y, L);
 }
 
-void qz_row_q3_K(const float *x, block_q3_K *y, int64_t nb, const float *qw)
+void qz_row_q3_K(const float *x, block_q3_K *y, int64_t nb, const float *qw, bool lanes)
 {
     for (int64_t i = 0; i < nb; ++i) {
         if (qw)
-            q3_K_imatrix(x + QK_K * i, y + i, qw + QK_K * i);
+            q3_K_imatrix(x + QK_K * i, y + i, qw + QK_K * i, lanes);
         else
             q3_K_ref(x + QK_K * i, y + i);
     }
@@ -662,9 +411,8 @@ void qz_row_q3_K(const float *x, block_q3_K *y, int64_t nb, const float *qw)
 /* Scales and mins of the 8 sub-blocks of 32 (ggml's reference search), then
  * their 6-bit codes and the super-block d/dmin. */
 static void k4_scales_ref(const float *x, int nmax, float rmin, float rdelta, int nstep,
-                          uint8_t *scales12, uint16_t *d, uint16_t *dmin, uint8_t *L)
+                          uint8_t *scales12, uint16_t *d, uint16_t *dmin, uint8_t *L, bool lanes)
 {
-    uint8_t Laux[32];
     float weights[32];
     float mins[QK_K / 32];
     float scales[QK_K / 32];
@@ -679,8 +427,8 @@ static void k4_scales_ref(const float *x, int nmax, float rmin, float rdelta, in
         const float av_x = sqrtf(sum_x2 / 32);
         for (int l = 0; l < 32; ++l)
             weights[l] = av_x + fabsf(x[32 * j + l]);
-        scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin,
-                                     rdelta, nstep, false);
+        scales[j] = qz_make_qkx_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], rmin,
+                                       rdelta, nstep, false, false, lanes);
         if (scales[j] > max_scale)
             max_scale = scales[j];
         if (mins[j] > max_min)
@@ -701,9 +449,8 @@ static void k4_scales_ref(const float *x, int nmax, float rmin, float rdelta, in
 
 /* The importance-path version (make_qkx3_quants + make_qp_quants). */
 static void k4_scales_imatrix(const float *x, const float *qw, int nmax, uint8_t *scales12,
-                              uint16_t *d, uint16_t *dmin, uint8_t *L)
+                              uint16_t *d, uint16_t *dmin, uint8_t *L, bool lanes)
 {
-    uint8_t Laux[32];
     uint8_t Ls[QK_K / 32], Lm[QK_K / 32];
     float weights[32];
     float sw[QK_K / 32];
@@ -722,8 +469,8 @@ static void k4_scales_imatrix(const float *x, const float *qw, int nmax, uint8_t
         for (int l = 0; l < 32; ++l)
             sumw += weights[l];
         sw[j] = sumw;
-        scales[j] = qz_make_qkx3_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux,
-                                        -0.9f, 0.05f, 36, false);
+        scales[j] = qz_make_qkx_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], -0.9f,
+                                       0.05f, 36, false, true, lanes);
     }
     const float d_block = make_qp_quants(QK_K / 32, 63, scales, Ls, sw);
     const float m_block = make_qp_quants(QK_K / 32, 63, mins, Lm, sw);
@@ -755,14 +502,14 @@ static void k4_levels(const float *x, const uint8_t *scales12, uint16_t dh, uint
     }
 }
 
-void qz_row_q4_K(const float *x, block_q4_K *y, int64_t nb, const float *qw)
+void qz_row_q4_K(const float *x, block_q4_K *y, int64_t nb, const float *qw, bool lanes)
 {
     uint8_t L[QK_K];
     for (int64_t i = 0; i < nb; ++i, x += QK_K, ++y) {
         if (qw)
-            k4_scales_imatrix(x, qw + QK_K * i, 15, y->scales, &y->d, &y->dmin, L);
+            k4_scales_imatrix(x, qw + QK_K * i, 15, y->scales, &y->d, &y->dmin, L, lanes);
         else
-            k4_scales_ref(x, 15, -1.f, 0.1f, 20, y->scales, &y->d, &y->dmin, L);
+            k4_scales_ref(x, 15, -1.f, 0.1f, 20, y->scales, &y->d, &y->dmin, L, lanes);
         k4_levels(x, y->scales, y->d, y->dmin, 15, L);
         uint8_t *q = y->qs;
         for (int j = 0; j < QK_K; j += 64) {
@@ -773,14 +520,14 @@ void qz_row_q4_K(const float *x, block_q4_K *y, int64_t nb, const float *qw)
     }
 }
 
-void qz_row_q5_K(const float *x, block_q5_K *y, int64_t nb, const float *qw)
+void qz_row_q5_K(const float *x, block_q5_K *y, int64_t nb, const float *qw, bool lanes)
 {
     uint8_t L[QK_K];
     for (int64_t i = 0; i < nb; ++i, x += QK_K, ++y) {
         if (qw)
-            k4_scales_imatrix(x, qw + QK_K * i, 31, y->scales, &y->d, &y->dmin, L);
+            k4_scales_imatrix(x, qw + QK_K * i, 31, y->scales, &y->d, &y->dmin, L, lanes);
         else
-            k4_scales_ref(x, 31, -0.5f, 0.1f, 15, y->scales, &y->d, &y->dmin, L);
+            k4_scales_ref(x, 31, -0.5f, 0.1f, 15, y->scales, &y->d, &y->dmin, L, lanes);
         k4_levels(x, y->scales, y->d, y->dmin, 31, L);
         uint8_t *qh = y->qh;
         uint8_t *ql = y->qs;
@@ -809,7 +556,7 @@ void qz_row_q5_K(const float *x, block_q5_K *y, int64_t nb, const float *qw)
 
 /* ---- Q6_K ---- */
 
-void qz_row_q6_K(const float *x, block_q6_K *y, int64_t nb, const float *qw)
+void qz_row_q6_K(const float *x, block_q6_K *y, int64_t nb, const float *qw, bool lanes)
 {
     int8_t L[QK_K];
     float scales[QK_K / 16];
@@ -819,7 +566,7 @@ void qz_row_q6_K(const float *x, block_q6_K *y, int64_t nb, const float *qw)
         float max_abs_scale = 0;
         for (int ib = 0; ib < QK_K / 16; ++ib) {
             const float scale = qz_make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, 1,
-                                                  qw ? qw + QK_K * i + 16 * ib : NULL);
+                                                  qw ? qw + QK_K * i + 16 * ib : NULL, lanes);
             scales[ib] = scale;
             const float abs_scale = fabsf(scale);
             if (abs_scale > max_abs_scale) {

@@ -10,6 +10,7 @@
 #include "testutil.h"
 #include "codec.h"
 #include "ggtype.h"
+#include "gguf.h"
 
 static const char *const PATHS[] = {"scalar", "avx2", "avx512"};
 #define N_PATHS 3
@@ -209,12 +210,94 @@ static void test_bad_arguments(void **state)
     assert_int_equal(codec_set_simd("auto"), 0);
 }
 
+/* Every .gguf in ../shared/fixtures/quant: dequantizing `q` gives `ref` bit for
+ * bit, through the scalar code and each SIMD path this CPU has. */
+static void test_fixtures_bit_exact(void **state)
+{
+    (void)state;
+    const char *dir_path = tu_shared("fixtures/quant");
+    if (!dir_path)
+        TU_SKIP_NO_SHARED();
+    char dirbuf[4096];
+    snprintf(dirbuf, sizeof dirbuf, "%s", dir_path);
+    DIR *dir = opendir(dirbuf);
+    assert_non_null(dir);
+    int n_files = 0, n_checks = 0;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 5, ".gguf") != 0)
+            continue;
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", dirbuf, e->d_name);
+        gguf_error err;
+        gguf_file *f = gguf_open(path, &err);
+        if (!f)
+            fail_msg("%s: %s", path, err.msg);
+        const gguf_tensor *q = gguf_find_tensor(f, "q"), *ref = gguf_find_tensor(f, "ref");
+        assert_non_null(q);
+        assert_non_null(ref);
+        assert_true(q->type_known);
+        assert_int_equal(ref->type, GGTYPE_F32);
+        assert_int_equal(q->n_elements, ref->n_elements);
+        /* the traits table's block and type sizes agree with the file's layout:
+         * q's bytes end less than one alignment before the next tensor starts */
+        assert_int_equal(q->n_bytes, ggtype_row_size(q->type, q->n_elements, NULL));
+        uint64_t next = UINT64_MAX;
+        for (uint64_t i = 0; i < gguf_tensor_count(f); i++) {
+            const gguf_tensor *t = gguf_tensor_at(f, i);
+            if (t->offset > q->offset && t->offset < next)
+                next = t->offset;
+        }
+        assert_true(next != UINT64_MAX);
+        if (q->offset + q->n_bytes > next || next - (q->offset + q->n_bytes) >= gguf_alignment(f))
+            fail_msg("%s: %s tensor q takes %llu bytes but the next tensor is %llu bytes after it", e->d_name,
+                     ggtype_name(q->type), (unsigned long long)q->n_bytes, (unsigned long long)(next - q->offset));
+        const uint64_t n = q->n_elements;
+        float *want = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+        assert_non_null(want);
+        assert_non_null(got);
+        memcpy(want, ref->data, n * sizeof(float));
+
+        memset(got, 0xA5, n * sizeof(float));
+        assert_int_equal(codec_dequantize_scalar(q->type, q->data, got, n), 0);
+        assert_same_bits(got, want, n, e->d_name, "scalar (direct)");
+        n_checks++;
+        for (int p = 0; p < N_PATHS; p++) {
+            if (!codec_simd_supported(PATHS[p])) {
+                print_message("note: %s path not supported on this CPU, not checked\n", PATHS[p]);
+                continue;
+            }
+            assert_int_equal(codec_set_simd(PATHS[p]), 0);
+            memset(got, 0xA5, n * sizeof(float));
+            assert_int_equal(codec_dequantize(q->type, q->data, got, n), 0);
+            assert_same_bits(got, want, n, e->d_name, PATHS[p]);
+            /* row by row too (the explorer dequantizes row ranges) */
+            const uint64_t row = q->ne[0];
+            const uint64_t row_bytes = ggtype_row_size(q->type, row, NULL);
+            for (uint64_t r = 0; r < n / row; r++)
+                assert_int_equal(codec_dequantize(q->type, q->data + r * row_bytes, got + r * row, row), 0);
+            assert_same_bits(got, want, n, e->d_name, PATHS[p]);
+            n_checks++;
+        }
+        free(want);
+        free(got);
+        gguf_close(f);
+        n_files++;
+    }
+    closedir(dir);
+    assert_int_equal(codec_set_simd(NULL), 0);
+    print_message("checked %d fixture files, %d file x path combinations\n", n_files, n_checks);
+    assert_true(n_files >= 27);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_known_answers),
         cmocka_unit_test(test_paths_match_scalar_random),
         cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_fixtures_bit_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,237 @@
+/* ggscope tokenize FILE TEXT [--special] [--no-bos] [--ids|--pieces]
+ *          ggscope tokenize FILE --many TEXTS.json [--special]
+ * Tokenize text with a model's own tokenizer. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "tokenizer.h"
+
+static void tokenize_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: ggscope tokenize FILE TEXT [--special] [--no-bos] [--ids|--pieces]\n"
+            "       ggscope tokenize FILE --many TEXTS.json [--special]\n"
+            "\n"
+            "Tokenize TEXT with the tokenizer stored in the GGUF FILE (tokenizer.ggml.*),\n"
+            "exactly as the model's reference tokenizer (llama.cpp) does. TEXT '-' reads\n"
+            "standard input. The BOS token is added when the model's metadata says so.\n"
+            "\n"
+            "  --special     recognise control tokens written in TEXT (<|im_start|>, <s>, ...);\n"
+            "                without it they are tokenized as plain text\n"
+            "  --no-bos      do not add BOS (nor EOS) even if the metadata asks for it\n"
+            "  --ids         print only the ids, on one line, separated by spaces\n"
+            "  --pieces      print one token per line: id and its text, escaped (default)\n"
+            "  --many JSON   tokenize every string of a JSON array (no BOS) and print a JSON\n"
+            "                array of id arrays, as `peer tokenize-many` does\n"
+            "  -h, --help    this help\n");
+}
+
+/* Print a token's bytes quoted: valid UTF-8 as is, control characters and
+ * stray bytes escaped. */
+static void print_piece(FILE *out, const char *s, size_t n)
+{
+    fputc('\'', out);
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
+                   : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        bool ok = len > 0 && i + len <= n;
+        for (size_t k = 1; ok && k < len; k++)
+            ok = ((unsigned char)s[i + k] & 0xC0) == 0x80;
+        if (!ok) {
+            fprintf(out, "\\x%02x", c);
+            i++;
+            continue;
+        }
+        if (len > 1) {
+            fwrite(s + i, 1, len, out);
+        } else if (c == '\n') {
+            fputs("\\n", out);
+        } else if (c == '\t') {
+            fputs("\\t", out);
+        } else if (c == '\r') {
+            fputs("\\r", out);
+        } else if (c == '\\' || c == '\'') {
+            fputc('\\', out);
+            fputc(c, out);
+        } else if (c < 0x20 || c == 0x7F) {
+            fprintf(out, "\\x%02x", c);
+        } else {
+            fputc(c, out);
+        }
+        i += len;
+    }
+    fputc('\'', out);
+}
+
+static char *read_all(FILE *in, size_t *n)
+{
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + len, 1, cap - len, in);
+        len += got;
+        if (len < cap)
+            break;
+        char *nb = realloc(buf, cap * 2);
+        if (!nb) {
+            free(buf);
+            return NULL;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    *n = len;
+    return buf;
+}
+
+static int run_many(const tok_vocab *v, const char *path, unsigned flags)
+{
+    FILE *in = fopen(path, "rb");
+    if (!in) {
+        app_error("cannot open %s", path);
+        return APP_BADINPUT;
+    }
+    size_t n;
+    char *text = read_all(in, &n);
+    fclose(in);
+    if (!text) {
+        app_error("cannot read %s", path);
+        return APP_FAIL;
+    }
+    cJSON *arr = cJSON_ParseWithLength(text, n);
+    free(text);
+    if (!cJSON_IsArray(arr)) {
+        cJSON_Delete(arr);
+        app_error("%s: not a JSON array of strings", path);
+        return APP_BADINPUT;
+    }
+    fputc('[', stdout);
+    int i = 0;
+    for (cJSON *it = arr->child; it; it = it->next, i++) {
+        if (!cJSON_IsString(it)) {
+            cJSON_Delete(arr);
+            app_error("%s: item %d is not a string", path, i);
+            return APP_BADINPUT;
+        }
+        tok_id *ids;
+        size_t k;
+        if (tok_tokenize(v, it->valuestring, strlen(it->valuestring), flags, &ids, &k) != TOK_OK) {
+            cJSON_Delete(arr);
+            app_error("out of memory");
+            return APP_FAIL;
+        }
+        fputs(i ? ",[" : "[", stdout);
+        for (size_t j = 0; j < k; j++)
+            printf(j ? ",%d" : "%d", ids[j]);
+        fputc(']', stdout);
+        free(ids);
+    }
+    fputs("]\n", stdout);
+    cJSON_Delete(arr);
+    return APP_OK;
+}
+
+int cmd_tokenize(int argc, char **argv)
+{
+    const char *file = NULL, *text = NULL, *many = NULL;
+    bool special = false, no_bos = false, ids_only = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            tokenize_usage(stdout);
+            return APP_OK;
+        } else if (!strcmp(a, "--special")) {
+            special = true;
+        } else if (!strcmp(a, "--no-bos")) {
+            no_bos = true;
+        } else if (!strcmp(a, "--ids")) {
+            ids_only = true;
+        } else if (!strcmp(a, "--pieces")) {
+            ids_only = false;
+        } else if (!strcmp(a, "--many")) {
+            if (++i >= argc) {
+                app_error("--many needs a JSON file");
+                return APP_BADINPUT;
+            }
+            many = argv[i];
+        } else if (a[0] == '-' && a[1]) {
+            app_error("tokenize: unknown option '%s' (see ggscope tokenize --help)", a);
+            return APP_BADINPUT;
+        } else if (!file) {
+            file = a;
+        } else if (!text) {
+            text = a;
+        } else {
+            app_error("tokenize: unexpected argument '%s'", a);
+            return APP_BADINPUT;
+        }
+    }
+    if (!file || (!text && !many) || (text && many)) {
+        tokenize_usage(stderr);
+        return APP_BADINPUT;
+    }
+    gguf_file *f = app_open_gguf(file);
+    if (!f)
+        return APP_BADINPUT;
+    tok_error te;
+    tok_vocab *v = tok_open(f, &te);
+    if (!v) {
+        app_error("%s: %s", file, te.msg);
+        gguf_close(f);
+        return APP_BADINPUT;
+    }
+    if (tok_warning(v))
+        app_error("warning: %s", tok_warning(v));
+    unsigned flags = special ? TOK_PARSE_SPECIAL : 0;
+    int rc = APP_OK;
+    if (many) {
+        rc = run_many(v, many, flags);
+        goto done;
+    }
+    char *owned = NULL;
+    size_t len;
+    if (!strcmp(text, "-")) {
+        owned = read_all(stdin, &len);
+        if (!owned) {
+            app_error("cannot read standard input");
+            rc = APP_FAIL;
+            goto done;
+        }
+        text = owned;
+    } else {
+        len = strlen(text);
+    }
+    if (!no_bos)
+        flags |= TOK_ADD_SPECIAL;
+    tok_id *ids;
+    size_t n;
+    if (tok_tokenize(v, text, len, flags, &ids, &n) != TOK_OK) {
+        free(owned);
+        app_error("out of memory");
+        rc = APP_FAIL;
+        goto done;
+    }
+    if (ids_only) {
+        for (size_t i = 0; i < n; i++)
+            printf(i ? " %d" : "%d", ids[i]);
+        putchar('\n');
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            char buf[512];
+            size_t pl = tok_piece(v, ids[i], buf, sizeof buf, TOK_DETOK_SPECIAL);
+            printf("%7d ", ids[i]);
+            print_piece(stdout, buf, pl < sizeof buf ? pl : sizeof buf);
+            putchar('\n');
+        }
+    }
+    free(ids);
+    free(owned);
+done:
+    tok_close(v);
+    gguf_close(f);
+    return rc;
+}

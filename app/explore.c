@@ -1,0 +1,283 @@
+/* The interactive explorer: a libuv loop that owns the terminal.
+ *
+ * Threads. The loop thread (this file's callbacks) is the only thread that
+ * calls ncurses, the screen or a pane. Jobs (histograms, searches) run in
+ * libuv's thread pool via uv_queue_work: their `work` writes only into its
+ * own job struct and progress atomics, and wakes the loop with
+ * uv_async_send; their `done` is called from the after_work callback, on
+ * the loop thread, where results move into the panes. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "app.h"
+#include "explorer.h"
+#include "screen.h"
+
+typedef struct {
+    uv_loop_t loop;
+    uv_poll_t input;
+    uv_signal_t sig_winch, sig_int, sig_term, sig_hup;
+    uv_timer_t tick;
+    uv_async_t wake;
+    screen *scr;
+    explorer *ex;
+    bool quitting;
+    bool exit_after_first;
+    double t0;
+    double first_frame_ms;
+} app_state;
+
+typedef struct {
+    uv_work_t req;
+    ui_job *job;
+    app_state *app;
+} work_req;
+
+static double mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void begin_quit(app_state *a);
+
+static void close_if_done(app_state *a)
+{
+    if (a->quitting && screen_jobs_running(a->scr) == 0 && !uv_is_closing((uv_handle_t *)&a->wake))
+        uv_close((uv_handle_t *)&a->wake, NULL);
+}
+
+/* Draw if something changed; one doupdate per frame. */
+static void frame(app_state *a)
+{
+    if (a->quitting)
+        return;
+    if (screen_render(a->scr) && a->first_frame_ms == 0) {
+        a->first_frame_ms = mono_ms() - a->t0;
+        if (a->exit_after_first)
+            begin_quit(a);
+    }
+}
+
+/* ---- jobs on libuv's pool ---- */
+
+static void work_cb(uv_work_t *req)
+{
+    work_req *w = req->data;
+    w->job->work(w->job);   /* worker thread: never touches ncurses */
+}
+
+static void after_work_cb(uv_work_t *req, int status)
+{
+    (void)status;
+    work_req *w = req->data;
+    app_state *a = w->app;
+    screen_job_finished(a->scr, w->job);   /* loop thread: job->done runs here */
+    free(w);
+    close_if_done(a);
+    frame(a);
+}
+
+static int runner_submit(void *ctx, ui_job *job)
+{
+    app_state *a = ctx;
+    work_req *w = calloc(1, sizeof *w);
+    if (!w)
+        return -1;
+    w->req.data = w;
+    w->job = job;
+    w->app = a;
+    if (uv_queue_work(&a->loop, &w->req, work_cb, after_work_cb) != 0) {
+        free(w);
+        return -1;
+    }
+    return 0;
+}
+
+static void runner_wake(void *ctx)
+{
+    app_state *a = ctx;
+    uv_async_send(&a->wake);   /* thread-safe; coalesces */
+}
+
+static void wake_cb(uv_async_t *h)
+{
+    app_state *a = h->data;
+    screen_dirty(a->scr);   /* a progress bar moved */
+    frame(a);
+}
+
+/* ---- input, signals, timer ---- */
+
+static void input_cb(uv_poll_t *h, int status, int events)
+{
+    app_state *a = h->data;
+    (void)events;
+    if (status < 0) {
+        begin_quit(a);
+        return;
+    }
+    int flags = screen_drain_input(a->scr);
+    if (flags & PANEL_QUIT) {
+        begin_quit(a);
+        return;
+    }
+    frame(a);
+}
+
+static void winch_cb(uv_signal_t *h, int sig)
+{
+    app_state *a = h->data;
+    (void)sig;
+    struct winsize ws;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0)
+        screen_resize(a->scr, ws.ws_row, ws.ws_col);
+    else
+        screen_resize(a->scr, 0, 0);
+    frame(a);
+}
+
+static void quit_cb(uv_signal_t *h, int sig)
+{
+    (void)sig;
+    begin_quit(h->data);
+}
+
+static void tick_cb(uv_timer_t *h)
+{
+    app_state *a = h->data;
+    screen_tick(a->scr, 0);
+    if (screen_jobs_running(a->scr))
+        screen_dirty(a->scr);
+    frame(a);
+}
+
+static void begin_quit(app_state *a)
+{
+    if (a->quitting)
+        return;
+    a->quitting = true;
+    screen_cancel_jobs(a->scr);
+    uv_close((uv_handle_t *)&a->input, NULL);
+    uv_close((uv_handle_t *)&a->sig_winch, NULL);
+    uv_close((uv_handle_t *)&a->sig_int, NULL);
+    uv_close((uv_handle_t *)&a->sig_term, NULL);
+    uv_close((uv_handle_t *)&a->sig_hup, NULL);
+    uv_close((uv_handle_t *)&a->tick, NULL);
+    close_if_done(a);
+}
+
+int app_explore(const char *path, const app_explore_opts *opts)
+{
+    app_state a;
+    memset(&a, 0, sizeof a);
+    a.t0 = mono_ms();
+    const char *env = getenv("GGSCOPE_EXIT_AFTER_FIRST_FRAME");
+    a.exit_after_first = env && *env && strcmp(env, "0") != 0;
+    gguf_file *f = app_open_gguf(path);
+    if (!f)
+        return APP_BADINPUT;
+    if (uv_loop_init(&a.loop) != 0) {
+        app_error("cannot start the event loop");
+        gguf_close(f);
+        return APP_FAIL;
+    }
+    screen_opts so = {.mono = opts && opts->mono, .mouse = !(opts && opts->no_mouse)};
+    a.scr = screen_new(&so);
+    if (!a.scr) {
+        app_error("cannot initialise the terminal (TERM=%s)", getenv("TERM") ? getenv("TERM") : "");
+        uv_loop_close(&a.loop);
+        gguf_close(f);
+        return APP_FAIL;
+    }
+    a.ex = explorer_new(a.scr, f);
+    ui_runner r = {runner_submit, runner_wake, &a};
+    screen_set_runner(a.scr, &r);
+
+    uv_poll_init(&a.loop, &a.input, STDIN_FILENO);
+    uv_signal_init(&a.loop, &a.sig_winch);
+    uv_signal_init(&a.loop, &a.sig_int);
+    uv_signal_init(&a.loop, &a.sig_term);
+    uv_signal_init(&a.loop, &a.sig_hup);
+    uv_timer_init(&a.loop, &a.tick);
+    uv_async_init(&a.loop, &a.wake, wake_cb);
+    a.input.data = a.sig_winch.data = a.sig_int.data = a.sig_term.data = a.sig_hup.data = &a;
+    a.tick.data = a.wake.data = &a;
+    uv_poll_start(&a.input, UV_READABLE, input_cb);
+    uv_signal_start(&a.sig_winch, winch_cb, SIGWINCH);
+    uv_signal_start(&a.sig_int, quit_cb, SIGINT);
+    uv_signal_start(&a.sig_term, quit_cb, SIGTERM);
+    uv_signal_start(&a.sig_hup, quit_cb, SIGHUP);
+    uv_timer_start(&a.tick, tick_cb, 100, 100);
+
+    if (opts && opts->search && *opts->search && a.ex)
+        explorer_search(a.ex, opts->search);
+    frame(&a);
+    /* the terminal may have changed size between exec and initscr */
+    uv_run(&a.loop, UV_RUN_DEFAULT);
+
+    explorer_free(a.ex);
+    screen_free(a.scr);   /* endwin: the terminal is restored */
+    int rc = uv_loop_close(&a.loop);
+    (void)rc;
+    gguf_close(f);
+    if (a.exit_after_first)
+        fprintf(stderr, "ggscope: first frame after %.2f ms\n", a.first_frame_ms);
+    return APP_OK;
+}
+
+int cmd_explore(int argc, char **argv)
+{
+    app_explore_opts o = {0};
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: ggscope explore [FILE] [--mono] [--no-mouse] [--search TEXT]\n"
+                   "\n"
+                   "Open the full-screen explorer (metadata tree, tensor list, tensor detail with hex,\n"
+                   "values and histogram views) on FILE, or on the built-in demo model.\n"
+                   "`ggscope FILE` does the same when stdin and stdout are terminals.\n"
+                   "\n"
+                   "  --mono         no colours (also when NO_COLOR is set)\n"
+                   "  --no-mouse     do not capture the mouse\n"
+                   "  --search TEXT  start with a search for TEXT\n"
+                   "\n"
+                   "Press ? inside for every key. GGSCOPE_EXIT_AFTER_FIRST_FRAME=1 exits after the\n"
+                   "first frame and prints its time (benchmarks).\n");
+            return APP_OK;
+        }
+        if (!strcmp(argv[i], "--mono"))
+            o.mono = true;
+        else if (!strcmp(argv[i], "--no-mouse"))
+            o.no_mouse = true;
+        else if (!strcmp(argv[i], "--search") && i + 1 < argc)
+            o.search = argv[++i];
+        else if (argv[i][0] == '-') {
+            app_error("explore: unknown option '%s'", argv[i]);
+            return APP_BADINPUT;
+        } else if (!path)
+            path = argv[i];
+        else {
+            app_error("explore: one FILE only");
+            return APP_BADINPUT;
+        }
+    }
+    if (!path)
+        path = app_demo_path();
+    if (!path)
+        return APP_FAIL;
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        app_error("explore: stdin and stdout must be a terminal (use `ggscope info` or `ggscope dump` in scripts)");
+        return APP_BADINPUT;
+    }
+    return app_explore(path, &o);
+}

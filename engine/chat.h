@@ -1,0 +1,112 @@
+/* chat: turn a conversation into the prompt text a model expects.
+ *
+ * The model's own `tokenizer.chat_template` (Jinja, see jinja.h) is used when
+ * it parses and renders. When it is missing, fails to parse, or fails to
+ * render (including a template that raises, e.g. Gemma refusing a system
+ * turn), a built-in format is used instead: the one whose markers appear in
+ * the template text (`<|im_start|>` -> ChatML, `<|start_header_id|>` ->
+ * Llama 3, `<start_of_turn>` -> Gemma, `<|user|>` + `<|end|>` -> Phi-3,
+ * `<|user|>` -> Zephyr, `[INST]` + `<<SYS>>` -> Llama 2, `[INST]` ->
+ * Mistral; ChatML when nothing matches). Every result says which was used. */
+#ifndef GGSCOPE_CHAT_H
+#define GGSCOPE_CHAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+#include "jinja.h"
+
+typedef enum {
+    CHAT_FORMAT_TEMPLATE = 0,  /* the model's own Jinja template */
+    CHAT_FORMAT_CHATML,
+    CHAT_FORMAT_LLAMA2,
+    CHAT_FORMAT_LLAMA3,
+    CHAT_FORMAT_PHI3,
+    CHAT_FORMAT_MISTRAL,
+    CHAT_FORMAT_GEMMA,
+    CHAT_FORMAT_ZEPHYR,
+    CHAT_FORMAT_COUNT
+} chat_format;
+
+/* One turn. role: "system", "user", "assistant" (others are passed through
+ * to the template; built-in formats treat unknown roles as user turns). */
+typedef struct {
+    const char *role;
+    const char *content;
+} chat_message;
+
+typedef struct chat_template chat_template;
+
+/* Options of one render. Zeroed = no generation prompt, no extra system
+ * prompt, fallback allowed, current time. */
+typedef struct {
+    bool add_generation_prompt;
+    const char *system_prompt; /* prepended as a system turn unless msgs[0] is one; NULL: none */
+    bool no_fallback;          /* fail instead of using a built-in format */
+    time_t now;                /* clock for strftime_now (0 = now) */
+} chat_opts;
+
+/* What a render used. */
+typedef struct {
+    chat_format format;   /* CHAT_FORMAT_TEMPLATE, or the built-in format used */
+    bool fallback;        /* a built-in format was used instead of the model's template */
+    jinja_error error;    /* why (code JINJA_OK when no template error) */
+    char status[640];     /* one line for a status bar, e.g. "chat format: Llama 3 (built-in; template: line 2, column 4: ...)" */
+} chat_result;
+
+/* A chat template from the model's template text (NULL or "" when the model
+ * has none) and its BOS/EOS token strings (NULL = ""). The template is
+ * parsed now; a parse failure is kept and reported by every render.
+ * Returns NULL only when out of memory. Free with chat_template_free(). */
+chat_template *chat_template_new(const char *template_text, const char *bos, const char *eos);
+
+/* A chat template that always uses built-in `format` (not TEMPLATE). */
+chat_template *chat_template_new_builtin(chat_format format, const char *bos, const char *eos);
+
+/* Free; accepts NULL. */
+void chat_template_free(chat_template *ct);
+
+/* The built-in format chosen from a template's text (never TEMPLATE;
+ * CHATML when no marker matches or text is NULL). `eos` may be NULL. */
+chat_format chat_detect_format(const char *template_text, const char *eos);
+
+/* "ChatML", "Llama 2", "Llama 3", "Phi-3", "Mistral", "Gemma", "Zephyr",
+ * "template" for CHAT_FORMAT_TEMPLATE. */
+const char *chat_format_name(chat_format f);
+
+/* A short description of the template for display: "model template
+ * (Jinja, N bytes)", "model template (does not parse; fallback Llama 3)",
+ * "built-in Gemma", "no template (fallback ChatML)". Valid until freed. */
+const char *chat_template_describe(const chat_template *ct);
+
+/* The built-in format this template falls back to. */
+chat_format chat_template_fallback(const chat_template *ct);
+
+/* The template's parse error, or NULL when it parsed (or there is none). */
+const jinja_error *chat_template_parse_error(const chat_template *ct);
+
+/* Render msgs[0..n). Returns a malloc'd NUL-terminated prompt (length in
+ * *len when not NULL) and fills *res (may be NULL). Returns NULL when the
+ * template fails and opts->no_fallback is set, or on out of memory; *res
+ * then holds the error. opts may be NULL (defaults). */
+char *chat_render(const chat_template *ct, const chat_message *msgs, size_t n, const chat_opts *opts,
+                  size_t *len, chat_result *res);
+
+/* As chat_render, with the messages as a JSON array of objects (each with
+ * "role" and "content"; other fields, e.g. "tool_calls", reach the template
+ * unchanged; built-in formats print non-string contents as JSON). */
+char *chat_render_json(const chat_template *ct, const cJSON *messages, const chat_opts *opts, size_t *len,
+                       chat_result *res);
+
+/* The text to append to a prompt that held msgs[0..n_prev) (rendered
+ * without a generation prompt) so that it holds msgs[0..n) rendered with
+ * opts: the full render of msgs[0..n) minus the render of msgs[0..n_prev)
+ * when the latter is its prefix. When it is not (templates that change
+ * earlier turns, e.g. by dropping old reasoning), the whole render is
+ * returned and *reset is set: the caller must start the prompt over.
+ * Returns malloc'd text or NULL as chat_render does. */
+char *chat_render_delta(const chat_template *ct, const chat_message *msgs, size_t n_prev, size_t n,
+                        const chat_opts *opts, size_t *len, bool *reset, chat_result *res);
+
+#endif

@@ -1,0 +1,1055 @@
+/* Tokenizer front end: loading from GGUF metadata, special tokens, the
+ * tokenize / detokenize drivers, streaming decoding and accessors. The
+ * behaviour mirrors llama.cpp's llama_vocab (llama-vocab.cpp): the same
+ * defaults per model, the same special-token partitioning, the same EOG
+ * detection, the same token-to-piece rules. */
+#include "tokenizer.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer_internal.h"
+#include "tokenizer_unicode.h"
+
+#define ARENA_BLOCK 65536
+
+static void set_err(tok_error *err, tok_status code, const char *fmt, const char *arg)
+{
+    if (!err)
+        return;
+    err->code = code;
+    snprintf(err->msg, sizeof err->msg, fmt, arg ? arg : "");
+}
+
+const char *tok_strerror(tok_status code)
+{
+    switch (code) {
+    case TOK_OK: return "ok";
+    case TOK_ENOTFOUND: return "no tokenizer in the file";
+    case TOK_EFORMAT: return "malformed tokenizer metadata";
+    case TOK_EUNSUPPORTED: return "unsupported tokenizer model";
+    case TOK_ENOMEM: return "out of memory";
+    case TOK_EARG: return "bad argument";
+    }
+    return "unknown error";
+}
+
+bool tok__ids_push(tok__ids *a, tok_id id)
+{
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 64;
+        tok_id *p = realloc(a->v, cap * sizeof *p);
+        if (!p)
+            return false;
+        a->v = p;
+        a->cap = cap;
+    }
+    a->v[a->n++] = id;
+    return true;
+}
+
+/* ---------------- string table ---------------- */
+
+tok_id tok__lookup(const tok_vocab *v, const void *s, size_t n, uint32_t h)
+{
+    for (uint32_t k = h & v->map_mask;; k = (k + 1) & v->map_mask) {
+        uint64_t e = v->map[k];
+        if (!e)
+            return TOK_NULL;
+        if ((uint32_t)(e >> 32) != h)
+            continue;
+        uint32_t id = (uint32_t)e - 1;
+        if (v->strs[id].len == n && !memcmp(v->strs[id].p, s, n))
+            return (tok_id)id;
+    }
+}
+
+static void map_insert(tok_vocab *v, uint32_t id)
+{
+    uint32_t h = v->strs[id].hash, k = h & v->map_mask;
+    while (v->map[k])
+        k = (k + 1) & v->map_mask;
+    v->map[k] = (uint64_t)h << 32 | (id + 1);
+}
+
+static bool map_grow(tok_vocab *v)
+{
+    uint32_t cap = (v->map_mask + 1) * 2;
+    uint64_t *m = calloc(cap, sizeof *m);
+    if (!m)
+        return false;
+    free(v->map);
+    v->map = m;
+    v->map_mask = cap - 1;
+    for (uint32_t id = 0; id < v->n_str; id++)   /* in id order: the first id keeps its text */
+        if ((v->strs[id].len || id >= v->n_vocab) &&
+            tok__lookup(v, v->strs[id].p, v->strs[id].len, v->strs[id].hash) == TOK_NULL)
+            map_insert(v, id);
+    return true;
+}
+
+static bool str_reserve(tok_vocab *v, uint32_t need)
+{
+    if (need <= v->cap_str)
+        return true;
+    uint32_t cap = v->cap_str ? v->cap_str : 1024;
+    while (cap < need)
+        cap *= 2;
+    tok__str *s = realloc(v->strs, cap * sizeof *s);
+    if (!s)
+        return false;
+    v->strs = s;
+    v->cap_str = cap;
+    return true;
+}
+
+tok_id tok__intern(tok_vocab *v, const char *s, size_t n)
+{
+    uint32_t h = tok__hash(s, n);
+    tok_id id = tok__lookup(v, s, n, h);
+    if (id != TOK_NULL)
+        return id;
+    if (n > ARENA_BLOCK || v->n_str >= (1u << 30) || !str_reserve(v, v->n_str + 1))
+        return TOK_NULL;
+    if (!v->n_arena || v->arena_used + n > ARENA_BLOCK) {
+        char **a = realloc(v->arena, (v->n_arena + 1) * sizeof *a);
+        if (!a)
+            return TOK_NULL;
+        v->arena = a;
+        if (!(v->arena[v->n_arena] = malloc(ARENA_BLOCK)))
+            return TOK_NULL;
+        v->n_arena++;
+        v->arena_used = 0;
+    }
+    char *dst = v->arena[v->n_arena - 1] + v->arena_used;
+    memcpy(dst, s, n);
+    v->arena_used += n;
+    uint32_t nid = v->n_str++;
+    v->strs[nid] = (tok__str){dst, (uint32_t)n, h};
+    if ((uint64_t)v->n_str * 2 > (uint64_t)v->map_mask + 1) {
+        if (!map_grow(v))
+            return TOK_NULL;
+    } else {
+        map_insert(v, nid);
+    }
+    return (tok_id)nid;
+}
+
+static tok_id find_cstr(const tok_vocab *v, const char *s)
+{
+    size_t n = strlen(s);
+    tok_id id = tok__lookup(v, s, n, tok__hash(s, n));
+    return id < (tok_id)v->n_vocab ? id : TOK_NULL;
+}
+
+/* ---------------- loading ---------------- */
+
+static void warn(tok_vocab *v, const char *fmt, const char *arg)
+{
+    size_t used = strlen(v->warning);
+    if (used + 4 >= sizeof v->warning)
+        return;
+    if (used)
+        used += (size_t)snprintf(v->warning + used, sizeof v->warning - used, "; ");
+    snprintf(v->warning + used, sizeof v->warning - used, fmt, arg);
+}
+
+static void get_id(const tok_vocab *v, const gguf_file *f, const char *key, tok_id *id)
+{
+    uint64_t x;
+    if (*id != TOK_NULL && (uint32_t)*id >= v->n_vocab)
+        *id = TOK_NULL;
+    if (gguf_get_u64(f, key, &x) == GGUF_OK && x < v->n_vocab)
+        *id = (tok_id)x;
+}
+
+static void set_eog(tok_vocab *v, tok_id id)
+{
+    if (id >= 0 && (uint32_t)id < v->n_vocab)
+        v->eog[id >> 3] |= (uint8_t)(1u << (id & 7));
+}
+
+static bool get_eog(const tok_vocab *v, tok_id id)
+{
+    return id >= 0 && (uint32_t)id < v->n_vocab && ((v->eog[id >> 3] >> (id & 7)) & 1);
+}
+
+/* Detect a special id by its text when the metadata did not give it: the
+ * lowest id among `names` (NULL-terminated), made a control token. */
+static void detect(tok_vocab *v, tok_id *slot, const char *const *names)
+{
+    if (*slot != TOK_NULL)
+        return;
+    for (const char *const *p = names; *p; p++) {
+        tok_id id = find_cstr(v, *p);
+        if (id != TOK_NULL && (*slot == TOK_NULL || id < *slot))
+            *slot = id;
+    }
+    if (*slot != TOK_NULL)
+        v->attr[*slot] |= TOK_ATTR_CONTROL;
+}
+
+static int cmp_special(const void *a, const void *b, void *vv)
+{
+    const tok_vocab *v = vv;
+    tok_id x = *(const tok_id *)a, y = *(const tok_id *)b;
+    if (v->strs[x].len != v->strs[y].len)
+        return v->strs[x].len > v->strs[y].len ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+static bool contains_ci(const char *hay, const char *needle)
+{
+    char low[256];
+    size_t n = strlen(hay);
+    if (n >= sizeof low)
+        n = sizeof low - 1;
+    for (size_t i = 0; i < n; i++)
+        low[i] = (char)tolower((unsigned char)hay[i]);
+    low[n] = 0;
+    return strstr(low, needle) != NULL;
+}
+
+static tok_status load_tokens(tok_vocab *v, const gguf_file *f, tok_error *err)
+{
+    const gguf_value *arr;
+    if (gguf_get_arr(f, "tokenizer.ggml.tokens", &arr) != GGUF_OK) {
+        set_err(err, TOK_ENOTFOUND, "no tokenizer.ggml.tokens in the file%s", NULL);
+        return TOK_ENOTFOUND;
+    }
+    if (arr->arr_type != GGUF_VT_STRING || arr->arr_len == 0 || arr->arr_len > (1u << 26)) {
+        set_err(err, TOK_EFORMAT, "tokenizer.ggml.tokens: not a string array of 1..2^26 entries%s", NULL);
+        return TOK_EFORMAT;
+    }
+    uint32_t n = (uint32_t)arr->arr_len;
+    v->n_vocab = n;
+    v->score = calloc(n, sizeof *v->score);
+    v->attr = malloc(n * sizeof *v->attr);
+    v->eog = calloc((n + 7) / 8, 1);
+    uint32_t cap = 1024;
+    while (cap < 2 * n + 1024)
+        cap *= 2;
+    v->map = calloc(cap, sizeof *v->map);
+    v->map_mask = cap - 1;
+    if (!v->score || !v->attr || !v->eog || !v->map || !str_reserve(v, n + 512))
+        goto nomem;
+    bool dup = false;
+    for (uint32_t i = 0; i < n; i++) {
+        gguf_str s;
+        if (gguf_arr_str(arr, i, &s) != GGUF_OK || s.len > UINT32_MAX) {
+            set_err(err, TOK_EFORMAT, "tokenizer.ggml.tokens: unreadable entry%s", NULL);
+            return TOK_EFORMAT;
+        }
+        v->strs[i] = (tok__str){s.ptr, (uint32_t)s.len, tok__hash(s.ptr, s.len)};
+        v->attr[i] = TOK_ATTR_NORMAL;
+        if (s.len > v->max_token_len)
+            v->max_token_len = (uint32_t)s.len;
+        v->n_str = i + 1;
+        if (!s.len)
+            continue;
+        if (tok__lookup(v, s.ptr, s.len, v->strs[i].hash) != TOK_NULL) {
+            dup = true;   /* the first id keeps the text */
+            continue;
+        }
+        map_insert(v, i);
+    }
+    if (dup)
+        warn(v, "%s", "duplicate token texts (the lowest id is used)");
+
+    const gguf_value *sc;
+    if (gguf_get_arr(f, "tokenizer.ggml.scores", &sc) == GGUF_OK) {
+        if ((sc->arr_type != GGUF_VT_FLOAT32 && sc->arr_type != GGUF_VT_INT32) || sc->arr_len < n) {
+            set_err(err, TOK_EFORMAT, "tokenizer.ggml.scores: not a float32/int32 array as long as the vocabulary%s", NULL);
+            return TOK_EFORMAT;
+        }
+        const uint8_t *d = gguf_arr_data(sc);   /* metadata arrays need not be aligned */
+        for (uint32_t i = 0; i < n; i++) {
+            double x = 0;
+            if (d && sc->arr_type == GGUF_VT_FLOAT32) {
+                float fx;
+                memcpy(&fx, d + 4 * (size_t)i, 4);
+                x = fx;
+            } else if (d) {
+                int32_t ix;
+                memcpy(&ix, d + 4 * (size_t)i, 4);
+                x = ix;
+            } else {
+                gguf_arr_f64(sc, i, &x);
+            }
+            v->score[i] = (float)x;
+        }
+    }
+    const gguf_value *tt;
+    if (gguf_get_arr(f, "tokenizer.ggml.token_type", &tt) == GGUF_OK) {
+        if (tt->arr_type != GGUF_VT_INT32 || tt->arr_len < n) {
+            set_err(err, TOK_EFORMAT, "tokenizer.ggml.token_type: not an int32 array as long as the vocabulary%s", NULL);
+            return TOK_EFORMAT;
+        }
+        const uint8_t *d = gguf_arr_data(tt);
+        for (uint32_t i = 0; i < n; i++) {
+            int64_t t = 0;
+            if (d) {
+                int32_t x;
+                memcpy(&x, d + 4 * (size_t)i, 4);
+                t = x;
+            } else {
+                gguf_arr_i64(tt, i, &t);
+            }
+            static const uint32_t map[7] = {0, TOK_ATTR_NORMAL, TOK_ATTR_UNKNOWN, TOK_ATTR_CONTROL,
+                                            TOK_ATTR_USER_DEFINED, TOK_ATTR_UNUSED, TOK_ATTR_BYTE};
+            v->attr[i] = t >= 0 && t < 7 ? map[t] : 0;
+        }
+    }
+    return TOK_OK;
+nomem:
+    set_err(err, TOK_ENOMEM, "out of memory loading the vocabulary%s", NULL);
+    return TOK_ENOMEM;
+}
+
+static void finish_specials(tok_vocab *v, const gguf_file *f)
+{
+    static const char *const eot_names[] = {
+        "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
+        "<EOT>", "_<EOT>", "[EOT]", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+        "<end_of_utterance>", NULL};
+    static const char *const eom_names[] = {"<|eom_id|>", NULL};
+    static const char *const fim_pre_names[] = {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>",
+        "<\xef\xbd\x9c" "fim\xe2\x96\x81" "begin\xef\xbd\x9c>", "<PRE>", "\xe2\x96\x81<PRE>",
+        "<|code_prefix|>", "<|prefix|>", NULL};
+    static const char *const fim_suf_names[] = {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",
+        "<\xef\xbd\x9c" "fim\xe2\x96\x81hole\xef\xbd\x9c>", "<SUF>", "\xe2\x96\x81<SUF>",
+        "<|code_suffix|>", "<|suffix|>", NULL};
+    static const char *const fim_mid_names[] = {"<|fim_middle|>", "<fim-middle>", "<fim_middle>",
+        "<\xef\xbd\x9c" "fim\xe2\x96\x81" "end\xef\xbd\x9c>", "<MID>", "\xe2\x96\x81<MID>",
+        "<|code_middle|>", "<|middle|>", NULL};
+    static const char *const fim_pad_names[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>",
+        "[PAD]", NULL};
+    static const char *const fim_rep_names[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
+        "<REPO>", "<reponame>", NULL};
+    static const char *const fim_sep_names[] = {"<|file_sep|>", NULL};
+    static const char *const eog_names[] = {
+        "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+        "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+        "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
+        "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", "[e~[", NULL};
+
+    detect(v, &v->eot, eot_names);
+    detect(v, &v->eom, eom_names);
+    detect(v, &v->fim_pre, fim_pre_names);
+    detect(v, &v->fim_suf, fim_suf_names);
+    detect(v, &v->fim_mid, fim_mid_names);
+    detect(v, &v->fim_pad, fim_pad_names);
+    detect(v, &v->fim_rep, fim_rep_names);
+    detect(v, &v->fim_sep, fim_sep_names);
+
+    /* control tokens named "unused" are unused */
+    for (uint32_t i = 0; i < v->n_vocab; i++)
+        if ((v->attr[i] & TOK_ATTR_CONTROL) && v->strs[i].len >= 6 &&
+            memmem(v->strs[i].p, v->strs[i].len, "unused", 6))
+            v->attr[i] |= TOK_ATTR_UNUSED;
+
+    set_eog(v, v->fim_pad);
+    set_eog(v, v->fim_rep);
+    set_eog(v, v->fim_sep);
+    for (const char *const *p = eog_names; *p; p++) {
+        tok_id id = find_cstr(v, *p);
+        if (id != TOK_NULL) {
+            set_eog(v, id);
+            v->attr[id] |= TOK_ATTR_CONTROL;
+        }
+    }
+    static const char *const harmony[] = {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>", NULL};
+    for (const char *const *p = harmony; *p; p++) {
+        tok_id id = find_cstr(v, *p);
+        if (id != TOK_NULL)
+            v->attr[id] = TOK_ATTR_USER_DEFINED;
+    }
+    set_eog(v, v->eos);
+    set_eog(v, v->eot);
+    set_eog(v, v->eom);
+    /* o200k_harmony / solar-open: "<|end|>" ends a message, not the generation */
+    tok_id ret = find_cstr(v, "<|return|>"), call = find_cstr(v, "<|call|>");
+    tok_id calls = find_cstr(v, "<|calls|>"), flush = find_cstr(v, "<|flush|>");
+    tok_id end = find_cstr(v, "<|end|>");
+    bool has_call = get_eog(v, call) || get_eog(v, calls);
+    if (get_eog(v, end) && ((get_eog(v, ret) && has_call) || (has_call && get_eog(v, flush)))) {
+        v->eog[end >> 3] &= (uint8_t)~(1u << (end & 7));
+        v->attr[end] = TOK_ATTR_USER_DEFINED;
+    }
+    tok_id tr = find_cstr(v, "<|tool_response>"), s = find_cstr(v, "</s>");
+    if (get_eog(v, tr) && get_eog(v, s)) {
+        v->eog[s >> 3] &= (uint8_t)~(1u << (s & 7));
+        v->attr[s] = TOK_ATTR_NORMAL;
+    }
+
+    /* candidates for partitioning text: control, user-defined, unknown */
+    for (uint32_t i = 0; i < v->n_vocab; i++)
+        if (v->attr[i] & (TOK_ATTR_CONTROL | TOK_ATTR_USER_DEFINED | TOK_ATTR_UNKNOWN))
+            v->n_special++;
+    v->special = malloc((v->n_special ? v->n_special : 1) * sizeof *v->special);
+    if (v->special) {
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < v->n_vocab; i++)
+            if (v->attr[i] & (TOK_ATTR_CONTROL | TOK_ATTR_USER_DEFINED | TOK_ATTR_UNKNOWN))
+                v->special[k++] = (tok_id)i;
+        qsort_r(v->special, v->n_special, sizeof *v->special, cmp_special, v);
+    } else {
+        v->n_special = 0;
+    }
+
+    /* per-model attributes llama.cpp sets by name */
+    char name[128] = "", arch[64] = "";
+    gguf_get_cstr(f, "general.name", name, sizeof name);
+    gguf_get_cstr(f, "general.architecture", arch, sizeof arch);
+    if (strstr(v->pre_name, "jina-v2-de") || strstr(v->pre_name, "jina-v2-es") ||
+        strstr(v->pre_name, "jina-v2-code") || strstr(arch, "nomic-bert-moe") ||
+        strstr(arch, "jina-bert-v3")) {
+        tok_id m = find_cstr(v, "<mask>");
+        if (m != TOK_NULL)
+            v->attr[m] |= TOK_ATTR_LSTRIP;
+    } else if (contains_ci(name, "phi-3") || contains_ci(name, "phi3")) {
+        for (uint32_t k = 0; k < v->n_special; k++)
+            v->attr[v->special[k]] |= TOK_ATTR_RSTRIP;
+        static const char *const keep[] = {"<unk>", "<s>", "<|endoftext|>"};
+        tok_id e = find_cstr(v, "</s>");
+        if (e != TOK_NULL)
+            v->attr[e] |= TOK_ATTR_RSTRIP;
+        for (int k = 0; k < 3; k++) {
+            tok_id id = find_cstr(v, keep[k]);
+            if (id != TOK_NULL)
+                v->attr[id] &= ~(uint32_t)TOK_ATTR_RSTRIP;
+        }
+    } else if (contains_ci(name, "modern-bert")) {
+        tok_id m = find_cstr(v, "[MASK]");
+        if (m != TOK_NULL)
+            v->attr[m] |= TOK_ATTR_LSTRIP;
+    }
+}
+
+tok_vocab *tok_open(const gguf_file *f, tok_error *err)
+{
+    tok_error dummy;
+    if (!err)
+        err = &dummy;
+    err->code = TOK_OK;
+    err->msg[0] = 0;
+    if (!f) {
+        set_err(err, TOK_EARG, "no file%s", NULL);
+        return NULL;
+    }
+    tok_vocab *v = calloc(1, sizeof *v);
+    if (!v) {
+        set_err(err, TOK_ENOMEM, "out of memory%s", NULL);
+        return NULL;
+    }
+    if (gguf_get_cstr(f, "tokenizer.ggml.model", v->model_name, sizeof v->model_name) != GGUF_OK) {
+        set_err(err, TOK_ENOTFOUND, "no tokenizer.ggml.model in the file%s", NULL);
+        goto fail;
+    }
+    if (!strcmp(v->model_name, "llama")) {
+        v->model = TOK_MODEL_SPM;
+    } else if (!strcmp(v->model_name, "gpt2")) {
+        v->model = TOK_MODEL_BPE;
+    } else {
+        set_err(err, TOK_EUNSUPPORTED, "tokenizer model '%s' is not supported (llama and gpt2 are)",
+                v->model_name);
+        goto fail;
+    }
+    if (load_tokens(v, f, err) != TOK_OK)
+        goto fail;
+
+    v->eot = v->eom = v->sep = v->pad = v->nl = TOK_NULL;
+    v->fim_pre = v->fim_suf = v->fim_mid = v->fim_pad = v->fim_rep = v->fim_sep = TOK_NULL;
+    gguf_str pre = {NULL, 0};
+    if (v->model == TOK_MODEL_SPM) {
+        v->bos = 1, v->eos = 2, v->unk = 0;
+        v->add_space_prefix = true;
+        v->add_bos = true;
+        v->clean_spaces = false;
+    } else {
+        v->bos = 11, v->eos = 11, v->unk = TOK_NULL;
+        gguf_get_str(f, "tokenizer.ggml.pre", &pre);
+        gguf_str_copy(pre, v->pre_name, sizeof v->pre_name);
+        char rxerr[128] = "";
+        v->pre = tok__pre_new(pre.ptr, pre.len, &v->pre_info, rxerr, sizeof rxerr);
+        if (!v->pre) {
+            set_err(err, TOK_ENOMEM, "pre-tokenizer: %s", rxerr);
+            goto fail;
+        }
+        if (!pre.len)
+            warn(v, "%s", "no tokenizer.ggml.pre: using the 'default' pre-tokenizer");
+        else if (!v->pre_info.known)
+            warn(v, "unknown pre-tokenizer '%s': using GPT-2's rules (tokens may differ from the model's)",
+                 v->pre_name);
+        v->ignore_merges = v->pre_info.ignore_merges;
+        v->add_bos = v->pre_info.add_bos;
+        v->clean_spaces = v->pre_info.clean_spaces;
+        if (v->pre_info.bos_null)
+            v->bos = TOK_NULL;
+        tok_status st = tok__bpe_load(v, f, err);
+        if (st != TOK_OK)
+            goto fail;
+    }
+    bool b;
+    if (gguf_get_bool(f, "tokenizer.ggml.add_space_prefix", &b) == GGUF_OK)
+        v->add_space_prefix = b;
+
+    if (v->model == TOK_MODEL_SPM) {
+        v->spm_split = true;
+        for (uint32_t i = 0; i < v->n_vocab && v->spm_split; i++) {
+            const char *t = v->strs[i].p;
+            size_t tl = v->strs[i].len;
+            for (size_t k = 1; k + 3 <= tl; k++)
+                if (!memcmp(t + k, "\xe2\x96\x81", 3) && (k < 3 || memcmp(t + k - 3, "\xe2\x96\x81", 3))) {
+                    v->spm_split = false;
+                    break;
+                }
+        }
+        for (int c = 0; c < 256; c++) {
+            char hex[8], one = (char)c;
+            snprintf(hex, sizeof hex, "<0x%02X>", c);
+            v->byte_tok[c] = find_cstr(v, hex);
+            if (v->byte_tok[c] == TOK_NULL) {
+                tok_id id = tok__lookup(v, &one, 1, tok__hash(&one, 1));
+                v->byte_tok[c] = id < (tok_id)v->n_vocab ? id : TOK_NULL;
+            }
+        }
+    }
+
+    get_id(v, f, "tokenizer.ggml.bos_token_id", &v->bos);
+    get_id(v, f, "tokenizer.ggml.eos_token_id", &v->eos);
+    get_id(v, f, "tokenizer.ggml.eot_token_id", &v->eot);
+    get_id(v, f, "tokenizer.ggml.eom_token_id", &v->eom);
+    get_id(v, f, "tokenizer.ggml.unknown_token_id", &v->unk);
+    get_id(v, f, "tokenizer.ggml.seperator_token_id", &v->sep);
+    get_id(v, f, "tokenizer.ggml.padding_token_id", &v->pad);
+    get_id(v, f, "tokenizer.ggml.fim_pre_token_id", &v->fim_pre);
+    get_id(v, f, "tokenizer.ggml.fim_suf_token_id", &v->fim_suf);
+    get_id(v, f, "tokenizer.ggml.fim_mid_token_id", &v->fim_mid);
+    get_id(v, f, "tokenizer.ggml.fim_pad_token_id", &v->fim_pad);
+    get_id(v, f, "tokenizer.ggml.fim_rep_token_id", &v->fim_rep);
+    get_id(v, f, "tokenizer.ggml.fim_sep_token_id", &v->fim_sep);
+    get_id(v, f, "tokenizer.ggml.prefix_token_id", &v->fim_pre);
+    get_id(v, f, "tokenizer.ggml.suffix_token_id", &v->fim_suf);
+    get_id(v, f, "tokenizer.ggml.middle_token_id", &v->fim_mid);
+    if (gguf_get_bool(f, "tokenizer.ggml.add_bos_token", &b) == GGUF_OK)
+        v->add_bos = b;
+    if (gguf_get_bool(f, "tokenizer.ggml.add_eos_token", &b) == GGUF_OK)
+        v->add_eos = b;
+    if (v->add_bos && v->bos == TOK_NULL) {
+        warn(v, "%s", "add_bos_token is set but there is no BOS token: not adding one");
+        v->add_bos = false;
+    }
+    if (v->add_eos && v->eos == TOK_NULL) {
+        warn(v, "%s", "add_eos_token is set but there is no EOS token: not adding one");
+        v->add_eos = false;
+    }
+
+    finish_specials(v, f);
+    if (!v->special)
+        goto nomem;
+
+    if (v->model == TOK_MODEL_SPM) {
+        v->nl = v->byte_tok['\n'] != TOK_NULL ? v->byte_tok['\n'] : v->pad;
+    } else {
+        tok_id *ids = NULL;
+        size_t n = 0;
+        if (tok_tokenize(v, "\n", 1, 0, &ids, &n) != TOK_OK)
+            goto nomem;
+        v->nl = n ? ids[0] : v->pad;
+        free(ids);
+    }
+    return v;
+nomem:
+    set_err(err, TOK_ENOMEM, "out of memory%s", NULL);
+fail:
+    tok_close(v);
+    return NULL;
+}
+
+void tok_close(tok_vocab *v)
+{
+    if (!v)
+        return;
+    free(v->strs);
+    free(v->map);
+    for (size_t i = 0; i < v->n_arena; i++)
+        free(v->arena[i]);
+    free(v->arena);
+    free(v->score);
+    free(v->attr);
+    free(v->eog);
+    free(v->mkey);
+    free(v->mrank);
+    free(v->mres);
+    tok__pre_free(v->pre);
+    free(v->special);
+    free(v);
+}
+
+const char *tok_warning(const tok_vocab *v)
+{
+    return v && v->warning[0] ? v->warning : NULL;
+}
+
+/* ---------------- tokenizing ---------------- */
+
+typedef struct {
+    bool is_token;
+    tok_id id;
+    size_t off, len;
+} fragment;
+
+typedef struct {
+    fragment *v;
+    size_t n, cap;
+} frags;
+
+static bool frag_push(frags *a, fragment f)
+{
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 16;
+        fragment *p = realloc(a->v, cap * sizeof *p);
+        if (!p)
+            return false;
+        a->v = p;
+        a->cap = cap;
+    }
+    a->v[a->n++] = f;
+    return true;
+}
+
+static bool c_space(char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+/* Split the text around special tokens (llama.cpp's tokenizer_st_partition):
+ * one token at a time, longest text first, every occurrence in every piece
+ * of text not yet claimed. */
+static bool partition(const tok_vocab *v, const char *text, size_t len, bool parse_special, frags *out)
+{
+    frags cur = {0}, next = {0};
+    bool ok = frag_push(&cur, (fragment){false, TOK_NULL, 0, len});
+    for (uint32_t k = 0; k < v->n_special && ok; k++) {
+        tok_id id = v->special[k];
+        uint32_t attr = v->attr[id];
+        if (!parse_special && (attr & (TOK_ATTR_CONTROL | TOK_ATTR_UNKNOWN)))
+            continue;
+        const char *t = v->strs[id].p;
+        size_t tl = v->strs[id].len;
+        if (!tl)
+            continue;
+        next.n = 0;
+        for (size_t i = 0; i < cur.n && ok; i++) {
+            fragment fr = cur.v[i];
+            if (fr.is_token) {
+                ok = frag_push(&next, fr);
+                continue;
+            }
+            size_t pos = fr.off, end = fr.off + fr.len;
+            const char *m;
+            while (ok && pos < end && (m = memmem(text + pos, end - pos, t, tl))) {
+                size_t mo = (size_t)(m - text), left = mo;
+                if (attr & TOK_ATTR_LSTRIP)
+                    while (left > pos && c_space(text[left - 1]))
+                        left--;
+                if (left > pos)
+                    ok = frag_push(&next, (fragment){false, TOK_NULL, pos, left - pos});
+                ok = ok && frag_push(&next, (fragment){true, id, 0, 0});
+                pos = mo + tl;
+                if (attr & TOK_ATTR_RSTRIP)
+                    while (pos < end && c_space(text[pos]))
+                        pos++;
+            }
+            if (ok && pos < end)
+                ok = frag_push(&next, (fragment){false, TOK_NULL, pos, end - pos});
+        }
+        frags t2 = cur;
+        cur = next;
+        next = t2;
+    }
+    free(next.v);
+    if (!ok) {
+        free(cur.v);
+        return false;
+    }
+    *out = cur;
+    return true;
+}
+
+tok_status tok_tokenize(const tok_vocab *v, const char *text, size_t len, unsigned flags,
+                        tok_id **out, size_t *n)
+{
+    if (!v || !out || !n || (!text && len) || len > (size_t)INT32_MAX / 4)
+        return TOK_EARG;
+    *out = NULL;
+    *n = 0;
+    tok__ids ids = {0};
+    frags fr = {0};
+    char *buf = NULL;
+    bool ok = true;
+    if (len && !partition(v, text, len, flags & TOK_PARSE_SPECIAL, &fr))
+        goto nomem;
+    bool add = flags & TOK_ADD_SPECIAL;
+    if (add && v->add_bos && !tok__ids_push(&ids, v->bos))
+        goto nomem;
+    if (v->model == TOK_MODEL_SPM) {
+        bool prev_special = true;   /* the first piece of text gets the prefix space */
+        for (size_t i = 0; i < fr.n && ok; i++) {
+            if (fr.v[i].is_token) {
+                ok = tok__ids_push(&ids, fr.v[i].id);
+                prev_special = true;
+                continue;
+            }
+            /* escape: ' ' -> U+2581 (3 bytes) */
+            const char *s = text + fr.v[i].off;
+            size_t sl = fr.v[i].len, m = 0;
+            char *nb = realloc(buf, 3 * (sl + 1));
+            if (!nb)
+                goto nomem;
+            buf = nb;
+            if (v->add_space_prefix && prev_special) {
+                memcpy(buf, "\xe2\x96\x81", 3);
+                m = 3;
+            }
+            for (size_t j = 0; j < sl; j++) {
+                if (s[j] == ' ') {
+                    memcpy(buf + m, "\xe2\x96\x81", 3);
+                    m += 3;
+                } else {
+                    buf[m++] = s[j];
+                }
+            }
+            ok = tok__spm_tokenize(v, buf, m, &ids);
+            prev_special = false;
+        }
+    } else {
+        for (size_t i = 0; i < fr.n && ok; i++)
+            ok = fr.v[i].is_token ? tok__ids_push(&ids, fr.v[i].id)
+                                  : tok__bpe_tokenize(v, text + fr.v[i].off, fr.v[i].len, &ids);
+    }
+    if (!ok)
+        goto nomem;
+    if (add && v->add_eos && !tok__ids_push(&ids, v->eos))
+        goto nomem;
+    free(buf);
+    free(fr.v);
+    *out = ids.v;
+    *n = ids.n;
+    return TOK_OK;
+nomem:
+    free(buf);
+    free(fr.v);
+    free(ids.v);
+    return TOK_ENOMEM;
+}
+
+/* ---------------- detokenizing ---------------- */
+
+static size_t put(char *buf, size_t cap, size_t o, const char *s, size_t n)
+{
+    if (o < cap)
+        memcpy(buf + o, s, n <= cap - o ? n : cap - o);
+    return o + n;
+}
+
+/* llama.cpp's token_to_piece with `lstrip` leading spaces skipped. */
+static size_t piece(const tok_vocab *v, tok_id id, char *buf, size_t cap, bool special, int lstrip)
+{
+    if (id < 0 || (uint32_t)id >= v->n_vocab)
+        return 0;
+    uint32_t attr = v->attr[id];
+    if (!special && (attr & (TOK_ATTR_UNKNOWN | TOK_ATTR_CONTROL)))
+        return 0;
+    const char *t = v->strs[id].p;
+    size_t tl = v->strs[id].len;
+    char tmp[256];
+    char *big = NULL;
+    const char *src = NULL;
+    size_t sn = 0;
+    if (attr & (TOK_ATTR_UNKNOWN | TOK_ATTR_CONTROL | TOK_ATTR_USER_DEFINED)) {
+        src = t, sn = tl;
+    } else if (attr & TOK_ATTR_NORMAL) {
+        char *dst = tmp;
+        size_t need = v->model == TOK_MODEL_SPM ? tl : tok__bpe_decode(t, tl, NULL, 0);
+        if (need > sizeof tmp) {
+            big = malloc(need);
+            if (!big)
+                return 0;
+            dst = big;
+        }
+        if (v->model == TOK_MODEL_SPM) {
+            for (size_t i = 0; i < tl;) {
+                if (i + 3 <= tl && !memcmp(t + i, "\xe2\x96\x81", 3)) {
+                    dst[sn++] = ' ';
+                    i += 3;
+                } else {
+                    dst[sn++] = t[i++];
+                }
+            }
+        } else {
+            sn = tok__bpe_decode(t, tl, dst, need);
+        }
+        src = dst;
+    } else if (attr & TOK_ATTR_BYTE) {
+        if (tl >= 6) {
+            char hex[3] = {t[3], t[4], 0};
+            tmp[0] = (char)strtol(hex, NULL, 16);
+            src = tmp, sn = 1;
+        }
+    }
+    size_t o = 0;
+    if (src) {
+        for (int i = 0; i < lstrip && sn && *src == ' '; i++)
+            src++, sn--;
+        o = put(buf, cap, 0, src, sn);
+    }
+    free(big);
+    return o;
+}
+
+size_t tok_piece(const tok_vocab *v, tok_id id, char *buf, size_t cap, unsigned flags)
+{
+    return v ? piece(v, id, buf, cap, flags & TOK_DETOK_SPECIAL, 0) : 0;
+}
+
+/* llama.cpp's clean_up_tokenization_spaces passes, in place. */
+static size_t clean_spaces(char *text, size_t total)
+{
+    size_t t1 = total, i;
+    total = total ? 1 : 0;
+    for (i = 1; i < t1; i++) {
+        char x = text[i];
+        if (text[i - 1] == ' ' && (x == '?' || x == '!' || x == '.' || x == ','))
+            total--;
+        text[total++] = x;
+    }
+    size_t t2 = total;
+    total = total ? 1 : 0;
+    for (i = 1; i < t2; i++) {
+        char x = text[i];
+        if (x == '\'' && i + 1 < t2 && text[i - 1] == ' ' && text[i + 1] == ' ') {
+            total--;
+            text[++i] = '\0';
+        }
+        text[total++] = x;
+    }
+    size_t t3 = total;
+    total = total ? 1 : 0;
+    for (i = 1; i < t3; i++) {
+        char x = text[i];
+        if (text[i - 1] == ' ' && x == '\'' && i + 1 < t3) {
+            char x1 = text[i + 1];
+            if (x1 == 's' || x1 == 'm')
+                total--;
+            else if (i + 2 < t3 && ((x1 == 'r' && text[i + 2] == 'e') || (x1 == 'v' && text[i + 2] == 'e')))
+                total--;
+        }
+        text[total++] = x;
+    }
+    return total;
+}
+
+tok_status tok_detokenize(const tok_vocab *v, const tok_id *ids, size_t n, unsigned flags,
+                          char **out, size_t *len)
+{
+    if (!v || !out || (!ids && n))
+        return TOK_EARG;
+    bool remove_space = v->add_space_prefix;
+    if ((flags & TOK_DETOK_REMOVE_SPECIAL) && v->add_bos && n && ids[0] == v->bos) {
+        remove_space = false;
+        ids++, n--;
+    }
+    if ((flags & TOK_DETOK_REMOVE_SPECIAL) && v->add_eos && n && ids[n - 1] == v->eos)
+        n--;
+    bool special = flags & TOK_DETOK_SPECIAL;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += piece(v, ids[i], NULL, 0, special, i == 0 && remove_space);
+    char *s = malloc(total + 1);
+    if (!s)
+        return TOK_ENOMEM;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++)
+        o += piece(v, ids[i], s + o, total - o, special, i == 0 && remove_space);
+    if ((flags & TOK_DETOK_CLEAN) && v->clean_spaces)
+        o = clean_spaces(s, o);
+    s[o] = 0;
+    *out = s;
+    if (len)
+        *len = o;
+    return TOK_OK;
+}
+
+/* ---------------- streaming ---------------- */
+
+struct tok_stream {
+    const tok_vocab *v;
+    bool special;
+    char held[8];
+    size_t nheld;
+    char *out;
+    size_t cap;
+};
+
+tok_stream *tok_stream_new(const tok_vocab *v, unsigned flags)
+{
+    tok_stream *s = calloc(1, sizeof *s);
+    if (s) {
+        s->v = v;
+        s->special = flags & TOK_DETOK_SPECIAL;
+    }
+    return s;
+}
+
+void tok_stream_free(tok_stream *s)
+{
+    if (s)
+        free(s->out);
+    free(s);
+}
+
+/* Length of the well-formed UTF-8 sequence at p[0..n): > 0 complete; 0 a
+ * valid but incomplete prefix; -1 malformed (the first byte must go). */
+static int utf8_seq(const uint8_t *p, size_t n)
+{
+    uint8_t c = p[0];
+    if (c < 0x80)
+        return 1;
+    int need;
+    uint8_t lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF)
+        need = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        need = 3;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        need = 4;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else {
+        return -1;
+    }
+    for (int k = 1; k < need; k++) {
+        if ((size_t)k >= n)
+            return 0;
+        uint8_t b = p[k];
+        if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF))
+            return -1;
+    }
+    return need;
+}
+
+const char *tok_stream_push(tok_stream *s, tok_id id, size_t *len)
+{
+    size_t pn = piece(s->v, id, NULL, 0, s->special, 0);
+    size_t need = s->nheld + pn;
+    /* worst case: every byte becomes U+FFFD (3 bytes) */
+    if (3 * need + 1 > s->cap) {
+        char *o = realloc(s->out, 3 * need + 16);
+        if (!o)
+            return NULL;
+        s->out = o;
+        s->cap = 3 * need + 16;
+    }
+    uint8_t *in = malloc(need ? need : 1);
+    if (!in)
+        return NULL;
+    memcpy(in, s->held, s->nheld);
+    piece(s->v, id, (char *)in + s->nheld, pn, s->special, 0);
+    size_t o = 0, i = 0;
+    s->nheld = 0;
+    while (i < need) {
+        int k = utf8_seq(in + i, need - i);
+        if (k > 0) {
+            memcpy(s->out + o, in + i, (size_t)k);
+            o += (size_t)k;
+            i += (size_t)k;
+        } else if (k == 0) {
+            s->nheld = need - i;   /* at most 3 bytes */
+            memcpy(s->held, in + i, s->nheld);
+            break;
+        } else {
+            memcpy(s->out + o, "\xef\xbf\xbd", 3);
+            o += 3;
+            i++;
+        }
+    }
+    free(in);
+    *len = o;
+    return s->out;
+}
+
+const char *tok_stream_flush(tok_stream *s, size_t *len)
+{
+    size_t o = 0;
+    if (s->nheld) {
+        if (s->cap < 4) {
+            char *n = realloc(s->out, 16);
+            if (!n)
+                return NULL;
+            s->out = n;
+            s->cap = 16;
+        }
+        memcpy(s->out, "\xef\xbf\xbd", 3);
+        o = 3;
+        s->nheld = 0;
+    }
+    *len = o;
+    return s->out ? s->out : "";
+}
+
+/* ---------------- accessors ---------------- */
+
+uint32_t tok_n_vocab(const tok_vocab *v) { return v->n_vocab; }
+tok_model tok_model_kind(const tok_vocab *v) { return v->model; }
+const char *tok_model_name(const tok_vocab *v) { return v->model_name; }
+const char *tok_pre_name(const tok_vocab *v) { return v->pre_name; }
+tok_id tok_bos(const tok_vocab *v) { return v->bos; }
+tok_id tok_eos(const tok_vocab *v) { return v->eos; }
+tok_id tok_eot(const tok_vocab *v) { return v->eot; }
+tok_id tok_unk(const tok_vocab *v) { return v->unk; }
+tok_id tok_pad(const tok_vocab *v) { return v->pad; }
+tok_id tok_nl(const tok_vocab *v) { return v->nl; }
+bool tok_add_bos(const tok_vocab *v) { return v->add_bos; }
+bool tok_add_eos(const tok_vocab *v) { return v->add_eos; }
+bool tok_add_space_prefix(const tok_vocab *v) { return v->add_space_prefix; }
+
+const char *tok_text(const tok_vocab *v, tok_id id, size_t *len)
+{
+    if (id < 0 || (uint32_t)id >= v->n_vocab)
+        return NULL;
+    if (len)
+        *len = v->strs[id].len;
+    return v->strs[id].p;
+}
+
+float tok_score(const tok_vocab *v, tok_id id)
+{
+    return id >= 0 && (uint32_t)id < v->n_vocab ? v->score[id] : 0.0f;
+}
+
+uint32_t tok_attr(const tok_vocab *v, tok_id id)
+{
+    return id >= 0 && (uint32_t)id < v->n_vocab ? v->attr[id] : 0;
+}
+
+bool tok_is_control(const tok_vocab *v, tok_id id)
+{
+    return tok_attr(v, id) & TOK_ATTR_CONTROL;
+}
+
+bool tok_is_eog(const tok_vocab *v, tok_id id)
+{
+    return get_eog(v, id);
+}
+
+tok_id tok_find(const tok_vocab *v, const char *text, size_t len)
+{
+    tok_id id = tok__lookup(v, text, len, tok__hash(text, len));
+    return id < (tok_id)v->n_vocab ? id : TOK_NULL;
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# ggscope info / the command line: exit statuses, one-line errors, --json, the demo model.
+set -u
+bin=${GGSCOPE_BIN:?}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+export XDG_CACHE_HOME=$tmp/cache
+fail=0; pass=0
+check() { if eval "$2"; then pass=$((pass+1)); else echo "FAIL: $1"; fail=$((fail+1)); fi; }
+
+"$bin" --help > "$tmp/help"; check "--help exits 0" '[ $? = 0 ]'
+check "--help lists info" 'grep -q "info" "$tmp/help"'
+"$bin" --version | grep -q "^ggscope [0-9]"; check "--version" '[ $? = 0 ]'
+"$bin" info --help | grep -q -- "--json"; check "info --help" '[ $? = 0 ]'
+
+# no argument: writes the demo model once into the cache and prints it
+"$bin" < /dev/null > "$tmp/out" 2>&1; rc=$?
+check "no-arg exits 0 (rc=$rc)" '[ $rc = 0 ]'
+check "demo model in the cache" 'ls "$XDG_CACHE_HOME"/ggscope/*.gguf >/dev/null 2>&1'
+check "demo model is llama" 'grep -q "\"llama\"" "$tmp/out"'
+demo=$(ls "$XDG_CACHE_HOME"/ggscope/*.gguf)
+"$bin" info --json "$demo" > "$tmp/j"
+check "--json parses" 'python3 -c "import json,sys; j=json.load(open(\"$tmp/j\")); assert j[\"version\"]==3 and j[\"tensor_count\"]>0 and j[\"metadata\"][\"tokenizer.ggml.tokens\"][\"length\"]>0"'
+"$bin" info --json --full "$demo" > "$tmp/jf"
+check "--full lists every item" 'python3 -c "import json; m=json.load(open(\"$tmp/jf\"))[\"metadata\"][\"tokenizer.ggml.tokens\"]; assert len(m[\"items\"])==m[\"length\"]"'
+
+# bad files: exit 2, exactly one line "FILE: offset N: ..."
+printf 'version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 5\n' > "$tmp/lfs.gguf"
+"$bin" info "$tmp/lfs.gguf" > /dev/null 2> "$tmp/err"; rc=$?
+check "LFS pointer exits 2" '[ $rc = 2 ]'
+check "one line" '[ $(wc -l < "$tmp/err") = 1 ]'
+check "names file and offset" 'grep -q "lfs.gguf: offset 0: .*Git LFS" "$tmp/err"'
+head -c 5000 "$demo" > "$tmp/cut.gguf"
+"$bin" info "$tmp/cut.gguf" > /dev/null 2> "$tmp/err"; rc=$?
+check "truncated exits 2" '[ $rc = 2 ]'
+check "truncated says so" 'grep -q "truncated" "$tmp/err"'
+"$bin" info "$tmp/missing.gguf" > /dev/null 2> "$tmp/err"; rc=$?
+check "missing file exits 2" '[ $rc = 2 ] && grep -q "cannot open" "$tmp/err"'
+"$bin" info > /dev/null 2>&1; rc=$?
+check "usage error exits 2" '[ $rc = 2 ]'
+
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# ggscope tokenize: ids, BOS rule, special tokens, --many, usage errors.
+# Expected ids: the model authors' vectors (../shared/fixtures/vocab/*.out)
+# plus the BOS the metadata asks for (checked against llama.cpp's peer).
+set -u
+bin=${GGSCOPE_BIN:?}
+shared=${GGSCOPE_SHARED:-../shared}
+V=$shared/fixtures/vocab
+if [[ ! -f $V/ggml-vocab-llama-bpe.gguf ]]; then
+  echo "SKIP: ../shared is absent"
+  exit 77
+fi
+fail=0
+check() {   # check NAME EXPECTED ACTUAL
+  if [[ "$2" != "$3" ]]; then
+    echo "FAIL $1: expected [$2] got [$3]"
+    fail=1
+  else
+    echo "ok   $1"
+  fi
+}
+check "llama-bpe adds BOS" "128000 9906 1917" "$("$bin" tokenize "$V/ggml-vocab-llama-bpe.gguf" "Hello world" --ids)"
+check "llama-bpe --no-bos" "9906 1917" "$("$bin" tokenize "$V/ggml-vocab-llama-bpe.gguf" "Hello world" --ids --no-bos)"
+check "qwen2 no BOS" "9707 1879" "$("$bin" tokenize "$V/ggml-vocab-qwen2.gguf" "Hello world" --ids)"
+check "spm adds BOS and prefix space" "1 15043 3186" "$("$bin" tokenize "$V/ggml-vocab-llama-spm.gguf" "Hello world" --ids)"
+check "qwen2 --special" "151644 872" "$("$bin" tokenize "$V/ggml-vocab-qwen2.gguf" "<|im_start|>user" --ids --special)"
+plain=$("$bin" tokenize "$V/ggml-vocab-qwen2.gguf" "<|im_start|>user" --ids)
+[[ " $plain " == *" 151644 "* ]] && { echo "FAIL special token recognised without --special"; fail=1; } || echo "ok   no special without --special"
+check "stdin" "9906 1917" "$(printf 'Hello world' | "$bin" tokenize "$V/ggml-vocab-llama-bpe.gguf" - --ids --no-bos)"
+out=$("$bin" tokenize "$V/ggml-vocab-llama-bpe.gguf" $'Hi\n' --pieces --no-bos)
+check "pieces" "  13347 'Hi'
+    198 '\\n'" "$out"
+tmp=$(mktemp)
+printf '["Hello world", " Hello world", ""]' > "$tmp"
+check "--many" "[[9906,1917],[22691,1917],[]]" "$("$bin" tokenize "$V/ggml-vocab-llama-bpe.gguf" --many "$tmp")"
+rm -f "$tmp"
+"$bin" tokenize "$V/ggml-vocab-llama-bpe.gguf" >/dev/null 2>&1; check "missing TEXT exits 2" 2 $?
+"$bin" tokenize "$V/ggml-vocab-llama-bpe.gguf" x --bogus >/dev/null 2>&1; check "bad option exits 2" 2 $?
+"$bin" tokenize /nonexistent.gguf x >/dev/null 2>&1; check "missing file exits 2" 2 $?
+"$bin" tokenize --help | grep -q -- "--special" ; check "help" 0 $?
+exit $fail

@@ -1,0 +1,393 @@
+/* Tests of engine/chat.h: template rendering through the chat API, format
+ * detection, built-in fallbacks (checked against the models' own templates
+ * where they coincide), fallback reporting, system prompts, deltas. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "chat.h"
+#include "testutil.h"
+
+static char *read_text(const char *path)
+{
+    size_t n = 0;
+    return (char *)tu_read_file(path, &n);
+}
+
+/* ---- detection ---- */
+
+static void test_detect(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        chat_format f;
+    } T[] = {
+        {"{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}", CHAT_FORMAT_CHATML},
+        {"{{ bos_token }}<|start_header_id|>{{ role }}<|end_header_id|>", CHAT_FORMAT_LLAMA3},
+        {"<start_of_turn>user\n{{ content }}<end_of_turn>", CHAT_FORMAT_GEMMA},
+        {"{{ '<|user|>\n' + content + '<|end|>\n' }}", CHAT_FORMAT_PHI3},
+        {"{{ '<|user|>\n' + content + eos_token }}", CHAT_FORMAT_ZEPHYR},
+        {"[INST] <<SYS>>\n{{ s }}\n<</SYS>>\n\n{{ u }} [/INST]", CHAT_FORMAT_LLAMA2},
+        {"{{ bos_token }}[INST]{{ u }}[/INST]", CHAT_FORMAT_MISTRAL},
+        {"{{ messages }}", CHAT_FORMAT_CHATML},
+        {NULL, CHAT_FORMAT_CHATML},
+    };
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+        chat_format f = chat_detect_format(T[i].text, "</s>");
+        if (f != T[i].f)
+            fail_msg("'%s': detected %s, expected %s", T[i].text ? T[i].text : "(null)", chat_format_name(f),
+                     chat_format_name(T[i].f));
+    }
+    assert_string_equal(chat_format_name(CHAT_FORMAT_PHI3), "Phi-3");
+    assert_string_equal(chat_format_name(CHAT_FORMAT_LLAMA3), "Llama 3");
+
+    /* the real templates in ../shared */
+    if (!tu_shared("fixtures/templates"))
+        TU_SKIP_NO_SHARED();
+    static const struct {
+        const char *file;
+        chat_format f;
+    } R[] = {
+        {"Qwen-Qwen2.5-7B-Instruct", CHAT_FORMAT_CHATML},        {"Qwen-Qwen3-0.6B", CHAT_FORMAT_CHATML},
+        {"HuggingFaceTB-SmolLM3-3B", CHAT_FORMAT_CHATML},        {"meta-llama-Llama-3.1-8B-Instruct", CHAT_FORMAT_LLAMA3},
+        {"google-gemma-2-2b-it", CHAT_FORMAT_GEMMA},             {"microsoft-Phi-3.5-mini-instruct", CHAT_FORMAT_PHI3},
+        {"mistralai-Mistral-Nemo-Instruct-2407", CHAT_FORMAT_MISTRAL},
+    };
+    for (size_t i = 0; i < sizeof R / sizeof R[0]; i++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "fixtures/templates/%s.jinja", R[i].file);
+        char *text = read_text(tu_shared(rel));
+        assert_non_null(text);
+        chat_format f = chat_detect_format(text, NULL);
+        if (f != R[i].f)
+            fail_msg("%s: detected %s, expected %s", R[i].file, chat_format_name(f), chat_format_name(R[i].f));
+        free(text);
+    }
+}
+
+/* ---- built-in formats ---- */
+
+static const chat_message CONV[] = {
+    {"system", "Be brief."},
+    {"user", "Hi!"},
+    {"assistant", "Hello."},
+    {"user", "Why?"},
+};
+
+static void expect_builtin(chat_format f, const char *bos, const char *eos, bool gen, const char *want)
+{
+    chat_template *ct = chat_template_new_builtin(f, bos, eos);
+    assert_non_null(ct);
+    chat_opts o = {.add_generation_prompt = gen};
+    chat_result r;
+    char *out = chat_render(ct, CONV, 4, &o, NULL, &r);
+    assert_non_null(out);
+    if (strcmp(out, want))
+        fail_msg("%s: rendered\n[%s]\nexpected\n[%s]", chat_format_name(f), out, want);
+    assert_int_equal(r.format, f);
+    assert_false(r.fallback);
+    assert_non_null(strstr(r.status, chat_format_name(f)));
+    free(out);
+    chat_template_free(ct);
+}
+
+static void test_builtin_formats(void **state)
+{
+    (void)state;
+    expect_builtin(CHAT_FORMAT_CHATML, "", "<|im_end|>", true,
+                   "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n"
+                   "<|im_start|>assistant\nHello.<|im_end|>\n<|im_start|>user\nWhy?<|im_end|>\n"
+                   "<|im_start|>assistant\n");
+    expect_builtin(CHAT_FORMAT_LLAMA3, "<|begin_of_text|>", "<|eot_id|>", true,
+                   "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+                   "<|start_header_id|>user<|end_header_id|>\n\nHi!<|eot_id|>"
+                   "<|start_header_id|>assistant<|end_header_id|>\n\nHello.<|eot_id|>"
+                   "<|start_header_id|>user<|end_header_id|>\n\nWhy?<|eot_id|>"
+                   "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    expect_builtin(CHAT_FORMAT_PHI3, "<s>", "<|endoftext|>", true,
+                   "<|system|>\nBe brief.<|end|>\n<|user|>\nHi!<|end|>\n<|assistant|>\nHello.<|end|>\n"
+                   "<|user|>\nWhy?<|end|>\n<|assistant|>\n");
+    expect_builtin(CHAT_FORMAT_PHI3, "<s>", "<|endoftext|>", false,
+                   "<|system|>\nBe brief.<|end|>\n<|user|>\nHi!<|end|>\n<|assistant|>\nHello.<|end|>\n"
+                   "<|user|>\nWhy?<|end|>\n<|endoftext|>");
+    expect_builtin(CHAT_FORMAT_ZEPHYR, "<s>", "</s>", true,
+                   "<|system|>\nBe brief.</s>\n<|user|>\nHi!</s>\n<|assistant|>\nHello.</s>\n<|user|>\nWhy?</s>\n"
+                   "<|assistant|>\n");
+    expect_builtin(CHAT_FORMAT_LLAMA2, "<s>", "</s>", true,
+                   "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi! [/INST] Hello. </s><s>[INST] Why? [/INST]");
+    expect_builtin(CHAT_FORMAT_MISTRAL, "<s>", "</s>", true, "<s>[INST]Be brief.\n\nHi![/INST]Hello.</s>[INST]Why?[/INST]");
+    expect_builtin(CHAT_FORMAT_GEMMA, "<bos>", "<eos>", true,
+                   "<bos><start_of_turn>user\nBe brief.\n\nHi!<end_of_turn>\n<start_of_turn>model\nHello.<end_of_turn>\n"
+                   "<start_of_turn>user\nWhy?<end_of_turn>\n<start_of_turn>model\n");
+    assert_null(chat_template_new_builtin(CHAT_FORMAT_TEMPLATE, "", ""));
+}
+
+/* The built-in Phi-3, Gemma and Mistral formats must render exactly what the
+ * models' own templates render (golden data) for conversations they both
+ * support: every non-raising case without a system turn (Phi-3.5: all). */
+static void test_builtin_vs_templates(void **state)
+{
+    (void)state;
+    if (!tu_shared("fixtures/templates"))
+        TU_SKIP_NO_SHARED();
+    static const struct {
+        const char *file;
+        chat_format f;
+        bool with_system;
+    } R[] = {
+        {"microsoft-Phi-3.5-mini-instruct", CHAT_FORMAT_PHI3, true},
+        {"google-gemma-2-2b-it", CHAT_FORMAT_GEMMA, false},
+        {"mistralai-Mistral-Nemo-Instruct-2407", CHAT_FORMAT_MISTRAL, false},
+        {"Qwen-Qwen3-0.6B", CHAT_FORMAT_CHATML, true},
+    };
+    int compared = 0;
+    for (size_t i = 0; i < sizeof R / sizeof R[0]; i++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "fixtures/templates/%s.cases.json", R[i].file);
+        char *txt = read_text(tu_shared(rel));
+        assert_non_null(txt);
+        cJSON *cases = cJSON_Parse(txt);
+        const cJSON *c;
+        cJSON_ArrayForEach(c, cases) {
+            const cJSON *want = cJSON_GetObjectItem(c, "expected");
+            const cJSON *msgs = cJSON_GetObjectItem(c, "messages");
+            if (!want)
+                continue;
+            bool has_system = false, ends_with_assistant = false;
+            const cJSON *m;
+            cJSON_ArrayForEach(m, msgs) {
+                const char *role = cJSON_GetObjectItem(m, "role")->valuestring;
+                has_system |= !strcmp(role, "system");
+                ends_with_assistant = !strcmp(role, "assistant");
+            }
+            if (has_system && !R[i].with_system)
+                continue;
+            /* Qwen3 wraps the answer after the last question in <think> tags */
+            if (R[i].f == CHAT_FORMAT_CHATML && ends_with_assistant)
+                continue;
+            chat_template *ct = chat_template_new_builtin(R[i].f, cJSON_GetObjectItem(c, "bos_token")->valuestring,
+                                                          cJSON_GetObjectItem(c, "eos_token")->valuestring);
+            chat_opts o = {.add_generation_prompt = cJSON_IsTrue(cJSON_GetObjectItem(c, "add_generation_prompt"))};
+            char *out = chat_render_json(ct, msgs, &o, NULL, NULL);
+            assert_non_null(out);
+            if (strcmp(out, want->valuestring))
+                fail_msg("%s/%s: built-in %s rendered\n[%s]\nthe template\n[%s]", R[i].file,
+                         cJSON_GetObjectItem(c, "name")->valuestring, chat_format_name(R[i].f), out, want->valuestring);
+            free(out);
+            chat_template_free(ct);
+            compared++;
+        }
+        cJSON_Delete(cases);
+        free(txt);
+    }
+    print_message("%d golden renders reproduced by built-in formats\n", compared);
+    assert_true(compared >= 20);
+}
+
+/* ---- the model's template through the chat API ---- */
+
+static void test_template_via_chat(void **state)
+{
+    (void)state;
+    if (!tu_shared("fixtures/templates"))
+        TU_SKIP_NO_SHARED();
+    char *text = read_text(tu_shared("fixtures/templates/meta-llama-Llama-3.1-8B-Instruct.jinja"));
+    char *txt = read_text(tu_shared("fixtures/templates/meta-llama-Llama-3.1-8B-Instruct.cases.json"));
+    assert_non_null(text);
+    assert_non_null(txt);
+    cJSON *cases = cJSON_Parse(txt);
+    int n = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cases) {
+        chat_template *ct = chat_template_new(text, cJSON_GetObjectItem(c, "bos_token")->valuestring,
+                                              cJSON_GetObjectItem(c, "eos_token")->valuestring);
+        assert_non_null(ct);
+        assert_null(chat_template_parse_error(ct));
+        assert_non_null(strstr(chat_template_describe(ct), "Jinja"));
+        /* through chat_message arrays */
+        const cJSON *msgs = cJSON_GetObjectItem(c, "messages");
+        chat_message m[16];
+        size_t k = 0;
+        const cJSON *it;
+        cJSON_ArrayForEach(it, msgs) {
+            m[k].role = cJSON_GetObjectItem(it, "role")->valuestring;
+            m[k].content = cJSON_GetObjectItem(it, "content")->valuestring;
+            k++;
+        }
+        chat_opts o = {.add_generation_prompt = cJSON_IsTrue(cJSON_GetObjectItem(c, "add_generation_prompt"))};
+        chat_result r;
+        size_t len;
+        char *out = chat_render(ct, m, k, &o, &len, &r);
+        assert_non_null(out);
+        assert_string_equal(out, cJSON_GetObjectItem(c, "expected")->valuestring);
+        assert_int_equal(len, strlen(out));
+        assert_int_equal(r.format, CHAT_FORMAT_TEMPLATE);
+        assert_false(r.fallback);
+        free(out);
+        chat_template_free(ct);
+        n++;
+    }
+    assert_int_equal(n, 10);
+    cJSON_Delete(cases);
+    free(txt);
+    free(text);
+}
+
+/* ---- fallbacks ---- */
+
+static void test_fallbacks(void **state)
+{
+    (void)state;
+    const chat_message conv[] = {{"user", "Hi!"}};
+    chat_opts gen = {.add_generation_prompt = true};
+    chat_result r;
+
+    /* a template that does not parse: ChatML detected from its text */
+    chat_template *ct = chat_template_new("<|im_start|>{% if %}", "", "");
+    assert_non_null(ct);
+    const jinja_error *pe = chat_template_parse_error(ct);
+    assert_non_null(pe);
+    assert_int_equal(pe->code, JINJA_ESYNTAX);
+    assert_int_equal(pe->line, 1);
+    assert_int_equal(pe->col, 19);
+    assert_non_null(strstr(chat_template_describe(ct), "does not parse"));
+    char *out = chat_render(ct, conv, 1, &gen, NULL, &r);
+    assert_non_null(out);
+    assert_string_equal(out, "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n");
+    assert_true(r.fallback);
+    assert_int_equal(r.format, CHAT_FORMAT_CHATML);
+    assert_non_null(strstr(r.status, "ChatML"));
+    assert_non_null(strstr(r.status, "does not parse"));
+    assert_non_null(strstr(r.status, "line 1, column 19"));
+    free(out);
+    /* ... unless fallbacks are refused */
+    chat_opts strict = {.add_generation_prompt = true, .no_fallback = true};
+    assert_null(chat_render(ct, conv, 1, &strict, NULL, &r));
+    assert_int_equal(r.error.code, JINJA_ESYNTAX);
+    chat_template_free(ct);
+
+    /* a template that raises (Gemma refuses a system turn): Gemma built-in */
+    if (tu_shared("fixtures/templates")) {
+        char *text = read_text(tu_shared("fixtures/templates/google-gemma-2-2b-it.jinja"));
+        ct = chat_template_new(text, "<bos>", "<eos>");
+        free(text);
+        const chat_message sys[] = {{"system", "Be brief."}, {"user", "Hi!"}};
+        out = chat_render(ct, sys, 2, &gen, NULL, &r);
+        assert_non_null(out);
+        assert_string_equal(out, "<bos><start_of_turn>user\nBe brief.\n\nHi!<end_of_turn>\n<start_of_turn>model\n");
+        assert_true(r.fallback);
+        assert_int_equal(r.format, CHAT_FORMAT_GEMMA);
+        assert_int_equal(r.error.code, JINJA_ERAISE);
+        assert_string_equal(r.error.msg, "System role not supported");
+        assert_non_null(strstr(r.status, "System role not supported"));
+        free(out);
+        /* without the system turn the template itself renders */
+        out = chat_render(ct, sys + 1, 1, &gen, NULL, &r);
+        assert_non_null(out);
+        assert_false(r.fallback);
+        assert_int_equal(r.format, CHAT_FORMAT_TEMPLATE);
+        free(out);
+        chat_template_free(ct);
+    } else {
+        print_message("SKIP (part): ../shared is absent: no Gemma raise check\n");
+    }
+
+    /* a template that fails at render time (unknown filter), Llama 3 markers */
+    ct = chat_template_new("{{ bos_token }}<|start_header_id|>{{ messages | frobnicate }}", "<B>", "<E>");
+    out = chat_render(ct, conv, 1, &gen, NULL, &r);
+    assert_non_null(out);
+    assert_string_equal(out, "<B><|start_header_id|>user<|end_header_id|>\n\nHi!<|eot_id|>"
+                             "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    assert_int_equal(r.format, CHAT_FORMAT_LLAMA3);
+    assert_int_equal(r.error.code, JINJA_ERUNTIME);
+    assert_non_null(strstr(r.status, "Llama 3"));
+    free(out);
+    chat_template_free(ct);
+
+    /* no template at all */
+    ct = chat_template_new(NULL, "", "");
+    assert_null(chat_template_parse_error(ct));
+    assert_non_null(strstr(chat_template_describe(ct), "no template"));
+    out = chat_render(ct, conv, 1, &gen, NULL, &r);
+    assert_non_null(out);
+    assert_true(r.fallback);
+    assert_int_equal(r.format, CHAT_FORMAT_CHATML);
+    assert_non_null(strstr(r.status, "no chat template"));
+    free(out);
+    chat_template_free(ct);
+    chat_template_free(NULL);
+}
+
+/* ---- system prompt, JSON messages, deltas ---- */
+
+static void test_system_prompt_and_json(void **state)
+{
+    (void)state;
+    chat_template *ct = chat_template_new(
+        "{% for m in messages %}[{{ m.role }}|{{ m.content }}{% if m.extra is defined %}|{{ m.extra | tojson }}{% endif %}]"
+        "{% endfor %}{% if add_generation_prompt %}>{% endif %}",
+        "", "");
+    const chat_message conv[] = {{"user", "q"}};
+    chat_opts o = {.add_generation_prompt = true, .system_prompt = "S"};
+    char *out = chat_render(ct, conv, 1, &o, NULL, NULL);
+    assert_string_equal(out, "[system|S][user|q]>");
+    free(out);
+    /* an existing system turn wins */
+    const chat_message conv2[] = {{"system", "mine"}, {"user", "q"}};
+    out = chat_render(ct, conv2, 2, &o, NULL, NULL);
+    assert_string_equal(out, "[system|mine][user|q]>");
+    free(out);
+    /* extra fields reach the template through the JSON form */
+    cJSON *msgs = cJSON_Parse("[{\"role\": \"user\", \"content\": \"q\", \"extra\": {\"a\": [1, 2]}}]");
+    chat_opts plain = {0};
+    out = chat_render_json(ct, msgs, &plain, NULL, NULL);
+    assert_string_equal(out, "[user|q|{\"a\": [1, 2]}]");
+    free(out);
+    cJSON_Delete(msgs);
+    /* bad arguments */
+    chat_result r;
+    assert_null(chat_render_json(ct, NULL, &plain, NULL, &r));
+    assert_int_equal(r.error.code, JINJA_EARG);
+    chat_template_free(ct);
+}
+
+static void test_delta(void **state)
+{
+    (void)state;
+    chat_template *ct = chat_template_new_builtin(CHAT_FORMAT_CHATML, "", "");
+    const chat_message conv[] = {{"user", "a"}, {"assistant", "b"}, {"user", "c"}};
+    chat_opts gen = {.add_generation_prompt = true};
+    bool reset = true;
+    size_t len;
+    char *d = chat_render_delta(ct, conv, 2, 3, &gen, &len, &reset, NULL);
+    assert_string_equal(d, "<|im_start|>user\nc<|im_end|>\n<|im_start|>assistant\n");
+    assert_int_equal(len, strlen(d));
+    assert_false(reset);
+    free(d);
+    d = chat_render_delta(ct, conv, 0, 1, &gen, NULL, &reset, NULL);
+    assert_string_equal(d, "<|im_start|>user\na<|im_end|>\n<|im_start|>assistant\n");
+    assert_false(reset);
+    free(d);
+    chat_template_free(ct);
+
+    /* a template that rewrites earlier turns: the whole text, with reset */
+    ct = chat_template_new("{{ messages | length }}:{% for m in messages %}{{ m.content }}{% endfor %}", "", "");
+    d = chat_render_delta(ct, conv, 2, 3, &gen, NULL, &reset, NULL);
+    assert_string_equal(d, "3:abc");
+    assert_true(reset);
+    free(d);
+    chat_template_free(ct);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_detect),          cmocka_unit_test(test_builtin_formats),
+        cmocka_unit_test(test_builtin_vs_templates), cmocka_unit_test(test_template_via_chat),
+        cmocka_unit_test(test_fallbacks),       cmocka_unit_test(test_system_prompt_and_json),
+        cmocka_unit_test(test_delta),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,415 @@
+/* Tests of the Jinja interpreter (engine/jinja.h):
+ *  - every golden case of ../shared/fixtures/templates (real chat templates
+ *    rendered by @huggingface/jinja), byte for byte;
+ *  - the feature templates of tests/data/templates, whose expected renders
+ *    were produced by ../shared/peer/peer template (the same reference);
+ *  - error positions, hostile templates and limits. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "jinja.h"
+#include "testutil.h"
+
+#define DATA "tests/data/templates/"
+
+static time_t local_noon(int y, int m, int d)
+{
+    struct tm tm = {0};
+    tm.tm_year = y - 1900;
+    tm.tm_mon = m - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = 12;
+    tm.tm_isdst = -1;
+    return mktime(&tm);
+}
+
+static char *read_text(const char *path, size_t *n)
+{
+    size_t sz = 0;
+    char *p = (char *)tu_read_file(path, &sz);
+    if (n)
+        *n = sz;
+    return p;
+}
+
+/* Render src with vars; returns malloc'd text or NULL (error in *e). */
+static char *render(const char *src, const cJSON *vars, const jinja_limits *lim, jinja_error *e)
+{
+    jinja_template *t = jinja_parse(src, strlen(src), e);
+    if (!t)
+        return NULL;
+    char *out = jinja_render(t, vars, lim, NULL, e);
+    jinja_free(t);
+    return out;
+}
+
+static void expect_render(const char *src, const char *want)
+{
+    jinja_error e;
+    char *out = render(src, NULL, NULL, &e);
+    if (!out)
+        fail_msg("template %s failed: %s", src, e.msg);
+    assert_string_equal(out, want);
+    free(out);
+}
+
+/* ---- golden cases of real templates ---- */
+
+static void test_fixture_cases(void **state)
+{
+    (void)state;
+    const char *dir = tu_shared("fixtures/templates");
+    if (!dir)
+        TU_SKIP_NO_SHARED();
+    char dirpath[1024];
+    snprintf(dirpath, sizeof dirpath, "%s", dir);
+    DIR *d = opendir(dirpath);
+    assert_non_null(d);
+    int files = 0, cases = 0, errors = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l < 11 || strcmp(de->d_name + l - 11, ".cases.json"))
+            continue;
+        char name[512], path[1600];
+        snprintf(name, sizeof name, "%.*s", (int)(l - 11), de->d_name);
+        snprintf(path, sizeof path, "%s/%s.jinja", dirpath, name);
+        size_t n;
+        char *src = read_text(path, &n);
+        assert_non_null(src);
+        jinja_error e;
+        jinja_template *t = jinja_parse(src, n, &e);
+        if (!t)
+            fail_msg("%s: does not parse: line %d col %d: %s", name, e.line, e.col, e.msg);
+        snprintf(path, sizeof path, "%s/%s", dirpath, de->d_name);
+        char *cj = read_text(path, NULL);
+        cJSON *arr = cJSON_Parse(cj);
+        assert_true(cJSON_IsArray(arr));
+        const cJSON *c;
+        cJSON_ArrayForEach(c, arr) {
+            cJSON *vars = cJSON_CreateObject();
+            static const char *KEYS[] = {"messages", "add_generation_prompt", "bos_token", "eos_token"};
+            for (int k = 0; k < 4; k++)
+                cJSON_AddItemToObject(vars, KEYS[k], cJSON_Duplicate(cJSON_GetObjectItem(c, KEYS[k]), 1));
+            /* the golden data was rendered on 2026-11-21 (Granite prints the date) */
+            jinja_limits lim = {0};
+            lim.now = local_noon(2026, 11, 21);
+            char *out = jinja_render(t, vars, &lim, NULL, &e);
+            const char *cname = cJSON_GetObjectItem(c, "name")->valuestring;
+            const cJSON *want = cJSON_GetObjectItem(c, "expected");
+            const cJSON *err = cJSON_GetObjectItem(c, "error");
+            if (want) {
+                if (!out)
+                    fail_msg("%s/%s: render failed: %s", name, cname, e.msg);
+                if (strcmp(out, want->valuestring))
+                    fail_msg("%s/%s: rendered\n[%s]\nexpected\n[%s]", name, cname, out, want->valuestring);
+            } else {
+                assert_non_null(err);
+                if (out)
+                    fail_msg("%s/%s: rendered instead of raising '%s'", name, cname, err->valuestring);
+                assert_int_equal(e.code, JINJA_ERAISE);
+                assert_string_equal(e.msg, err->valuestring);
+                errors++;
+            }
+            cases++;
+            free(out);
+            cJSON_Delete(vars);
+        }
+        cJSON_Delete(arr);
+        free(cj);
+        jinja_free(t);
+        free(src);
+        files++;
+    }
+    closedir(d);
+    print_message("%d templates, %d golden cases (%d raising) rendered exactly\n", files, cases, errors);
+    assert_true(files >= 9);
+    assert_true(cases >= 90);
+}
+
+/* ---- feature templates with the peer's renders ---- */
+
+static cJSON *data_vars(const char *messages_file, bool gen)
+{
+    char path[512];
+    snprintf(path, sizeof path, DATA "%s.messages.json", messages_file);
+    char *txt = read_text(path, NULL);
+    assert_non_null(txt);
+    cJSON *msgs = cJSON_Parse(txt);
+    free(txt);
+    assert_non_null(msgs);
+    cJSON *vars = cJSON_CreateObject();
+    cJSON_AddItemToObject(vars, "messages", msgs);
+    cJSON_AddBoolToObject(vars, "add_generation_prompt", gen);
+    cJSON_AddStringToObject(vars, "bos_token", "<s>");
+    cJSON_AddStringToObject(vars, "eos_token", "</s>");
+    return vars;
+}
+
+static void test_feature_templates(void **state)
+{
+    (void)state;
+    char *list = read_text(DATA "cases.txt", NULL);
+    assert_non_null(list);
+    int renders = 0, raises = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(list, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char tname[128], mname[128];
+        if (line[0] == '#' || sscanf(line, "%127s %127s", tname, mname) != 2)
+            continue;
+        char path[512];
+        snprintf(path, sizeof path, DATA "%s.jinja", tname);
+        size_t n;
+        char *src = read_text(path, &n);
+        assert_non_null(src);
+        jinja_error e;
+        jinja_template *t = jinja_parse(src, n, &e);
+        snprintf(path, sizeof path, DATA "%s.%s.error", tname, mname);
+        char *want_err = read_text(path, NULL);
+        for (int gen = 1; gen >= 0; gen--) {
+            cJSON *vars = data_vars(mname, gen);
+            char *out = t ? jinja_render(t, vars, NULL, NULL, &e) : NULL;
+            cJSON_Delete(vars);
+            if (want_err) {
+                if (out)
+                    fail_msg("%s.%s: rendered, but the reference fails with '%s'", tname, mname, want_err);
+                /* runtime messages are the reference's own; syntax errors are worded
+                 * differently (with a position) but must be syntax errors */
+                if (e.code == JINJA_ESYNTAX) {
+                    assert_true(!strncmp(want_err, "Parser Error", 12) || !strncmp(want_err, "Unknown statement", 17) ||
+                                !strncmp(want_err, "Unexpected", 10));
+                    assert_true(e.line > 0);
+                } else {
+                    if (strcmp(e.msg, want_err))
+                        fail_msg("%s.%s: error '%s', expected '%s'", tname, mname, e.msg, want_err);
+                }
+                raises++;
+                continue;
+            }
+            if (!t)
+                fail_msg("%s: does not parse: line %d col %d: %s", tname, e.line, e.col, e.msg);
+            if (!out)
+                fail_msg("%s.%s: render failed: line %d col %d: %s", tname, mname, e.line, e.col, e.msg);
+            snprintf(path, sizeof path, DATA "%s.%s%s.expected", tname, mname, gen ? "" : ".nogen");
+            size_t wn;
+            char *want = read_text(path, &wn);
+            assert_non_null(want);
+            if (strlen(out) != wn || memcmp(out, want, wn))
+                fail_msg("%s.%s%s: rendered\n[%s]\nexpected\n[%s]", tname, mname, gen ? "" : " (no gen)", out, want);
+            free(want);
+            free(out);
+            renders++;
+        }
+        free(want_err);
+        jinja_free(t);
+        free(src);
+    }
+    free(list);
+    print_message("%d feature renders equal to the reference, %d expected failures\n", renders, raises);
+    assert_true(renders >= 38);
+}
+
+/* ---- small semantics checks (documented quirks of the reference) ---- */
+
+static void test_semantics(void **state)
+{
+    (void)state;
+    /* one trailing newline of the template is dropped; trim_blocks/lstrip_blocks on */
+    expect_render("a\n", "a");
+    expect_render("a\n\n", "a\n");
+    expect_render("x\n    {% if true %}\n    y\n    {% endif %}\nz", "x\n    y\nz");
+    expect_render("{{ 'a' }}\nb", "a\nb");
+    /* whitespace control */
+    expect_render("a  {{- 'b' -}}  c", "abc");
+    expect_render("a {#- c -#} b", "ab");
+    /* booleans print like JavaScript, floats keep .0 */
+    expect_render("{{ true }} {{ 1.0 }} {{ 2.5 }} {{ 7 / 2 }} {{ 4 / 2 }}", "true 1.0 2.5 3.5 2.0");
+    expect_render("{{ 'x' ~ 1.0 }} {{ 10000000000000000000000.0 }}", "x1 1e+22");
+    /* strip() ignores its argument, as the reference does */
+    expect_render("{{ '\\n ab \\n'.strip('\\n') }}|", "ab|");
+    /* loop scope is shared between iterations, not with the outside */
+    expect_render("{% for i in [1,2] %}{% if i == 2 %}{{ x }}{% endif %}{% set x = i %}{% endfor %}{{ x }}", "1");
+    /* break drops the partial output of its iteration */
+    expect_render("{% for i in [1,2,3] %}<{{ i }}{% if i == 2 %}{% break %}{% endif %}>{% endfor %}", "<1>");
+    /* objects compare by identity, strings and numbers loosely */
+    expect_render("{% set a = {'k': 1} %}{{ a == a }} {{ a == {'k': 1} }} {{ '1' == 1 }} {{ none == undefined_x }}",
+                  "true false true true");
+    /* slices with extreme steps and bounds */
+    expect_render("{{ [1,2,3][::9223372036854775807] }} {{ [1,2,3][::-9223372036854775807] }} "
+                  "{{ [1,2,3][-9223372036854775807:9223372036854775807] }} {{ 'abc'[::-9223372036854775807] }}",
+                  "[1] [3] [1, 2, 3] c");
+    /* strftime_now uses the injected clock */
+    jinja_limits lim = {0};
+    lim.now = local_noon(2024, 7, 26);
+    jinja_error e;
+    char *out = render("{{ strftime_now('%d %b %Y, %B %m %%') }}", NULL, &lim, &e);
+    assert_non_null(out);
+    assert_string_equal(out, "26 Jul 2024, July 07 %");
+    free(out);
+    /* variables from JSON */
+    cJSON *vars = cJSON_Parse("{\"n\": 3, \"f\": 1.5, \"s\": \"x\", \"l\": [1, null], \"o\": {\"a\": true}}");
+    out = render("{{ n + 1 }} {{ f }} {{ s }} {{ l }} {{ o.a }} {{ l[1] is none }}", vars, NULL, &e);
+    cJSON_Delete(vars);
+    assert_non_null(out);
+    assert_string_equal(out, "4 1.5 x [1, null] true true");
+    free(out);
+}
+
+/* ---- errors with positions ---- */
+
+static void expect_error(const char *src, jinja_status code, int line, int col, const char *msg_part)
+{
+    jinja_error e;
+    char *out = render(src, NULL, NULL, &e);
+    if (out)
+        fail_msg("'%s' rendered '%s' instead of failing", src, out);
+    if (e.code != code || e.line != line || e.col != col || (msg_part && !strstr(e.msg, msg_part)))
+        fail_msg("'%s': got code %d at %d:%d '%s', expected code %d at %d:%d '%s'", src, e.code, e.line, e.col,
+                 e.msg, code, line, col, msg_part ? msg_part : "");
+    char buf[700];
+    jinja_error_format(&e, buf, sizeof buf);
+    if (line > 0)
+        assert_non_null(strstr(buf, "line "));
+}
+
+static void test_error_positions(void **state)
+{
+    (void)state;
+    expect_error("ab\n  {{ x | }}", JINJA_ESYNTAX, 2, 10, "unexpected token");
+    expect_error("{% for m in messages %}x", JINJA_ESYNTAX, 1, 25, "endfor");
+    expect_error("{{ 'abc }}", JINJA_ESYNTAX, 1, 4, "unterminated string");
+    expect_error("\n\n{% foo %}", JINJA_ESYNTAX, 3, 4, "unknown statement 'foo'");
+    expect_error("line1\n    {% if %}", JINJA_ESYNTAX, 2, 11, "unexpected token");
+    expect_error("{# never closed", JINJA_ESYNTAX, 1, 1, "comment");
+    expect_error("{{ 'a' ? }}", JINJA_ESYNTAX, 1, 8, "unexpected character");
+    expect_error("{% if true %}{% endfor %}", JINJA_ESYNTAX, 1, 17, NULL);
+    expect_error("{{ '\\q' }}", JINJA_ESYNTAX, 1, 5, "escaped character");
+    /* runtime errors point at the operation */
+    expect_error("x\n{{ 1 + none }}", JINJA_ERUNTIME, 2, 6, "null values");
+    expect_error("{{ messages.foo() }}", JINJA_ERUNTIME, 1, 12, "not a function");
+    expect_error("{{ 'a' | nosuchfilter }}", JINJA_ERUNTIME, 1, 10, "Unknown StringValue filter");
+    expect_error("{{ 1 is nosuchtest }}", JINJA_ERUNTIME, 1, 6, "Unknown test");
+    expect_error("  {{ raise_exception('stop: ' ~ 42) }}", JINJA_ERAISE, 1, 6, "stop: 42");
+    expect_error("{% set x = 1 %}{% set x.y = 2 %}", JINJA_ERUNTIME, 1, 24, "non-namespace");
+    expect_error("{% break %}", JINJA_ERUNTIME, 0, 0, "outside of a loop");
+}
+
+/* ---- hostile templates end with an error, quickly ---- */
+
+static void expect_limit(const char *src, const jinja_limits *lim)
+{
+    jinja_error e;
+    clock_t t0 = clock();
+    char *out = render(src, NULL, lim, &e);
+    double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    if (out)
+        fail_msg("hostile template rendered (%zu bytes)", strlen(out));
+    if (e.code != JINJA_ELIMIT)
+        fail_msg("hostile template: code %d '%s', expected a limit", e.code, e.msg);
+    print_message("limit after %.2f s: %s\n", secs, e.msg);
+}
+
+static void test_hostile(void **state)
+{
+    (void)state;
+    /* unbounded recursion (default limits) */
+    expect_limit("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", NULL);
+    expect_limit("{% macro f() %}{% call f() %}x{% endcall %}{% endmacro %}{{ f() }}", NULL);
+    /* huge loops */
+    jinja_limits lim = {0};
+    lim.max_steps = 200000;
+    expect_limit("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", &lim);
+    expect_limit("{% for i in range(1000000000) %}{% endfor %}", &lim);
+    /* exponential string growth */
+    lim = (jinja_limits){0};
+    lim.max_bytes = 16u << 20;
+    expect_limit("{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}"
+                 "{{ ns.s | length }}",
+                 &lim);
+    /* deep nesting is refused at parse time, without exhausting the stack */
+    size_t n = 200000;
+    char *deep = malloc(2 * n + 16);
+    assert_non_null(deep);
+    strcpy(deep, "{{ ");
+    memset(deep + 3, '(', n);
+    deep[3 + n] = '1';
+    memset(deep + 4 + n, ')', n);
+    strcpy(deep + 4 + 2 * n, " }}");
+    jinja_error e;
+    assert_null(jinja_parse(deep, strlen(deep), &e));
+    assert_int_equal(e.code, JINJA_ELIMIT);
+    for (size_t i = 0; i < n; i++) {
+        deep[3 + i] = '[';
+        deep[4 + n + i] = ']';
+    }
+    assert_null(jinja_parse(deep, strlen(deep), &e));
+    free(deep);
+    /* nested statements */
+    size_t k = 5000;
+    char *ifs = malloc(k * 24 + 16);
+    assert_non_null(ifs);
+    ifs[0] = 0;
+    size_t o = 0;
+    for (size_t i = 0; i < k; i++)
+        o += (size_t)sprintf(ifs + o, "{%% if 1 %%}");
+    for (size_t i = 0; i < k; i++)
+        o += (size_t)sprintf(ifs + o, "{%% endif %%}");
+    assert_null(jinja_parse(ifs, o, &e));
+    assert_int_equal(e.code, JINJA_ELIMIT);
+    free(ifs);
+    /* not-a-template inputs */
+    assert_null(jinja_parse(NULL, 0, &e));
+    assert_int_equal(e.code, JINJA_EARG);
+    assert_null(jinja_render(NULL, NULL, NULL, NULL, &e));
+    jinja_free(NULL);
+}
+
+/* Arbitrary bytes never crash the lexer/parser/interpreter (ASan build). */
+static void test_garbage(void **state)
+{
+    (void)state;
+    static const char *PIECES[] = {"{{", "}}", "{%", "%}", "{#", "#}", "-", "'", "\"", "(", ")", "[", "]", "{",
+                                   "}", "if", "for", "in", "endif", "endfor", "set", "x", "=", ".", "|", ",", "1",
+                                   "macro", "endmacro", "not", "is", "~", "\\", "\n", " ", "é", ":", "*", "**"};
+    unsigned seed = 12345;
+    char buf[256];
+    for (int iter = 0; iter < 3000; iter++) {
+        size_t o = 0;
+        int parts = 1 + (int)(seed % 24);
+        for (int p = 0; p < parts; p++) {
+            seed = seed * 1103515245u + 12345u;
+            const char *s = PIECES[(seed >> 8) % (sizeof PIECES / sizeof PIECES[0])];
+            size_t l = strlen(s);
+            if (o + l >= sizeof buf)
+                break;
+            memcpy(buf + o, s, l);
+            o += l;
+        }
+        buf[o] = 0;
+        jinja_error e;
+        jinja_template *t = jinja_parse(buf, o, &e);
+        if (t) {
+            jinja_limits lim = {0};
+            lim.max_steps = 10000;
+            char *out = jinja_render(t, NULL, &lim, NULL, &e);
+            free(out);
+            jinja_free(t);
+        } else {
+            assert_true(e.code == JINJA_ESYNTAX || e.code == JINJA_ELIMIT);
+            assert_true(e.msg[0] != 0);
+        }
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fixture_cases), cmocka_unit_test(test_feature_templates),
+        cmocka_unit_test(test_semantics),     cmocka_unit_test(test_error_positions),
+        cmocka_unit_test(test_hostile),       cmocka_unit_test(test_garbage),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,37 @@
+/* panes: the explorer's panes (metadata tree, tensor list, tensor detail).
+ * Every function runs on the loop thread (see screen.h). */
+#ifndef GGSCOPE_PANES_H
+#define GGSCOPE_PANES_H
+
+#include <stdint.h>
+
+#include "gguf.h"
+#include "panel.h"
+
+/* Metadata tree of `f` (not owned; must outlive the pane). */
+panel *meta_pane_new(const gguf_file *f);
+/* Show key `kv` (and, when elem >= 0, element `elem` of its array): expand
+ * what hides it and put the cursor on it. */
+void meta_pane_reveal(panel *p, uint64_t kv, int64_t elem);
+
+/* Tensor list of `f`. `on_select` is called when the selected tensor changes
+ * (tensor index, or -1 on a group row). */
+panel *tensors_pane_new(const gguf_file *f, void (*on_select)(void *ctx, int64_t ti), void *ctx);
+/* Select tensor `ti` (clearing a filter that hides it). */
+void tensors_pane_reveal(panel *p, uint64_t ti);
+int64_t tensors_pane_selected(const panel *p);
+
+/* Views of the tensor detail pane. */
+enum { DETAIL_HEX, DETAIL_VALUES, DETAIL_HIST };
+
+/* Detail of one tensor of `f`: hex, values, histogram. */
+panel *detail_pane_new(const gguf_file *f);
+void detail_pane_set_tensor(panel *p, int64_t ti);
+void detail_pane_set_view(panel *p, int view);
+int detail_pane_view(const panel *p);
+/* Values view: put row `row` at the top. */
+void detail_pane_goto_row(panel *p, uint64_t row);
+/* Cancel the histogram job if one runs; true if one did. */
+bool detail_pane_cancel(panel *p);
+
+#endif

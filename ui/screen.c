@@ -1,0 +1,926 @@
+/* screen: pages, layout, focus, key table, title line, key bar, overlays, jobs. */
+#include "screen.h"
+
+#include <locale.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <wchar.h>
+
+#define MAX_PAGES 8
+#define MAX_PANELS 8
+
+typedef struct {
+    char name[32];
+    char title[512];
+    screen_layout_fn layout;
+    void *ctx;
+    panel *panels[MAX_PANELS];
+    int n;
+    int focus;
+    bool zoom;
+} page_t;
+
+typedef struct {
+    size_t off, len;
+} line_t;
+
+struct screen {
+    page_t pages[MAX_PAGES];
+    int npages, cur;
+    screen_binding *binds;
+    int nbinds;
+    int rows, cols;
+    WINDOW *titlew, *barw, *overw;
+    bool dirty, full_repaint;
+    bool mono;
+    char msg[256];
+    uint64_t msg_until;
+    /* pager overlay */
+    bool pager_open;
+    char pager_title[128];
+    char *pager_text;
+    size_t pager_len;
+    line_t *plines;
+    size_t nplines, plines_cap;
+    int pager_wrap_cols;
+    size_t pager_top;
+    /* prompt */
+    bool prompt_open;
+    char prompt_label[32];
+    char prompt_buf[256];
+    size_t prompt_len;
+    void (*prompt_submit)(screen *, const char *, void *);
+    void (*prompt_change)(screen *, const char *, void *);
+    void *prompt_ctx;
+    /* jobs */
+    ui_runner runner;
+    bool has_runner;
+    ui_job *active;
+    /* benchmarks */
+    bool exit_after_first;
+    uint64_t frames;
+};
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* ---- built-in keys ---- */
+
+static void relayout(screen *s);
+
+static int key_quit(screen *s, int key, void *ctx)
+{
+    (void)s, (void)key, (void)ctx;
+    return PANEL_HANDLED | PANEL_QUIT;
+}
+
+static int key_help(screen *s, int key, void *ctx)
+{
+    (void)key, (void)ctx;
+    screen_help(s);
+    return PANEL_HANDLED | PANEL_REDRAW;
+}
+
+static int key_tab(screen *s, int key, void *ctx)
+{
+    (void)ctx;
+    page_t *pg = &s->pages[s->cur];
+    if (pg->n == 0)
+        return PANEL_HANDLED;
+    int d = key == UIK_BTAB ? pg->n - 1 : 1;
+    pg->focus = (pg->focus + d) % pg->n;
+    relayout(s);
+    return PANEL_HANDLED | PANEL_REDRAW;
+}
+
+static int key_zoom(screen *s, int key, void *ctx)
+{
+    (void)key, (void)ctx;
+    s->pages[s->cur].zoom = !s->pages[s->cur].zoom;
+    relayout(s);
+    return PANEL_HANDLED | PANEL_REDRAW;
+}
+
+static int key_repaint(screen *s, int key, void *ctx)
+{
+    (void)key, (void)ctx;
+    s->full_repaint = true;
+    return PANEL_HANDLED | PANEL_REDRAW;
+}
+
+screen *screen_new(const screen_opts *opts)
+{
+    screen *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    setlocale(LC_ALL, "");
+    if (!initscr()) {
+        free(s);
+        return NULL;
+    }
+    cbreak();
+    noecho();
+    nonl();
+    keypad(stdscr, TRUE);
+    nodelay(stdscr, TRUE);
+    set_escdelay(25);
+    curs_set(0);
+    s->mono = (opts && opts->mono) || getenv("NO_COLOR");
+    ui_colors_init(s->mono);
+    if (!opts || opts->mouse) {
+        mousemask(BUTTON1_CLICKED | BUTTON1_PRESSED | BUTTON1_DOUBLE_CLICKED | BUTTON4_PRESSED |
+                      BUTTON5_PRESSED,
+                  NULL);
+        mouseinterval(0);
+    }
+    refresh();
+    getmaxyx(stdscr, s->rows, s->cols);
+    s->dirty = true;
+    static const screen_binding builtins[] = {
+        {'?', "?", "help", "this help (any key closes it)", -1, key_help, NULL},
+        {UIK_TAB, "Tab", "pane", "focus the next pane (Shift+Tab: previous)", -1, key_tab, NULL},
+        {UIK_BTAB, "S-Tab", NULL, "focus the previous pane", -1, key_tab, NULL},
+        {'z', "z", NULL, "zoom: the focused pane alone (again: all panes)", -1, key_zoom, NULL},
+        {UIK_CTRL('l'), "^L", NULL, "repaint the whole terminal", -1, key_repaint, NULL},
+        {'q', "q", "quit", "quit (the terminal is restored)", -1, key_quit, NULL},
+    };
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+        screen_bind(s, &builtins[i]);
+    return s;
+}
+
+void screen_restore_terminal(screen *s)
+{
+    (void)s;
+    if (!isendwin())
+        endwin();
+}
+
+static void panel_windows_free(panel *p)
+{
+    if (p->win)
+        delwin(p->win);
+    if (p->frame)
+        delwin(p->frame);
+    p->win = p->frame = NULL;
+}
+
+void screen_free(screen *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->npages; i++) {
+        page_t *pg = &s->pages[i];
+        for (int k = 0; k < pg->n; k++) {
+            panel *p = pg->panels[k];
+            panel_windows_free(p);
+            if (p->ops->destroy)
+                p->ops->destroy(p);
+        }
+    }
+    if (s->titlew)
+        delwin(s->titlew);
+    if (s->barw)
+        delwin(s->barw);
+    if (s->overw)
+        delwin(s->overw);
+    screen_restore_terminal(s);
+    free(s->binds);
+    free(s->pager_text);
+    free(s->plines);
+    free(s);
+}
+
+int screen_add_page(screen *s, const char *name, screen_layout_fn layout, void *ctx)
+{
+    if (s->npages >= MAX_PAGES)
+        return -1;
+    page_t *pg = &s->pages[s->npages];
+    memset(pg, 0, sizeof *pg);
+    snprintf(pg->name, sizeof pg->name, "%s", name);
+    pg->layout = layout;
+    pg->ctx = ctx;
+    return s->npages++;
+}
+
+void screen_set_title(screen *s, int page, const char *title)
+{
+    if (page < 0 || page >= s->npages)
+        return;
+    snprintf(s->pages[page].title, sizeof s->pages[page].title, "%s", title);
+    s->dirty = true;
+}
+
+void screen_show_page(screen *s, int page)
+{
+    if (page < 0 || page >= s->npages || page == s->cur)
+        return;
+    page_t *old = &s->pages[s->cur];
+    for (int k = 0; k < old->n; k++) {
+        panel_windows_free(old->panels[k]);
+        old->panels[k]->h = 0;
+    }
+    s->cur = page;
+    s->full_repaint = true;
+    relayout(s);
+}
+
+int screen_page(const screen *s)
+{
+    return s->cur;
+}
+
+int screen_add_panel(screen *s, int page, panel *p)
+{
+    if (page < 0 || page >= s->npages || s->pages[page].n >= MAX_PANELS)
+        return -1;
+    p->scr = s;
+    p->page = page;
+    p->h = 0;
+    s->pages[page].panels[s->pages[page].n++] = p;
+    if (page == s->cur)
+        relayout(s);
+    return 0;
+}
+
+void screen_place(screen *s, panel *p, int y, int x, int h, int w)
+{
+    (void)s;
+    if (h < 3 || w < 4) {
+        panel_windows_free(p);
+        p->h = p->w = p->ih = p->iw = 0;
+        return;
+    }
+    if (p->frame && p->y == y && p->x == x && p->h == h && p->w == w)
+        return;
+    panel_windows_free(p);
+    p->y = y, p->x = x, p->h = h, p->w = w;
+    p->frame = newwin(h, w, y, x);
+    p->win = newwin(h - 2, w - 2, y + 1, x + 1);
+    if (!p->frame || !p->win) {
+        panel_windows_free(p);
+        p->h = 0;
+        return;
+    }
+    p->ih = h - 2;
+    p->iw = w - 2;
+    if (p->ops->on_resize)
+        p->ops->on_resize(p, p->ih, p->iw);
+}
+
+static void relayout(screen *s)
+{
+    if (s->titlew)
+        delwin(s->titlew);
+    if (s->barw)
+        delwin(s->barw);
+    s->titlew = newwin(1, s->cols, 0, 0);
+    s->barw = newwin(1, s->cols, s->rows - 1, 0);
+    if (s->npages) {
+        page_t *pg = &s->pages[s->cur];
+        /* Everything unplaced; the layout places (and so shows) what it wants. */
+        for (int k = 0; k < pg->n; k++) {
+            panel_windows_free(pg->panels[k]);
+            pg->panels[k]->h = pg->panels[k]->w = 0;
+        }
+        if (pg->layout && s->rows > 2)
+            pg->layout(s, s->cur, 1, 0, s->rows - 2, s->cols, pg->zoom, pg->ctx);
+    }
+    s->pager_wrap_cols = -1;
+    s->dirty = true;
+}
+
+void screen_focus(screen *s, panel *p)
+{
+    if (!p || p->page < 0 || p->page >= s->npages)
+        return;
+    page_t *pg = &s->pages[p->page];
+    for (int k = 0; k < pg->n; k++)
+        if (pg->panels[k] == p)
+            pg->focus = k;
+    if (p->page != s->cur)
+        screen_show_page(s, p->page);
+    else
+        relayout(s);
+}
+
+panel *screen_focused(const screen *s)
+{
+    if (s->npages == 0)
+        return NULL;
+    const page_t *pg = &s->pages[s->cur];
+    return pg->n ? pg->panels[pg->focus] : NULL;
+}
+
+void screen_bind(screen *s, const screen_binding *b)
+{
+    screen_binding *nb = realloc(s->binds, (size_t)(s->nbinds + 1) * sizeof *nb);
+    if (!nb)
+        return;
+    s->binds = nb;
+    s->binds[s->nbinds++] = *b;
+}
+
+void screen_dirty(screen *s)
+{
+    s->dirty = true;
+}
+
+void screen_size(const screen *s, int *rows, int *cols)
+{
+    *rows = s->rows;
+    *cols = s->cols;
+}
+
+void screen_message(screen *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->msg, sizeof s->msg, fmt, ap);
+    va_end(ap);
+    s->msg_until = now_ms() + 4000;
+    s->dirty = true;
+}
+
+bool screen_tick(screen *s, uint64_t now)
+{
+    (void)now;
+    if (s->msg[0] && now_ms() >= s->msg_until) {
+        s->msg[0] = 0;
+        s->dirty = true;
+        return true;
+    }
+    return false;
+}
+
+/* ---- pager ---- */
+
+void screen_pager(screen *s, const char *title, const char *text, size_t len)
+{
+    free(s->pager_text);
+    /* Tabs become 4 spaces; everything else is kept. */
+    size_t tabs = 0;
+    for (size_t i = 0; i < len; i++)
+        tabs += text[i] == '\t';
+    s->pager_text = malloc(len + 3 * tabs + 1);
+    if (!s->pager_text)
+        return;
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == '\t') {
+            memcpy(s->pager_text + o, "    ", 4);
+            o += 4;
+        } else {
+            s->pager_text[o++] = text[i];
+        }
+    }
+    s->pager_text[o] = 0;
+    s->pager_len = o;
+    snprintf(s->pager_title, sizeof s->pager_title, "%s", title);
+    s->pager_open = true;
+    s->pager_top = 0;
+    s->pager_wrap_cols = -1;
+    s->dirty = true;
+}
+
+static void pager_push(screen *s, size_t off, size_t len)
+{
+    if (s->nplines == s->plines_cap) {
+        size_t cap = s->plines_cap ? s->plines_cap * 2 : 256;
+        line_t *n = realloc(s->plines, cap * sizeof *n);
+        if (!n)
+            return;
+        s->plines = n;
+        s->plines_cap = cap;
+    }
+    s->plines[s->nplines++] = (line_t){off, len};
+}
+
+static void pager_wrap(screen *s, int cols)
+{
+    s->nplines = 0;
+    s->pager_wrap_cols = cols;
+    const char *t = s->pager_text;
+    size_t i = 0, n = s->pager_len;
+    while (i <= n) {
+        size_t e = i;
+        while (e < n && t[e] != '\n')
+            e++;
+        /* the logical line [i, e) wrapped into pieces of <= cols columns */
+        size_t a = i;
+        do {
+            size_t fit = ui_fit(t + a, e - a, cols);
+            if (fit == 0 && a < e)
+                fit = 1;
+            size_t b = a + fit;
+            if (b < e) {
+                size_t sp = b;
+                while (sp > a && t[sp - 1] != ' ')
+                    sp--;
+                if (sp > a + fit / 2)
+                    b = sp;
+            }
+            pager_push(s, a, b - a);
+            a = b;
+        } while (a < e);
+        i = e + 1;
+    }
+}
+
+static int pager_key(screen *s, int key)
+{
+    int page = s->rows - 4;
+    size_t max_top = s->nplines > (size_t)page ? s->nplines - (size_t)page : 0;
+    switch (key) {
+    case UIK_UP: case 'k': if (s->pager_top) s->pager_top--; break;
+    case UIK_DOWN: case 'j': case UIK_ENTER: if (s->pager_top < max_top) s->pager_top++; break;
+    case UIK_PGUP: case 'b': s->pager_top = s->pager_top > (size_t)page ? s->pager_top - (size_t)page : 0; break;
+    case UIK_PGDN: case ' ': s->pager_top += (size_t)page; if (s->pager_top > max_top) s->pager_top = max_top; break;
+    case UIK_HOME: case 'g': s->pager_top = 0; break;
+    case UIK_END: case 'G': s->pager_top = max_top; break;
+    default:
+        s->pager_open = false;
+        s->full_repaint = true;
+        break;
+    }
+    return PANEL_HANDLED | PANEL_REDRAW;
+}
+
+static void pager_draw(screen *s)
+{
+    int h = s->rows - 2, w = s->cols;
+    if (h < 3 || w < 10)
+        return;
+    if (s->overw)
+        delwin(s->overw);
+    s->overw = newwin(h, w, 1, 0);
+    if (!s->overw)
+        return;
+    WINDOW *o = s->overw;
+    werase(o);
+    ui_box(o, ui_attr(UI_C_FRAME_FOCUS));
+    if (s->pager_wrap_cols != w - 2)
+        pager_wrap(s, w - 2);
+    int page = h - 2;
+    size_t max_top = s->nplines > (size_t)page ? s->nplines - (size_t)page : 0;
+    if (s->pager_top > max_top)
+        s->pager_top = max_top;
+    char t[200];
+    snprintf(t, sizeof t, " %s · lines %zu–%zu of %zu ", s->pager_title, s->nplines ? s->pager_top + 1 : 0,
+             s->pager_top + (size_t)page < s->nplines ? s->pager_top + (size_t)page : s->nplines, s->nplines);
+    ui_put(o, 0, 2, w - 4, t, SIZE_MAX, ui_attr(UI_C_FRAME_FOCUS), true);
+    for (int r = 0; r < page && s->pager_top + (size_t)r < s->nplines; r++) {
+        line_t *l = &s->plines[s->pager_top + (size_t)r];
+        ui_put(o, 1 + r, 1, w - 2, s->pager_text + l->off, l->len, A_NORMAL, false);
+    }
+    wnoutrefresh(o);
+}
+
+void screen_help(screen *s)
+{
+    size_t cap = 8192, len = 0;
+    char *t = malloc(cap);
+    if (!t)
+        return;
+#define ADD(...)                                                                  \
+    do {                                                                          \
+        int k_ = snprintf(t + len, cap - len, __VA_ARGS__);                       \
+        if (k_ > 0 && len + (size_t)k_ < cap)                                     \
+            len += (size_t)k_;                                                    \
+    } while (0)
+/* "  KEY       help" with KEY padded to 12 columns (display width, not bytes) */
+#define KEYLINE(k, h)                                                             \
+    do {                                                                          \
+        int pad_ = 12 - ui_width((k), SIZE_MAX);                                  \
+        ADD("  %s%*s %s\n", (k), pad_ > 0 ? pad_ : 0, "", (h));                   \
+    } while (0)
+    ADD("Keys everywhere\n");
+    for (int i = 0; i < s->nbinds; i++) {
+        screen_binding *b = &s->binds[i];
+        if ((b->page != -1 && b->page != s->cur) || !b->help)
+            continue;
+        KEYLINE(b->keyname, b->help);
+    }
+    KEYLINE("mouse", "click focuses a pane and selects a row; the wheel scrolls");
+    if (s->npages) {
+        page_t *pg = &s->pages[s->cur];
+        for (int k = 0; k < pg->n; k++) {
+            const panel_ops *ops = pg->panels[k]->ops;
+            if (!ops->keys)
+                continue;
+            ADD("\n%s pane\n", ops->name);
+            for (const panel_keyhelp *h = ops->keys; h->key; h++)
+                KEYLINE(h->key, h->help);
+        }
+    }
+    ADD("\nAny other key closes this help; arrows, PgUp/PgDn scroll it.");
+#undef KEYLINE
+#undef ADD
+    screen_pager(s, "Help", t, len);
+    free(t);
+}
+
+/* ---- prompt ---- */
+
+void screen_prompt(screen *s, const char *label,
+                   void (*on_submit)(screen *s, const char *text, void *ctx),
+                   void (*on_change)(screen *s, const char *text, void *ctx), void *ctx)
+{
+    snprintf(s->prompt_label, sizeof s->prompt_label, "%s", label);
+    s->prompt_buf[0] = 0;
+    s->prompt_len = 0;
+    s->prompt_submit = on_submit;
+    s->prompt_change = on_change;
+    s->prompt_ctx = ctx;
+    s->prompt_open = true;
+    s->dirty = true;
+}
+
+bool screen_overlay_open(const screen *s)
+{
+    return s->pager_open || s->prompt_open;
+}
+
+static int prompt_key(screen *s, int key)
+{
+    if (key == UIK_ESC) {
+        s->prompt_open = false;
+    } else if (key == UIK_ENTER) {
+        s->prompt_open = false;
+        if (s->prompt_submit)
+            s->prompt_submit(s, s->prompt_buf, s->prompt_ctx);
+    } else if (key == UIK_BACKSPACE) {
+        while (s->prompt_len > 0) {
+            unsigned char c = (unsigned char)s->prompt_buf[--s->prompt_len];
+            if ((c & 0xC0) != 0x80)
+                break;
+        }
+        s->prompt_buf[s->prompt_len] = 0;
+        if (s->prompt_change)
+            s->prompt_change(s, s->prompt_buf, s->prompt_ctx);
+    } else if (key >= 0x20 && key < 0x110000 && key != 0x7f) {
+        char mb[8];
+        mbstate_t st;
+        memset(&st, 0, sizeof st);
+        size_t n = wcrtomb(mb, (wchar_t)key, &st);
+        if (n != (size_t)-1 && s->prompt_len + n < sizeof s->prompt_buf) {
+            memcpy(s->prompt_buf + s->prompt_len, mb, n);
+            s->prompt_len += n;
+            s->prompt_buf[s->prompt_len] = 0;
+            if (s->prompt_change)
+                s->prompt_change(s, s->prompt_buf, s->prompt_ctx);
+        }
+    }
+    return PANEL_HANDLED | PANEL_REDRAW;
+}
+
+/* ---- input ---- */
+
+int screen_key(screen *s, int key)
+{
+    int r;
+    if (s->prompt_open)
+        r = prompt_key(s, key);
+    else if (s->pager_open)
+        r = pager_key(s, key);
+    else {
+        r = PANEL_IGNORED;
+        panel *f = screen_focused(s);
+        if (f && f->ops->on_key)
+            r = f->ops->on_key(f, key);
+        if (!(r & PANEL_HANDLED) && !(f && f->ops->typing && f->ops->typing(f))) {
+            for (int i = s->nbinds - 1; i >= 0; i--) {
+                screen_binding *b = &s->binds[i];
+                if (b->key == key && (b->page == -1 || b->page == s->cur)) {
+                    r = b->fn(s, key, b->ctx);
+                    break;
+                }
+            }
+        }
+    }
+    if (r & (PANEL_REDRAW | PANEL_HANDLED))
+        s->dirty = true;
+    return r;
+}
+
+static int screen_mouse(screen *s)
+{
+    MEVENT ev;
+    if (getmouse(&ev) != OK)
+        return 0;
+    int event = 0;
+    if (ev.bstate & BUTTON4_PRESSED)
+        event = UI_MOUSE_WHEEL_UP;
+    else if (ev.bstate & BUTTON5_PRESSED)
+        event = UI_MOUSE_WHEEL_DOWN;
+    else if (ev.bstate & BUTTON1_DOUBLE_CLICKED)
+        event = UI_MOUSE_DOUBLE;
+    else if (ev.bstate & (BUTTON1_CLICKED | BUTTON1_PRESSED))
+        event = UI_MOUSE_CLICK;
+    if (!event)
+        return 0;
+    if (s->pager_open) {
+        if (event == UI_MOUSE_WHEEL_UP)
+            return pager_key(s, UIK_UP) | pager_key(s, UIK_UP) | pager_key(s, UIK_UP);
+        if (event == UI_MOUSE_WHEEL_DOWN)
+            return pager_key(s, UIK_DOWN) | pager_key(s, UIK_DOWN) | pager_key(s, UIK_DOWN);
+        return 0;
+    }
+    if (s->npages == 0)
+        return 0;
+    page_t *pg = &s->pages[s->cur];
+    for (int k = 0; k < pg->n; k++) {
+        panel *p = pg->panels[k];
+        if (!p->frame || ev.y < p->y || ev.y >= p->y + p->h || ev.x < p->x || ev.x >= p->x + p->w)
+            continue;
+        int r = PANEL_REDRAW;
+        if (event == UI_MOUSE_CLICK || event == UI_MOUSE_DOUBLE) {
+            if (pg->focus != k) {
+                pg->focus = k;
+                relayout(s);
+            }
+        }
+        int iy = ev.y - p->y - 1, ix = ev.x - p->x - 1;
+        if (p->ops->on_mouse && iy >= 0 && ix >= 0 && iy < p->ih && ix < p->iw)
+            r |= p->ops->on_mouse(p, iy, ix, event);
+        s->dirty = true;
+        return r;
+    }
+    return 0;
+}
+
+int screen_drain_input(screen *s)
+{
+    int flags = 0;
+    for (;;) {
+        wint_t ch;
+        int rc = get_wch(&ch);
+        if (rc == ERR)
+            break;
+        int key;
+        if (rc == KEY_CODE_YES) {
+            if (ch == KEY_MOUSE) {
+                flags |= screen_mouse(s);
+                continue;
+            }
+            if (ch == KEY_RESIZE)
+                continue;   /* SIGWINCH is handled by the loop */
+            key = ch == KEY_ENTER ? UIK_ENTER : UIK_FN((int)ch);
+        } else {
+            key = (int)ch;
+            if (key == '\r')
+                key = UIK_ENTER;
+            else if (key == 127 || key == 8)
+                key = UIK_BACKSPACE;
+        }
+        flags |= screen_key(s, key);
+        if (flags & PANEL_QUIT)
+            break;
+    }
+    return flags;
+}
+
+void screen_resize(screen *s, int rows, int cols)
+{
+    if (rows > 0 && cols > 0)
+        resizeterm(rows, cols);
+    getmaxyx(stdscr, s->rows, s->cols);
+    s->full_repaint = true;
+    relayout(s);
+}
+
+/* ---- drawing ---- */
+
+static void draw_panel(screen *s, panel *p, bool focused)
+{
+    (void)s;
+    WINDOW *f = p->frame;
+    werase(f);
+    attr_t fa = ui_attr(focused ? UI_C_FRAME_FOCUS : UI_C_FRAME);
+    ui_box(f, fa);
+    char title[256];
+    title[0] = 0;
+    if (p->ops->title)
+        p->ops->title(p, title, sizeof title);
+    char full[300];
+    snprintf(full, sizeof full, " %s%s%s ", p->ops->name, title[0] ? "  " : "", title);
+    ui_put(f, 0, 1, p->w - 2, full, SIZE_MAX, focused ? ui_attr(UI_C_TITLE) : fa | A_BOLD, true);
+    wnoutrefresh(f);
+    werase(p->win);
+    p->ops->draw(p, p->win, focused);
+    wnoutrefresh(p->win);
+}
+
+static void draw_bar(screen *s)
+{
+    WINDOW *b = s->barw;
+    werase(b);
+    if (s->prompt_open) {
+        int x = ui_put(b, 0, 0, s->cols, s->prompt_label, SIZE_MAX, ui_attr(UI_C_KEY), false);
+        x += ui_put(b, 0, x, s->cols - x, " ", 1, A_NORMAL, false);
+        /* show the end of the text when it is longer than the line */
+        const char *t = s->prompt_buf;
+        while (ui_width(t, SIZE_MAX) > s->cols - x - 2)
+            t++;
+        while ((*t & 0xC0) == 0x80)
+            t++;
+        x += ui_put(b, 0, x, s->cols - x, t, SIZE_MAX, A_NORMAL, false);
+        ui_put(b, 0, x, s->cols - x, "▏", SIZE_MAX, A_BOLD, false);
+        wnoutrefresh(b);
+        return;
+    }
+    if (s->msg[0]) {
+        ui_put(b, 0, 0, s->cols, s->msg, SIZE_MAX, ui_attr(UI_C_STATUS), true);
+        ui_fill(b, 0, ui_width(s->msg, SIZE_MAX), s->cols, ui_attr(UI_C_STATUS));
+        wnoutrefresh(b);
+        return;
+    }
+    int x = 0;
+    panel *f = screen_focused(s);
+    if (s->pager_open) {
+        x += ui_put(b, 0, x, s->cols - x, " ↑↓ PgUp PgDn Home End ", SIZE_MAX, ui_attr(UI_C_KEY), false);
+        ui_put(b, 0, x, s->cols - x, " scroll   any other key closes", SIZE_MAX, A_NORMAL, false);
+        wnoutrefresh(b);
+        return;
+    }
+    if (f && f->ops->hints) {
+        const char *h = f->ops->hints(f);
+        if (h && *h) {
+            x += ui_put(b, 0, x, s->cols - x, h, SIZE_MAX, A_NORMAL, false);
+            x += ui_put(b, 0, x, s->cols - x, "  ", 2, A_NORMAL, false);
+        }
+    }
+    /* the page's keys first, then the global ones (q quit last) */
+    for (int i = 0; i < 2 * s->nbinds && x < s->cols; i++) {
+        screen_binding *bd = &s->binds[i % s->nbinds];
+        bool pass_global = i >= s->nbinds;
+        if (!bd->label || (bd->page != -1 && bd->page != s->cur) || (bd->page == -1) != pass_global)
+            continue;
+        x += ui_put(b, 0, x, s->cols - x, bd->keyname, SIZE_MAX, ui_attr(UI_C_KEY), false);
+        x += ui_put(b, 0, x, s->cols - x, " ", 1, A_NORMAL, false);
+        x += ui_put(b, 0, x, s->cols - x, bd->label, SIZE_MAX, A_NORMAL, false);
+        x += ui_put(b, 0, x, s->cols - x, "  ", 2, A_NORMAL, false);
+    }
+    wnoutrefresh(b);
+}
+
+static void draw_title(screen *s)
+{
+    WINDOW *t = s->titlew;
+    werase(t);
+    attr_t a = ui_attr(UI_C_STATUS);
+    ui_fill(t, 0, 0, s->cols, a);
+    const char *title = s->npages ? s->pages[s->cur].title : "ggscope";
+    panel *f = screen_focused(s);
+    char right[64];
+    snprintf(right, sizeof right, " [%s] ", f ? f->ops->name : "");
+    int rw = ui_width(right, SIZE_MAX);
+    int room = s->cols - rw;
+    ui_put(t, 0, 0, room > 0 ? room : s->cols, title, SIZE_MAX, a, true);
+    if (room > 20)
+        ui_put(t, 0, room, rw, right, SIZE_MAX, a | A_BOLD, false);
+    wnoutrefresh(t);
+}
+
+bool screen_render(screen *s)
+{
+    if (!s->dirty)
+        return false;
+    if (!s->titlew || !s->barw)
+        relayout(s);
+    if (s->full_repaint) {
+        clearok(curscr, TRUE);
+        s->full_repaint = false;
+    }
+    wnoutrefresh(stdscr);
+    draw_title(s);
+    if (s->npages) {
+        page_t *pg = &s->pages[s->cur];
+        for (int k = 0; k < pg->n; k++)
+            if (pg->panels[k]->frame)
+                draw_panel(s, pg->panels[k], k == pg->focus);
+    }
+    if (s->pager_open)
+        pager_draw(s);
+    draw_bar(s);
+    doupdate();
+    s->dirty = false;
+    s->frames++;
+    return true;
+}
+
+/* ---- jobs ---- */
+
+void ui_job_init(ui_job *j, void (*work)(ui_job *), void (*done)(ui_job *), void *owner)
+{
+    j->work = work;
+    j->done = done;
+    j->owner = owner;
+    atomic_init(&j->cancel, false);
+    atomic_init(&j->progress_done, 0);
+    atomic_init(&j->progress_total, 0);
+    atomic_init(&j->permille_sent, 0);
+    j->wake = NULL;
+    j->wake_ctx = NULL;
+    j->next_active = NULL;
+}
+
+void ui_job_progress(ui_job *j, uint64_t done, uint64_t total)
+{
+    atomic_store(&j->progress_total, total);
+    atomic_store(&j->progress_done, done);
+    unsigned pm = total ? (unsigned)((double)done / (double)total * 200.0) : 0;
+    if (pm != atomic_load(&j->permille_sent)) {
+        atomic_store(&j->permille_sent, pm);
+        if (j->wake)
+            j->wake(j->wake_ctx);
+    }
+}
+
+void ui_job_cancel(ui_job *j)
+{
+    atomic_store(&j->cancel, true);
+}
+
+bool ui_job_cancelled(const ui_job *j)
+{
+    return atomic_load(&((ui_job *)j)->cancel);
+}
+
+double ui_job_fraction(const ui_job *j)
+{
+    uint64_t t = atomic_load(&((ui_job *)j)->progress_total);
+    uint64_t d = atomic_load(&((ui_job *)j)->progress_done);
+    return t ? (double)d / (double)t : 0.0;
+}
+
+void screen_set_runner(screen *s, const ui_runner *r)
+{
+    s->runner = *r;
+    s->has_runner = true;
+}
+
+int screen_submit(screen *s, ui_job *j)
+{
+    j->next_active = s->active;
+    s->active = j;
+    if (s->has_runner) {
+        j->wake = s->runner.wake;
+        j->wake_ctx = s->runner.ctx;
+        if (s->runner.submit(s->runner.ctx, j) == 0)
+            return 0;
+        s->active = j->next_active;
+        return -1;
+    }
+    j->work(j);
+    screen_job_finished(s, j);
+    return 0;
+}
+
+void screen_job_finished(screen *s, ui_job *j)
+{
+    for (ui_job **pp = &s->active; *pp; pp = &(*pp)->next_active) {
+        if (*pp == j) {
+            *pp = j->next_active;
+            break;
+        }
+    }
+    s->dirty = true;
+    if (j->done)
+        j->done(j);
+}
+
+int screen_cancel_jobs(screen *s)
+{
+    int n = 0;
+    for (ui_job *j = s->active; j; j = j->next_active) {
+        ui_job_cancel(j);
+        n++;
+    }
+    return n;
+}
+
+int screen_jobs_running(const screen *s)
+{
+    int n = 0;
+    for (ui_job *j = s->active; j; j = j->next_active)
+        n++;
+    return n;
+}
+
+void screen_set_exit_after_first_frame(screen *s, bool on)
+{
+    s->exit_after_first = on;
+}
+
+bool screen_should_exit(const screen *s)
+{
+    return s->exit_after_first && s->frames > 0;
+}
