@@ -46,6 +46,8 @@ typedef struct {
 typedef struct {
     const gguf_tensor *t;
     uint64_t row_len, n_rows, row_bytes;
+    uint32_t swap;            /* big-endian file: element size to byte-swap (0 = none) */
+    uint8_t *swapped;         /* scratch for the swapped bytes of one chunk */
 } dump_tensor;
 
 enum { CHUNK_ELEMS = 1 << 20 };  /* values per dequantize/write step */
@@ -80,6 +82,8 @@ static void dump_usage(FILE *out)
             "  -h, --help      this help\n"
             "\n"
             "Binary output is never written to a terminal: redirect it or use -o.\n"
+            "Big-endian files: plain types (f32, f16, i32, ...) are byte-swapped to little-endian;\n"
+            "quantized tensors can only be dumped --raw.\n"
             "Dequantization uses the fastest SIMD path; GGSCOPE_SIMD=scalar|avx2|avx512 forces one.\n");
 }
 
@@ -298,7 +302,15 @@ static int for_each_chunk(const dump_opts *o, const dump_tensor *dt, uint64_t r0
 {
     for (uint64_t r = r0; r < r1; r += rows_per_chunk) {
         const uint64_t nr = r1 - r < rows_per_chunk ? r1 - r : rows_per_chunk;
-        if (codec_dequantize(dt->t->type, dt->t->data + r * dt->row_bytes, vals, nr * dt->row_len) != 0) {
+        const uint8_t *src = dt->t->data + r * dt->row_bytes;
+        if (dt->swap) {
+            const uint64_t nbytes = nr * dt->row_bytes;
+            for (uint64_t i = 0; i < nbytes; i += dt->swap)
+                for (uint32_t k = 0; k < dt->swap; k++)
+                    dt->swapped[i + k] = src[i + dt->swap - 1 - k];
+            src = dt->swapped;
+        }
+        if (codec_dequantize(dt->t->type, src, vals, nr * dt->row_len) != 0) {
             app_error("cannot dequantize tensor type %s", ggtype_name(dt->t->type));
             return APP_BADINPUT;
         }
@@ -352,6 +364,17 @@ int cmd_dump(int argc, char **argv)
         app_error("tensor '%s' has type id %" PRIu32 ", which ggscope does not know", o.tensor, dt.t->type);
         rc = APP_BADINPUT;
         goto done;
+    }
+    if (gguf_big_endian(f) && o.mode != DUMP_RAW) {
+        const ggtype_traits *tr = ggtype_get(dt.t->type);
+        if (tr->is_quantized) {
+            app_error("tensor '%s' is %s in a big-endian file: only plain types (f32, f16, i32, ...) can be "
+                      "decoded from big-endian files (--raw gives the stored bytes)",
+                      o.tensor, tr->name);
+            rc = APP_BADINPUT;
+            goto done;
+        }
+        dt.swap = tr->type_size > 1 ? tr->type_size : 0;
     }
     dt.row_len = dt.t->ne[0];
     dt.n_rows = dt.row_len ? dt.t->n_elements / dt.row_len : 0;
@@ -415,7 +438,9 @@ int cmd_dump(int argc, char **argv)
         vals = malloc(rows_per_chunk * dt.row_len * sizeof(float) + 1);
     if (o.mode == DUMP_REQUANT_RAW)
         scratch = malloc(rows_per_chunk * ggtype_row_size((uint32_t)o.requant_type, dt.row_len, NULL) + 1);
-    if ((o.mode != DUMP_RAW && !vals) || (o.mode == DUMP_REQUANT_RAW && !scratch)) {
+    if (dt.swap)
+        dt.swapped = malloc(rows_per_chunk * dt.row_bytes + 1);
+    if ((o.mode != DUMP_RAW && !vals) || (dt.swap && !dt.swapped) || (o.mode == DUMP_REQUANT_RAW && !scratch)) {
         app_error("out of memory (rows of %" PRIu64 " values)", dt.row_len);
         rc = APP_FAIL;
         goto done;
@@ -439,6 +464,7 @@ done:
     }
     free(vals);
     free(scratch);
+    free(dt.swapped);
     gguf_close(f);
     return rc;
 }

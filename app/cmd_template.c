@@ -57,6 +57,10 @@ static char *read_all(const char *path, size_t *n)
         if (r == 0)
             break;
     }
+    if (buf && ferror(f)) {
+        free(buf);
+        buf = NULL;
+    }
     if (f != stdin)
         fclose(f);
     if (buf) {
@@ -65,23 +69,6 @@ static char *read_all(const char *path, size_t *n)
             *n = len;
     }
     return buf;
-}
-
-/* A token's text by the id stored under `key`, as a malloc'd string ("" when absent). */
-static char *token_text(gguf_file *g, const char *key)
-{
-    uint64_t id;
-    const gguf_value *toks;
-    gguf_str s;
-    if (gguf_get_u64(g, key, &id) != GGUF_OK || gguf_get_arr(g, "tokenizer.ggml.tokens", &toks) != GGUF_OK ||
-        gguf_arr_str(toks, id, &s) != GGUF_OK)
-        return calloc(1, 1);
-    char *d = malloc(s.len + 1);
-    if (d) {
-        memcpy(d, s.ptr, s.len);
-        d[s.len] = 0;
-    }
-    return d;
 }
 
 static bool is_gguf(const char *path)
@@ -162,7 +149,7 @@ int cmd_template(int argc, char **argv)
     }
 
     int rc = APP_FAIL;
-    char *text = NULL, *bos = NULL, *eos = NULL, *msgs_text = NULL, *out = NULL;
+    char *text = NULL, *msgs_text = NULL, *out = NULL;
     cJSON *msgs = NULL;
     chat_template *ct = NULL;
     gguf_file *g = NULL;
@@ -173,18 +160,6 @@ int cmd_template(int argc, char **argv)
             rc = APP_BADINPUT;
             goto done;
         }
-        gguf_str s;
-        if (gguf_get_str(g, "tokenizer.chat_template", &s) == GGUF_OK) {
-            text = malloc(s.len + 1);
-            if (!text)
-                goto done;
-            memcpy(text, s.ptr, s.len);
-            text[s.len] = 0;
-        } /* else: no template; the fallback's status line says so */
-        bos = token_text(g, "tokenizer.ggml.bos_token_id");
-        eos = token_text(g, "tokenizer.ggml.eos_token_id");
-        if (!bos || !eos)
-            goto done;
     } else {
         size_t n;
         text = read_all(path, &n);
@@ -221,9 +196,18 @@ int cmd_template(int argc, char **argv)
         }
     }
 
-    const char *b = bos_arg ? bos_arg : bos ? bos : "";
-    const char *e = eos_arg ? eos_arg : eos ? eos : "";
-    ct = builtin != CHAT_FORMAT_TEMPLATE ? chat_template_new_builtin(builtin, b, e) : chat_template_new(text, b, e);
+    if (g) {
+        ct = chat_template_from_gguf(g, bos_arg, eos_arg);
+        if (ct && builtin != CHAT_FORMAT_TEMPLATE) {
+            /* the model's BOS/EOS with a built-in format */
+            chat_template *bt = chat_template_new_builtin(builtin, chat_template_bos(ct), chat_template_eos(ct));
+            chat_template_free(ct);
+            ct = bt;
+        }
+    } else {
+        const char *b = bos_arg ? bos_arg : "", *e = eos_arg ? eos_arg : "";
+        ct = builtin != CHAT_FORMAT_TEMPLATE ? chat_template_new_builtin(builtin, b, e) : chat_template_new(text, b, e);
+    }
     if (!ct) {
         app_error("out of memory");
         goto done;
@@ -250,8 +234,6 @@ done:
     cJSON_Delete(msgs);
     free(msgs_text);
     free(text);
-    free(bos);
-    free(eos);
     gguf_close(g);
     return rc;
 }

@@ -4,14 +4,21 @@
  *
  * Input: 1M N(0,1) floats (4 MiB, rows of 4096), quantized with
  * codec_quantize (ggml's reference algorithm, no importance matrix) again and
- * again until MIN_SECONDS have passed; the best of 3 such runs is reported.
+ * again until MIN_SECONDS of this thread's CPU time have passed (CPU time, not
+ * wall time, so that other processes on a busy machine do not count); the
+ * best of 3 such runs is reported.
  * The "scalar" column is the same output computed by ggml's candidate-by-
  * candidate search code (qz_quantize with lanes off), i.e. what ggml's own
- * reference quantizer costs; the types without a search have no lanes. */
+ * reference quantizer costs; the types without a search have no lanes.
+ * When ggml itself can be loaded (the peer oracle's libggml-base.so, or the
+ * library named by $GGSCOPE_GGML_BASE), its ggml_quantize_chunk is timed on
+ * the same input too, and its output compared with ours. */
+#include <dlfcn.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "codec.h"
@@ -21,7 +28,7 @@
 static double now(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -36,6 +43,24 @@ static uint64_t rng_next(uint64_t *s)
 static double rng_unit(uint64_t *s)
 {
     return ((double)(rng_next(s) >> 11) + 1.0) / 9007199254740992.0;
+}
+
+typedef size_t (*quantize_chunk_fn)(int type, const float *src, void *dst, int64_t start,
+                                    int64_t nrows, int64_t n_per_row, const float *imatrix);
+
+static quantize_chunk_fn load_ggml(void)
+{
+    char path[1024];
+    const char *env = getenv("GGSCOPE_GGML_BASE"), *home = getenv("HOME");
+    if (env)
+        snprintf(path, sizeof path, "%s", env);
+    else
+        snprintf(path, sizeof path,
+                 "%s/.cache/ggscope-peer/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/"
+                 "libggml-base.so",
+                 home ? home : "");
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    return lib ? (quantize_chunk_fn)dlsym(lib, "ggml_quantize_chunk") : NULL;
 }
 
 int main(int argc, char **argv)
@@ -53,32 +78,47 @@ int main(int argc, char **argv)
         x[i] = (float)(r * cos(a));
         x[i + 1] = (float)(r * sin(a));
     }
-    printf("%-8s %9s %12s %10s %12s %8s\n", "type", "bits/val", "Mvalues/s", "MB/s out",
-           "scalar Mv/s", "speedup");
+    const quantize_chunk_fn ggml = load_ggml();
+    void *q2 = malloc(total * 4);
+    if (!q2)
+        return 1;
+    printf("%-8s %9s %12s %10s %12s %8s %10s\n", "type", "bits/val", "Mvalues/s", "MB/s out",
+           "scalar Mv/s", "speedup", ggml ? "ggml Mv/s" : "");
     for (uint32_t type = 0; type < GGTYPE_COUNT; type++) {
         if (!codec_can_quantize(type))
             continue;
-        double best[2] = {0, 0};
+        double best[3] = {0, 0, 0};
         size_t bytes = 0;
-        for (int run = 0; run < 6; run++) {
-            const bool lanes = run % 2 == 0;
+        for (int run = 0; run < 9; run++) {
+            const int mode = run % 3; /* 0 scalar, 1 lanes, 2 ggml */
+            if (mode == 2 && !ggml)
+                continue;
             size_t reps = 0;
             const double t0 = now();
             double t1;
             do {
-                bytes = qz_quantize(type, x, q, R, N, NULL, lanes);
+                if (mode == 2)
+                    ggml((int)type, x, q2, 0, R, N, NULL);
+                else
+                    bytes = qz_quantize(type, x, q, R, N, NULL, mode == 1);
                 reps++;
                 t1 = now();
             } while (t1 - t0 < min_s);
             const double rate = (double)reps * (double)total / (t1 - t0);
-            if (rate > best[lanes])
-                best[lanes] = rate;
+            if (rate > best[mode])
+                best[mode] = rate;
         }
-        printf("%-8s %9.3f %12.1f %10.1f %12.1f %7.1fx\n", ggtype_name(type),
+        printf("%-8s %9.3f %12.1f %10.1f %12.1f %7.1fx", ggtype_name(type),
                8.0 * (double)bytes / (double)total, best[1] / 1e6,
                best[1] * (double)bytes / (double)total / 1e6, best[0] / 1e6, best[1] / best[0]);
+        if (ggml) {
+            qz_quantize(type, x, q, R, N, NULL, true);
+            printf(" %10.1f %s", best[2] / 1e6, memcmp(q, q2, bytes) ? "OUTPUT DIFFERS" : "same bytes");
+        }
+        printf("\n");
         fflush(stdout);
     }
+    free(q2);
     free(x);
     free(q);
     return 0;

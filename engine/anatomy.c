@@ -376,17 +376,62 @@ static void an_tq1_0(flist *l)
     f_half(l, "d", 52, 0, 256);
 }
 
-/* IQ1/2/3: d, then per 32-element sub-block its byte groups (grid indices,
- * signs, scales) as OTHER fields, with the sub-block scale where it is a
- * simple bit field. */
+/* ---- IQ1/2/3: grid indices, signs and scales, bit-exact ranges ---- */
+
+/* A bit field of `bits` bits at bit `bit` of the `len` bytes at `off`. */
+static codec_field *bitfield(flist *l, codec_field_kind kind, uint32_t off, uint32_t len, uint32_t bit,
+                             uint32_t bits, uint32_t first, uint32_t count, const char *fmt, int idx)
+{
+    codec_field *f = add(l, kind, off, len, first, count, 1, fmt, idx);
+    sub_bits(f, bit, bits);
+    f->value = (double)f->raw;
+    return f;
+}
+
+/* The 8 signs of a ksigns_iq2xs entry (7 stored bits + parity) as "+-+..." */
+static void signs_text(codec_field *f, uint8_t signs, int n)
+{
+    for (int j = 0; j < n; j++)
+        f->text[j] = (signs >> j) & 1 ? '-' : '+';
+    f->text[n] = 0;
+}
+
+/* "#idx: a,b,c,..." for a grid row of `n` unsigned (or signed) bytes */
+static void grid_text(codec_field *f, uint64_t row, int n, bool is_signed)
+{
+    size_t pos = (size_t)snprintf(f->text, sizeof f->text, "#%llu:", (unsigned long long)f->value);
+    for (int j = 0; j < n && pos + 5 < sizeof f->text; j++) {
+        int v = (int)((row >> (8 * j)) & 0xff);
+        if (is_signed)
+            v = (int)(int8_t)v;
+        pos += (size_t)snprintf(f->text + pos, sizeof f->text - pos, j ? ",%d" : " %d", v);
+    }
+}
+
+static codec_field *grid_field(flist *l, uint32_t off, uint32_t len, uint32_t index, uint32_t first,
+                               uint32_t count, int idx)
+{
+    codec_field *f = add(l, CODEC_FIELD_GRID, off, len, first, count, 1, "grid[%d]", idx);
+    f->raw = index;
+    f->value = index;
+    return f;
+}
+
 static void an_iq2_xxs(flist *l)
 {
     f_half(l, "d", 0, 0, 256);
     for (int ib = 0; ib < 8; ib++) {
-        add(l, CODEC_FIELD_OTHER, 2 + 8 * ib, 4, 32 * ib, 32, 1, "grid[%d]", ib);
-        codec_field *f = add(l, CODEC_FIELD_OTHER, 6 + 8 * ib, 4, 32 * ib, 32, 1, "signs+scale[%d]", ib);
-        snprintf(f->text, sizeof f->text, "scale %u", (unsigned)(f->raw >> 28));
-        f->value = (double)(f->raw >> 28);
+        const uint32_t o = 2 + 8 * ib;
+        for (int k = 0; k < 4; k++)
+            grid_text(grid_field(l, o + k, 1, l->b[o + k], 32 * ib + 8 * k, 8, 4 * ib + k),
+                      qt_iq2xxs_grid[l->b[o + k]], 8, false);
+        for (int k = 0; k < 4; k++) {
+            codec_field *f = bitfield(l, CODEC_FIELD_OTHER, o + 4, 4, 7 * k, 7, 32 * ib + 8 * k, 8, "signs[%d]",
+                                      4 * ib + k);
+            signs_text(f, qt_ksigns_iq2xs[f->raw], 8);
+        }
+        codec_field *f = bitfield(l, CODEC_FIELD_SCALE, o + 4, 4, 28, 4, 32 * ib, 32, "scale[%d]", ib);
+        snprintf(f->text, sizeof f->text, "%d (x%g)", (int)f->raw, (0.5 + (double)f->raw) * 0.25);
     }
 }
 
@@ -394,85 +439,155 @@ static void an_iq2_xs(flist *l)
 {
     f_half(l, "d", 0, 0, 256);
     for (int ib = 0; ib < 8; ib++)
-        add(l, CODEC_FIELD_OTHER, 2 + 8 * ib, 8, 32 * ib, 32, 1, "grid+signs[%d]", ib);
-    for (int ib = 0; ib < 8; ib++) {
-        codec_field *f = add(l, CODEC_FIELD_SCALE, 66 + ib, 1, 32 * ib, 32, 1, "scales[%d]", ib);
-        snprintf(f->text, sizeof f->text, "%u, %u", (unsigned)(f->raw & 15), (unsigned)(f->raw >> 4));
-        f->value = (double)(f->raw & 15);
-    }
+        for (int k = 0; k < 4; k++) {
+            const uint32_t o = 2 + 2 * (4 * ib + k), e = 32 * ib + 8 * k;
+            const uint16_t q = cdc_le16(l->b + o);
+            codec_field *g = grid_field(l, o, 2, q & 511, e, 8, 4 * ib + k);
+            g->bit_len = 9;
+            grid_text(g, qt_iq2xs_grid[q & 511], 8, false);
+            codec_field *f = bitfield(l, CODEC_FIELD_OTHER, o, 2, 9, 7, e, 8, "signs[%d]", 4 * ib + k);
+            signs_text(f, qt_ksigns_iq2xs[f->raw], 8);
+        }
+    for (int ib = 0; ib < 8; ib++)
+        for (int h = 0; h < 2; h++) {
+            codec_field *f = bitfield(l, CODEC_FIELD_SCALE, 66 + ib, 1, 4 * h, 4, 32 * ib + 16 * h, 16, "scale[%d]",
+                                      2 * ib + h);
+            snprintf(f->text, sizeof f->text, "%d (x%g)", (int)f->raw, (0.5 + (double)f->raw) * 0.25);
+        }
 }
 
 static void an_iq2_s(flist *l)
 {
     f_half(l, "d", 0, 0, 256);
     for (int ib = 0; ib < 8; ib++)
-        add(l, CODEC_FIELD_OTHER, 2 + 4 * ib, 4, 32 * ib, 32, 1, "grid[%d]", ib);
+        for (int k = 0; k < 4; k++) {
+            /* index: qs byte (low 8 bits) + 2 bits of qh[ib] */
+            const uint32_t qo = 2 + 4 * ib + k, ho = 66 + ib;
+            const uint32_t idx = l->b[qo] | ((l->b[ho] << (8 - 2 * k)) & 0x300);
+            codec_field *g = grid_field(l, qo, ho - qo + 1, idx, 32 * ib + 8 * k, 8, 4 * ib + k);
+            g->bit_len = 10;
+            grid_text(g, qt_iq2s_grid[idx], 8, false);
+        }
     for (int ib = 0; ib < 8; ib++)
-        add(l, CODEC_FIELD_OTHER, 34 + 4 * ib, 4, 32 * ib, 32, 1, "signs[%d]", ib);
-    for (int ib = 0; ib < 8; ib++)
-        add(l, CODEC_FIELD_OTHER, 66 + ib, 1, 32 * ib, 32, 1, "qh[%d]", ib);
+        for (int k = 0; k < 4; k++) {
+            codec_field *f = add(l, CODEC_FIELD_QUANTS, 34 + 4 * ib + k, 1, 32 * ib + 8 * k, 8, 1, "signs[%d]",
+                                 4 * ib + k);
+            f->value = (double)(f->raw & 1);
+            signs_text(f, (uint8_t)f->raw, 8);
+        }
     for (int ib = 0; ib < 8; ib++) {
-        codec_field *f = add(l, CODEC_FIELD_SCALE, 74 + ib, 1, 32 * ib, 32, 1, "scales[%d]", ib);
-        snprintf(f->text, sizeof f->text, "%u, %u", (unsigned)(f->raw & 15), (unsigned)(f->raw >> 4));
-        f->value = (double)(f->raw & 15);
+        codec_field *f = add(l, CODEC_FIELD_OTHER, 66 + ib, 1, 32 * ib, 32, 1, "qh[%d]", ib);
+        snprintf(f->text, sizeof f->text, "index bits 8-9: %d,%d,%d,%d", (int)(f->raw & 3), (int)(f->raw >> 2 & 3),
+                 (int)(f->raw >> 4 & 3), (int)(f->raw >> 6));
     }
+    for (int ib = 0; ib < 8; ib++)
+        for (int h = 0; h < 2; h++) {
+            codec_field *f = bitfield(l, CODEC_FIELD_SCALE, 74 + ib, 1, 4 * h, 4, 32 * ib + 16 * h, 16, "scale[%d]",
+                                      2 * ib + h);
+            snprintf(f->text, sizeof f->text, "%d (x%g)", (int)f->raw, (0.5 + (double)f->raw) * 0.25);
+        }
 }
 
 static void an_iq3_xxs(flist *l)
 {
     f_half(l, "d", 0, 0, 256);
-    for (int ib = 0; ib < 8; ib++)
-        add(l, CODEC_FIELD_OTHER, 2 + 8 * ib, 8, 32 * ib, 32, 1, "grid[%d]", ib);
+    for (int k = 0; k < 64; k++)
+        grid_text(grid_field(l, 2 + k, 1, l->b[2 + k], 4 * k, 4, k), qt_iq3xxs_grid[l->b[2 + k]], 4, false);
     for (int ib = 0; ib < 8; ib++) {
-        codec_field *f = add(l, CODEC_FIELD_OTHER, 66 + 4 * ib, 4, 32 * ib, 32, 1, "signs+scale[%d]", ib);
-        snprintf(f->text, sizeof f->text, "scale %u", (unsigned)(f->raw >> 28));
-        f->value = (double)(f->raw >> 28);
+        const uint32_t o = 66 + 4 * ib;
+        for (int k = 0; k < 4; k++) {
+            codec_field *f = bitfield(l, CODEC_FIELD_OTHER, o, 4, 7 * k, 7, 32 * ib + 8 * k, 8, "signs[%d]",
+                                      4 * ib + k);
+            signs_text(f, qt_ksigns_iq2xs[f->raw], 8);
+        }
+        codec_field *f = bitfield(l, CODEC_FIELD_SCALE, o, 4, 28, 4, 32 * ib, 32, "scale[%d]", ib);
+        snprintf(f->text, sizeof f->text, "%d (x%g)", (int)f->raw, (0.5 + (double)f->raw) * 0.5);
     }
 }
 
 static void an_iq3_s(flist *l)
 {
     f_half(l, "d", 0, 0, 256);
-    for (int ib = 0; ib < 8; ib++)
-        add(l, CODEC_FIELD_OTHER, 2 + 8 * ib, 8, 32 * ib, 32, 1, "grid[%d]", ib);
-    for (int ib = 0; ib < 8; ib++)
-        add(l, CODEC_FIELD_OTHER, 66 + ib, 1, 32 * ib, 32, 1, "qh[%d]", ib);
-    for (int ib = 0; ib < 8; ib++)
-        add(l, CODEC_FIELD_OTHER, 74 + 4 * ib, 4, 32 * ib, 32, 1, "signs[%d]", ib);
-    for (int j = 0; j < 4; j++) {
-        codec_field *f = add(l, CODEC_FIELD_SCALE, 106 + j, 1, 64 * j, 64, 1, "scales[%d]", j);
-        snprintf(f->text, sizeof f->text, "%u, %u", (unsigned)(f->raw & 15), (unsigned)(f->raw >> 4));
-        f->value = (double)(f->raw & 15);
+    for (int k = 0; k < 64; k++) {
+        /* index: qs byte + bit (k % 8) of qh[k / 8] */
+        const uint32_t qo = 2 + k, ho = 66 + k / 8;
+        const uint32_t idx = l->b[qo] | (((l->b[ho] >> (k % 8)) & 1) << 8);
+        codec_field *g = grid_field(l, qo, ho - qo + 1, idx, 4 * k, 4, k);
+        g->bit_len = 9;
+        grid_text(g, qt_iq3s_grid[idx], 4, false);
     }
+    for (int ib = 0; ib < 8; ib++) {
+        codec_field *f = add(l, CODEC_FIELD_OTHER, 66 + ib, 1, 32 * ib, 32, 1, "qh[%d]", ib);
+        snprintf(f->text, sizeof f->text, "index bit 8 of grid[%d..%d]", 8 * ib, 8 * ib + 7);
+    }
+    for (int k = 0; k < 32; k++) {
+        codec_field *f = add(l, CODEC_FIELD_QUANTS, 74 + k, 1, 8 * k, 8, 1, "signs[%d]", k);
+        f->value = (double)(f->raw & 1);
+        signs_text(f, (uint8_t)f->raw, 8);
+    }
+    for (int j = 0; j < 4; j++)
+        for (int h = 0; h < 2; h++) {
+            codec_field *f = bitfield(l, CODEC_FIELD_SCALE, 106 + j, 1, 4 * h, 4, 64 * j + 32 * h, 32, "scale[%d]",
+                                      2 * j + h);
+            snprintf(f->text, sizeof f->text, "%d (x%d)", (int)f->raw, 1 + 2 * (int)f->raw);
+        }
 }
 
 static void an_iq1_s(flist *l)
 {
     f_half(l, "d", 0, 0, 256);
-    for (int ib = 0; ib < 8; ib++)
-        add(l, CODEC_FIELD_OTHER, 2 + 4 * ib, 4, 32 * ib, 32, 1, "grid[%d]", ib);
     for (int ib = 0; ib < 8; ib++) {
-        codec_field *f = add(l, CODEC_FIELD_OTHER, 34 + 2 * ib, 2, 32 * ib, 32, 1, "qh[%d]", ib);
-        snprintf(f->text, sizeof f->text, "scale %u, delta %s", (unsigned)((f->raw >> 12) & 7),
-                 (f->raw & 0x8000) ? "-" : "+");
-        f->value = (double)((f->raw >> 12) & 7);
+        const uint16_t qh = cdc_le16(l->b + 34 + 2 * ib);
+        for (int k = 0; k < 4; k++) {
+            const uint32_t qo = 2 + 4 * ib + k;
+            const uint32_t idx = l->b[qo] | (((qh >> 3 * k) & 7) << 8);
+            codec_field *g = grid_field(l, qo, 34 + 2 * ib + 2 - qo, idx, 32 * ib + 8 * k, 8, 4 * ib + k);
+            g->bit_len = 11;
+            grid_text(g, qt_iq1s_grid[idx], 8, true);
+        }
+    }
+    for (int ib = 0; ib < 8; ib++) {
+        const uint32_t o = 34 + 2 * ib;
+        codec_field *f = bitfield(l, CODEC_FIELD_OTHER, o, 2, 0, 12, 32 * ib, 32, "qh[%d]", ib);
+        snprintf(f->text, sizeof f->text, "index bits 8-10: %d,%d,%d,%d", (int)(f->raw & 7), (int)(f->raw >> 3 & 7),
+                 (int)(f->raw >> 6 & 7), (int)(f->raw >> 9 & 7));
+        f = bitfield(l, CODEC_FIELD_SCALE, o, 2, 12, 3, 32 * ib, 32, "scale[%d]", ib);
+        snprintf(f->text, sizeof f->text, "%d (x%d)", (int)f->raw, 2 * (int)f->raw + 1);
+        f = bitfield(l, CODEC_FIELD_SCALE, o, 2, 15, 1, 32 * ib, 32, "delta[%d]", ib);
+        snprintf(f->text, sizeof f->text, "%s0.125", f->raw ? "-" : "+");
     }
 }
 
 static void an_iq1_m(flist *l)
 {
-    for (int ib = 0; ib < 8; ib++)
-        add(l, CODEC_FIELD_OTHER, 4 * ib, 4, 32 * ib, 32, 1, "grid[%d]", ib);
-    for (int ib = 0; ib < 8; ib++)
-        add(l, CODEC_FIELD_OTHER, 32 + 2 * ib, 2, 32 * ib, 32, 1, "qh[%d]", ib);
-    for (int j = 0; j < 4; j++)
-        add(l, CODEC_FIELD_OTHER, 48 + 2 * j, 2, 64 * j, 64, 1, "scales[%d]", j);
+    const uint8_t *qh = l->b + 32;
+    for (int k = 0; k < 32; k++) {
+        /* index: qs byte + 3 bits of the qh nibble of this grid row */
+        const int nib = (qh[k / 2] >> (4 * (k % 2))) & 0xF;
+        const uint32_t idx = l->b[k] | ((uint32_t)(nib & 7) << 8);
+        codec_field *g = grid_field(l, (uint32_t)k, (uint32_t)(32 + k / 2 - k + 1), idx, 8 * (uint32_t)k, 8, k);
+        g->bit_len = 11;
+        grid_text(g, qt_iq1s_grid[idx], 8, true);
+    }
+    for (int k = 0; k < 32; k++) {
+        codec_field *f = bitfield(l, CODEC_FIELD_SCALE, 32 + k / 2, 1, 4 * (k % 2) + 3, 1, 8 * k, 8, "delta[%d]", k);
+        snprintf(f->text, sizeof f->text, "%s0.125", f->raw ? "-" : "+");
+    }
+    for (int j = 0; j < 4; j++) {
+        /* scale word j: 3-bit scales for sub-blocks 2j (bits 0-5) and 2j+1 (bits 6-11), bits 12-15 = part of d */
+        for (int k = 0; k < 4; k++) {
+            codec_field *f = bitfield(l, CODEC_FIELD_SCALE, 48 + 2 * j, 2, 3 * k, 3, 64 * j + 16 * k, 16, "scale[%d]",
+                                      4 * j + k);
+            snprintf(f->text, sizeof f->text, "%d (x%d)", (int)f->raw, 2 * (int)f->raw + 1);
+        }
+    }
     const uint8_t *sc = l->b + 48;
     const uint16_t s0 = cdc_le16(sc), s1 = cdc_le16(sc + 2), s2 = cdc_le16(sc + 4), s3 = cdc_le16(sc + 6);
     const uint16_t bits = (uint16_t)((s0 >> 12) | ((s1 >> 8) & 0x00f0) | ((s2 >> 4) & 0x0f00) | (s3 & 0xf000));
     codec_field *f = add(l, CODEC_FIELD_SCALE, 48, 8, 0, 256, 1, "d");
     f->raw = bits;
     set_num(f, cdc_f16_to_f32(bits));
+    snprintf(f->text + strlen(f->text), sizeof f->text - strlen(f->text), " (bits 12-15 of each scale word)");
 }
 
 static void an_plain(flist *l, uint32_t type, uint32_t size)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "chat.h"
+#include "gguf.h"
 
 struct chat_template {
     char *text;             /* NULL when the model has no template */
@@ -53,10 +54,12 @@ chat_format chat_detect_format(const char *t, const char *eos)
         return CHAT_FORMAT_LLAMA3;
     if (strstr(t, "<start_of_turn>"))
         return CHAT_FORMAT_GEMMA;
+    /* Phi-3/4 end turns with <|end|> (some build '<|' + role + '|>' and only
+     * name <|assistant|> or <|system|> literally); Zephyr with the EOS token */
+    if ((strstr(t, "<|user|>") || strstr(t, "<|assistant|>") || strstr(t, "<|system|>")) && strstr(t, "<|end|>"))
+        return CHAT_FORMAT_PHI3;
     if (strstr(t, "<|user|>")) {
-        if (strstr(t, "<|end|>"))
-            return CHAT_FORMAT_PHI3;
-        (void)eos; /* Zephyr ends turns with the EOS token (`</s>` or eos_token) */
+        (void)eos;
         return CHAT_FORMAT_ZEPHYR;
     }
     if (strstr(t, "[INST]"))
@@ -107,6 +110,48 @@ chat_template *chat_template_new(const char *text, const char *bos, const char *
     return ct;
 }
 
+/* A token's text by the id stored under `key`; malloc'd, "" when absent. */
+static char *gguf_token_text(const gguf_file *g, const char *key)
+{
+    uint64_t id;
+    const gguf_value *toks;
+    gguf_str s;
+    if (gguf_get_u64(g, key, &id) != GGUF_OK || gguf_get_arr(g, "tokenizer.ggml.tokens", &toks) != GGUF_OK ||
+        gguf_arr_str(toks, id, &s) != GGUF_OK)
+        return dupstr("");
+    char *d = s.len < SIZE_MAX ? malloc((size_t)s.len + 1) : NULL;
+    if (d) {
+        memcpy(d, s.ptr, (size_t)s.len);
+        d[s.len] = 0;
+    }
+    return d;
+}
+
+chat_template *chat_template_from_gguf(const gguf_file *g, const char *bos, const char *eos)
+{
+    if (!g)
+        return NULL;
+    char *text = NULL, *b = NULL, *e = NULL;
+    chat_template *ct = NULL;
+    gguf_str s;
+    if (gguf_get_str(g, "tokenizer.chat_template", &s) == GGUF_OK) {
+        text = s.len < SIZE_MAX ? malloc((size_t)s.len + 1) : NULL;
+        if (!text)
+            goto done;
+        memcpy(text, s.ptr, (size_t)s.len);
+        text[s.len] = 0;
+    }
+    b = bos ? dupstr(bos) : gguf_token_text(g, "tokenizer.ggml.bos_token_id");
+    e = eos ? dupstr(eos) : gguf_token_text(g, "tokenizer.ggml.eos_token_id");
+    if (b && e)
+        ct = chat_template_new(text, b, e);
+done:
+    free(text);
+    free(b);
+    free(e);
+    return ct;
+}
+
 chat_template *chat_template_new_builtin(chat_format format, const char *bos, const char *eos)
 {
     if (format <= CHAT_FORMAT_TEMPLATE || format >= CHAT_FORMAT_COUNT)
@@ -132,6 +177,10 @@ void chat_template_free(chat_template *ct)
 }
 
 const char *chat_template_describe(const chat_template *ct) { return ct ? ct->describe : ""; }
+
+const char *chat_template_bos(const chat_template *ct) { return ct ? ct->bos : ""; }
+
+const char *chat_template_eos(const chat_template *ct) { return ct ? ct->eos : ""; }
 
 chat_format chat_template_fallback(const chat_template *ct) { return ct ? ct->fallback : CHAT_FORMAT_CHATML; }
 
@@ -264,7 +313,6 @@ static char *render_builtin(const chat_template *ct, chat_format f, const chat_m
     }
     case CHAT_FORMAT_LLAMA2: {
         const char *sys = NULL;
-        bool open = false; /* an [INST] waiting for its answer */
         for (size_t i = 0; i < n; i++) {
             if (role_is(&m[i], "system")) {
                 sys = m[i].content;
@@ -273,7 +321,6 @@ static char *render_builtin(const chat_template *ct, chat_format f, const chat_m
                 sb_add_trimmed(&b, m[i].content);
                 sb_adds(&b, " ");
                 sb_adds(&b, eos);
-                open = false;
             } else {
                 sb_adds(&b, bos);
                 sb_adds(&b, "[INST] ");
@@ -285,10 +332,8 @@ static char *render_builtin(const chat_template *ct, chat_format f, const chat_m
                 }
                 sb_add_trimmed(&b, m[i].content);
                 sb_adds(&b, " [/INST]");
-                open = true;
             }
         }
-        (void)open;
         break;
     }
     case CHAT_FORMAT_MISTRAL: {
@@ -381,7 +426,11 @@ static char *render_core(const chat_template *ct, const cJSON *msgs, const chat_
         } else if (ct->text) {
             res->error = ct->parse_err;
         }
-        if (o->no_fallback && ct->text) {
+        if (o->no_fallback) {
+            if (!ct->text) {
+                set_error(res, JINJA_EARG, "the model has no chat template");
+                return NULL;
+            }
             char eb[600];
             snprintf(res->status, sizeof res->status, "chat template failed: %s",
                      jinja_error_format(&res->error, eb, sizeof eb));
@@ -555,4 +604,21 @@ char *chat_render_delta(const chat_template *ct, const chat_message *msgs, size_
     if (len)
         *len = full_len;
     return full;
+}
+
+size_t chat_common_prefix(const char *a, size_t an, const char *b, size_t bn)
+{
+    size_t n = an < bn ? an : bn, i = 0;
+    while (i < n && a[i] == b[i])
+        i++;
+    /* a continuation byte at i means the character starting before i differs */
+    if (i < an || i < bn) {
+        while (i > 0) {
+            unsigned char na = i < an ? (unsigned char)a[i] : 0, nb = i < bn ? (unsigned char)b[i] : 0;
+            if ((na & 0xC0) != 0x80 && (nb & 0xC0) != 0x80)
+                break;
+            i--;
+        }
+    }
+    return i;
 }

@@ -5,7 +5,7 @@
  * render (including a template that raises, e.g. Gemma refusing a system
  * turn), a built-in format is used instead: the one whose markers appear in
  * the template text (`<|im_start|>` -> ChatML, `<|start_header_id|>` ->
- * Llama 3, `<start_of_turn>` -> Gemma, `<|user|>` + `<|end|>` -> Phi-3,
+ * Llama 3, `<start_of_turn>` -> Gemma, `<|user|>`/`<|assistant|>` + `<|end|>` -> Phi-3,
  * `<|user|>` -> Zephyr, `[INST]` + `<<SYS>>` -> Llama 2, `[INST]` ->
  * Mistral; ChatML when nothing matches). Every result says which was used. */
 #ifndef GGSCOPE_CHAT_H
@@ -61,6 +61,14 @@ typedef struct {
  * Returns NULL only when out of memory. Free with chat_template_free(). */
 chat_template *chat_template_new(const char *template_text, const char *bos, const char *eos);
 
+/* The chat template of a GGUF model: `tokenizer.chat_template` (none when
+ * absent) with BOS/EOS texts from `tokenizer.ggml.bos_token_id` /
+ * `eos_token_id` looked up in `tokenizer.ggml.tokens` ("" when absent).
+ * bos/eos, when not NULL, override the model's. NULL only when out of memory
+ * or g is NULL. */
+struct gguf_file;
+chat_template *chat_template_from_gguf(const struct gguf_file *g, const char *bos, const char *eos);
+
 /* A chat template that always uses built-in `format` (not TEMPLATE). */
 chat_template *chat_template_new_builtin(chat_format format, const char *bos, const char *eos);
 
@@ -79,6 +87,10 @@ const char *chat_format_name(chat_format f);
  * (Jinja, N bytes)", "model template (does not parse; fallback Llama 3)",
  * "built-in Gemma", "no template (fallback ChatML)". Valid until freed. */
 const char *chat_template_describe(const chat_template *ct);
+
+/* The BOS / EOS texts the template renders with (never NULL). */
+const char *chat_template_bos(const chat_template *ct);
+const char *chat_template_eos(const chat_template *ct);
 
 /* The built-in format this template falls back to. */
 chat_format chat_template_fallback(const chat_template *ct);
@@ -108,5 +120,10 @@ char *chat_render_json(const chat_template *ct, const cJSON *messages, const cha
  * Returns malloc'd text or NULL as chat_render does. */
 char *chat_render_delta(const chat_template *ct, const chat_message *msgs, size_t n_prev, size_t n,
                         const chat_opts *opts, size_t *len, bool *reset, chat_result *res);
+
+/* The length of the longest common prefix of a[0..an) and b[0..bn), backed
+ * off so that it does not end inside a UTF-8 character: how much of a prompt
+ * already evaluated (a) the new render (b) keeps. */
+size_t chat_common_prefix(const char *a, size_t an, const char *b, size_t bn);
 
 #endif

@@ -8,9 +8,11 @@
 #include <stdint.h>
 
 /* Dequantize `n` elements of `type` (n a multiple of the block size) from
- * `src` to `dst`. Uses the fastest path this CPU has (AVX-512, AVX2, scalar);
- * every path gives bit-identical results. Returns 0, or -1 for an unknown
- * type or a bad n. */
+ * `src` (n / blck_size * type_size bytes, any alignment) to `dst` (n floats,
+ * not overlapping src). Uses the fastest path this CPU has (AVX-512, AVX2,
+ * scalar); every path gives results bit-identical to ggml's dequantize_row_*.
+ * Thread-safe. Returns 0, or -1 for an unknown type, a bad n or NULL buffers
+ * (n = 0 succeeds). */
 int codec_dequantize(uint32_t type, const void *src, float *dst, uint64_t n);
 
 /* Same, forced to the portable scalar code (the reference for the SIMD paths). */
@@ -48,7 +50,9 @@ typedef enum {
     CODEC_FIELD_SCALE = 0,  /* one value (scale, min, offset) shared by all its elements */
     CODEC_FIELD_QUANTS = 1, /* one packed code per element: element k (k < elem_count) has
                              * bits [k*w, (k+1)*w) of raw, w = field bits / elem_count */
-    CODEC_FIELD_OTHER = 2,  /* anything else (base-3 trits, grid indices + signs, sums) */
+    CODEC_FIELD_OTHER = 2,  /* anything else (signs, base-3 trits, high index bits, sums) */
+    CODEC_FIELD_GRID = 3,   /* an index into the type's codebook (value = the index; the
+                             * row's entries feed its elem_count consecutive elements) */
 } codec_field_kind;
 
 /* One field of a quantized block, for the block-aware hex view. */
@@ -72,9 +76,10 @@ typedef struct {
  * of the block's layout (a 6-bit scale split over several bytes spans them).
  * Writes at most `cap` fields (fields may be NULL when cap is 0); returns the
  * total count (may exceed cap), or -1 for unknown types. Full detail (every
- * scale and every quant byte) for the legacy, K, IQ4 and FP4 types; the
- * IQ1/IQ2/IQ3 types list d and their per-32-element byte groups; plain
- * element types (F32, F16, I8, ...) list their single value. */
+ * scale and every quant byte) for the legacy, K, IQ4, FP4 and ternary types;
+ * the IQ1/IQ2/IQ3 types list d, every grid index (with its codebook row in
+ * the text), sign group and sub-block scale; plain element types (F32, F16,
+ * I8, ...) list their single value. */
 int codec_block_anatomy(uint32_t type, const void *block, codec_field *fields, int cap);
 
 /* IEEE half and bfloat16 conversions, exactly as ggml does them. */

@@ -17,9 +17,12 @@
 #define B(type) ((const uint8_t *)src + i * sizeof(type))
 #define OFF(type, field) offsetof(type, field)
 
-static inline float signf_bit(uint32_t signs, int j)
+/* ggml writes `v * (sign ? -1.f : 1.f)`; compilers turn that into a
+ * negation (which also flips a NaN's sign, where a multiply would not), so
+ * the codec defines it as the negation, on every path. */
+static inline float apply_sign(float v, uint32_t signs, int j)
 {
-    return (signs & qt_kmask_iq2xs[j]) ? -1.f : 1.f;
+    return (signs & qt_kmask_iq2xs[j]) ? -v : v;
 }
 
 static inline int grid_byte(uint64_t g, int j)
@@ -463,7 +466,7 @@ static void dq_iq2_xxs(const void *src, float *y, uint64_t nb)
                 const uint64_t grid = qt_iq2xxs_grid[aux8[l]];
                 const uint8_t signs = qt_ksigns_iq2xs[(aux1 >> 7 * l) & 127];
                 for (int j = 0; j < 8; j++)
-                    y[j] = db * grid_byte(grid, j) * signf_bit(signs, j);
+                    y[j] = apply_sign(db * grid_byte(grid, j), signs, j);
             }
         }
     }
@@ -485,7 +488,7 @@ static void dq_iq2_xs(const void *src, float *y, uint64_t nb)
                 const uint64_t grid = qt_iq2xs_grid[q & 511];
                 const uint8_t signs = qt_ksigns_iq2xs[q >> 9];
                 for (int j = 0; j < 8; j++)
-                    y[j] = db[l / 2] * grid_byte(grid, j) * signf_bit(signs, j);
+                    y[j] = apply_sign(db[l / 2] * grid_byte(grid, j), signs, j);
             }
         }
     }
@@ -508,7 +511,7 @@ static void dq_iq2_s(const void *src, float *y, uint64_t nb)
                 const float dl = db[l / 2];
                 const uint64_t grid = qt_iq2s_grid[qs[l] | ((qh[ib32] << (8 - 2 * l)) & 0x300)];
                 for (int j = 0; j < 8; j++)
-                    y[j] = dl * grid_byte(grid, j) * signf_bit(signs[l], j);
+                    y[j] = apply_sign(dl * grid_byte(grid, j), signs[l], j);
             }
         }
     }
@@ -528,8 +531,8 @@ static void dq_iq3_xxs(const void *src, float *y, uint64_t nb)
                 const uint8_t signs = qt_ksigns_iq2xs[(aux32 >> 7 * l) & 127];
                 const uint32_t g1 = qt_iq3xxs_grid[qs[2 * l]], g2 = qt_iq3xxs_grid[qs[2 * l + 1]];
                 for (int j = 0; j < 4; j++) {
-                    y[j] = db * grid_byte(g1, j) * signf_bit(signs, j);
-                    y[j + 4] = db * grid_byte(g2, j) * signf_bit(signs, j + 4);
+                    y[j] = apply_sign(db * grid_byte(g1, j), signs, j);
+                    y[j + 4] = apply_sign(db * grid_byte(g2, j), signs, j + 4);
                 }
             }
         }
@@ -552,8 +555,8 @@ static void dq_iq3_s(const void *src, float *y, uint64_t nb)
                     const uint32_t g1 = qt_iq3s_grid[qs[2 * l] | ((qh[h] << (8 - 2 * l)) & 256)];
                     const uint32_t g2 = qt_iq3s_grid[qs[2 * l + 1] | ((qh[h] << (7 - 2 * l)) & 256)];
                     for (int j = 0; j < 4; j++) {
-                        y[j] = db[h] * grid_byte(g1, j) * signf_bit(signs[l], j);
-                        y[j + 4] = db[h] * grid_byte(g2, j) * signf_bit(signs[l], j + 4);
+                        y[j] = apply_sign(db[h] * grid_byte(g1, j), signs[l], j);
+                        y[j + 4] = apply_sign(db[h] * grid_byte(g2, j), signs[l], j + 4);
                     }
                 }
             }

@@ -278,6 +278,30 @@ TGT static void dq_iq4_xs(const void *src, float *y, uint64_t nb)
         _mm256_storeu_ps((y), _mm256_blendv_ps(b_, a_, _mm256_castsi256_ps(_mm256_cmpeq_epi32(lo_, sel_))));     \
         _mm256_storeu_ps((y) + 8, _mm256_blendv_ps(b_, a_, _mm256_castsi256_ps(_mm256_cmpeq_epi32(hi_, sel_)))); \
     } while (0)
+/* 8 lanes: bit k of `bits` (k < 8) set -> the sign bit, else 0 */
+TGT static inline __m256 sign8(uint32_t bits)
+{
+    const __m256i sel = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    const __m256i m = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)(bits & 0xFF)), sel), sel);
+    return _mm256_castsi256_ps(_mm256_and_si256(m, _mm256_set1_epi32(INT32_MIN)));
+}
+/* (s * grid) negated where the sign bit is set (the scalar code's apply_sign) */
+#define EMIT_GRID16(y, lo, hi, s, sg)                                                                      \
+    do {                                                                                                   \
+        const __m256 s_ = _mm256_set1_ps(s);                                                               \
+        _mm256_storeu_ps((y), _mm256_xor_ps(_mm256_mul_ps(s_, u8x8_ps(_mm_cvtsi64_si128((long long)(lo)))), \
+                                            sign8(sg)));                                                   \
+        _mm256_storeu_ps((y) + 8, _mm256_xor_ps(_mm256_mul_ps(s_, u8x8_ps(_mm_cvtsi64_si128((long long)(hi)))), \
+                                                sign8((sg) >> 8)));                                        \
+    } while (0)
+#define EMIT_IQ1_16(y, lo, hi, s, da, db)                                                                  \
+    do {                                                                                                   \
+        const __m256 s_ = _mm256_set1_ps(s);                                                               \
+        _mm256_storeu_ps((y), _mm256_mul_ps(s_, _mm256_add_ps(i8x8_ps(_mm_cvtsi64_si128((long long)(lo))), \
+                                                              _mm256_set1_ps(da))));                       \
+        _mm256_storeu_ps((y) + 8, _mm256_mul_ps(s_, _mm256_add_ps(i8x8_ps(_mm_cvtsi64_si128((long long)(hi))), \
+                                                                  _mm256_set1_ps(db))));                   \
+    } while (0)
 #include "dequant_simd_body.h"
 
 void cdc_dequant_avx2_table(cdc_dequant_fn t[GGTYPE_COUNT])

@@ -236,6 +236,19 @@ TGT static void dq_iq4_xs(const void *src, float *y, uint64_t nb)
     _mm512_storeu_ps((y), _mm512_add_ps(_mm512_mul_ps(u8x16_ps(v), _mm512_set1_ps(s)), _mm512_set1_ps(m)))
 #define SELECT16(y, bits, a, b) \
     _mm512_storeu_ps((y), _mm512_mask_blend_ps((__mmask16)(bits), _mm512_set1_ps(b), _mm512_set1_ps(a)))
+/* (s * grid) negated where the sign bit is set (the scalar code's apply_sign) */
+#define EMIT_GRID16(y, lo, hi, s, sg)                                                                       \
+    do {                                                                                                    \
+        const __m512i v_ = _mm512_castps_si512(                                                             \
+            _mm512_mul_ps(_mm512_set1_ps(s), u8x16_ps(_mm_set_epi64x((long long)(hi), (long long)(lo))))); \
+        _mm512_storeu_ps((y), _mm512_castsi512_ps(                                                         \
+                                  _mm512_mask_xor_epi32(v_, (__mmask16)(sg), v_, _mm512_set1_epi32(INT32_MIN)))); \
+    } while (0)
+#define EMIT_IQ1_16(y, lo, hi, s, da, db)                                                                  \
+    _mm512_storeu_ps((y), _mm512_mul_ps(_mm512_set1_ps(s),                                                 \
+                                        _mm512_add_ps(i8x16_ps(_mm_set_epi64x((long long)(hi), (long long)(lo))), \
+                                                      _mm512_mask_blend_ps((__mmask16)0xFF00, _mm512_set1_ps(da), \
+                                                                           _mm512_set1_ps(db)))))
 #include "dequant_simd_body.h"
 
 void cdc_dequant_avx512_table(cdc_dequant_fn t[GGTYPE_COUNT])

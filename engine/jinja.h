@@ -64,7 +64,7 @@ typedef struct jinja_template jinja_template;
 
 /* Parse `src` (`len` bytes; need not be NUL-terminated). Returns the template
  * or NULL with *err filled (JINJA_ESYNTAX with the position, JINJA_ENOMEM,
- * JINJA_ELIMIT for sources over 16 MiB or nesting deeper than 200).
+ * JINJA_ELIMIT for sources over 1 MiB or nesting deeper than 200).
  * Free with jinja_free(). */
 jinja_template *jinja_parse(const char *src, size_t len, jinja_error *err);
 

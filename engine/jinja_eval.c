@@ -31,6 +31,8 @@ struct jval {
     uint8_t t;
     bool tuple;   /* ARRAY created from a tuple literal */
     bool kwargs;  /* OBJECT holding keyword arguments */
+    bool intlike; /* FLOAT that is an integer by type (JavaScript: IntegerValue
+                     holding a value beyond int64, Infinity or NaN) */
     union {
         bool b;
         int64_t i;
@@ -114,7 +116,7 @@ static const char *tname(const jval *v)
     case JV_NONE: return "NullValue";
     case JV_BOOL: return "BooleanValue";
     case JV_INT: return "IntegerValue";
-    case JV_FLOAT: return "FloatValue";
+    case JV_FLOAT: return v->intlike ? "IntegerValue" : "FloatValue";
     case JV_STR: return "StringValue";
     case JV_ARRAY: return v->tuple ? "TupleValue" : "ArrayValue";
     case JV_OBJECT: return v->kwargs ? "KeywordArgumentsValue" : "ObjectValue";
@@ -143,6 +145,18 @@ static jval *mk_float(jx *x, double f)
 {
     jval *v = mk(x, JV_FLOAT);
     v->u.f = f;
+    return v;
+}
+
+/* An integer-typed result computed in double precision (as JavaScript does). */
+#define JS_SAFE_INT 9007199254740992.0 /* 2**53: JavaScript integers are exact up to here */
+
+static jval *mk_intd(jx *x, double d)
+{
+    if (fabs(d) <= JS_SAFE_INT && floor(d) == d)
+        return mk_int(x, (int64_t)d);
+    jval *v = mk_float(x, d);
+    v->intlike = true;
     return v;
 }
 
@@ -352,11 +366,34 @@ static void js_num(jx *x, jbuf *b, double d)
         buf_addc(x, b, '-');
         d = -d;
     }
-    char tmp[40];
-    int prec;
-    for (prec = 1; prec <= 17; prec++) {
+    /* the shortest digits that read back as d (as JavaScript prints): at each
+     * precision try the correctly rounded mantissa, then its neighbours */
+    char tmp[48];
+    for (int prec = 1; prec <= 17; prec++) {
         snprintf(tmp, sizeof tmp, "%.*e", prec - 1, d);
         if (strtod(tmp, NULL) == d)
+            break;
+        char *e = strchr(tmp, 'e');
+        int ex = atoi(e + 1);
+        uint64_t m = 0;
+        for (char *q = tmp; q < e; q++)
+            if (*q >= '0' && *q <= '9')
+                m = m * 10 + (uint64_t)(*q - '0');
+        bool found = false;
+        for (int dir = -1; dir <= 1 && !found; dir += 2) {
+            uint64_t c = dir < 0 ? m - 1 : m + 1;
+            char dig[24];
+            int nd = snprintf(dig, sizeof dig, "%llu", (unsigned long long)c);
+            if (nd != prec)
+                continue; /* the neighbour changed the digit count: not of this precision */
+            char cand[48];
+            snprintf(cand, sizeof cand, "%c%s%se%d", dig[0], prec > 1 ? "." : "", dig + 1, ex);
+            if (strtod(cand, NULL) == d) {
+                snprintf(tmp, sizeof tmp, "%s", cand);
+                found = true;
+            }
+        }
+        if (found)
             break;
     }
     /* tmp: D[.DDD]e[+-]XX */
@@ -578,7 +615,7 @@ static void js_str(jx *x, jbuf *b, const jval *v, const jnode *at)
 {
     switch ((jvtype)v->t) {
     case JV_UNDEF: buf_adds(x, b, "undefined"); return;
-    case JV_NONE: buf_adds(x, b, "null"); return;
+    case JV_NONE: buf_adds(x, b, "undefined"); return; /* NullValue holds JavaScript undefined */
     case JV_BOOL: buf_adds(x, b, v->u.b ? "true" : "false"); return;
     case JV_INT: js_int(x, b, v->u.i); return;
     case JV_FLOAT: js_num(x, b, v->u.f); return;
@@ -600,7 +637,12 @@ static void js_str(jx *x, jbuf *b, const jval *v, const jnode *at)
 static void rt_str(jx *x, jbuf *b, const jval *v, const jnode *at)
 {
     switch ((jvtype)v->t) {
-    case JV_FLOAT: float_str(x, b, v->u.f); return;
+    case JV_FLOAT:
+        if (v->intlike)
+            js_num(x, b, v->u.f);
+        else
+            float_str(x, b, v->u.f);
+        return;
     case JV_ARRAY:
     case JV_OBJECT:
     case JV_NS: {
@@ -930,26 +972,40 @@ static double js_str_to_num(const char *s, size_t n)
 
 static bool is_obj(const jval *v) { return v->t == JV_ARRAY || v->t == JV_OBJECT || v->t == JV_NS || v->t == JV_FUNC; }
 
-/* JavaScript `a.value == b.value` (loose equality; containers by identity). */
-static bool loose_eq(const jval *a, const jval *b)
+static void js_str(jx *x, jbuf *b, const jval *v, const jnode *at);
+
+/* JavaScript `a.value == b.value` (loose equality): containers by identity,
+ * a container against a primitive through its text (`[] == ''`, `[1] == 1`). */
+static bool loose_eq(jx *x, const jval *a, const jval *b, const jnode *at)
 {
     bool an = a->t == JV_UNDEF || a->t == JV_NONE, bn = b->t == JV_UNDEF || b->t == JV_NONE;
     if (an || bn)
         return an && bn;
-    if (is_obj(a) || is_obj(b))
+    if (is_obj(a) && is_obj(b))
         return a == b;
+    if (is_obj(a) || is_obj(b)) {
+        const jval *o = is_obj(a) ? a : b, *p = is_obj(a) ? b : a;
+        jbuf t = {0};
+        js_str(x, &t, o, at);
+        jval sv = {.t = JV_STR};
+        sv.u.s.p = t.p ? t.p : "";
+        sv.u.s.n = t.n;
+        return loose_eq(x, &sv, p, at);
+    }
     if (a->t == JV_STR && b->t == JV_STR)
         return str_eq(a->u.s, b->u.s.p, b->u.s.n);
-    double x = a->t == JV_STR ? js_str_to_num(a->u.s.p, a->u.s.n) : num(a);
-    double y = b->t == JV_STR ? js_str_to_num(b->u.s.p, b->u.s.n) : num(b);
-    return x == y;
+    double p = a->t == JV_STR ? js_str_to_num(a->u.s.p, a->u.s.n) : num(a);
+    double q = b->t == JV_STR ? js_str_to_num(b->u.s.p, b->u.s.n) : num(b);
+    return p == q;
 }
 
 /* JavaScript `a.value === b.value`. */
 static bool strict_eq(const jval *a, const jval *b)
 {
-    if (a->t == JV_UNDEF || b->t == JV_UNDEF || a->t == JV_NONE || b->t == JV_NONE)
-        return a->t == b->t;
+    /* none and undefined both hold JavaScript undefined */
+    bool an = a->t == JV_UNDEF || a->t == JV_NONE, bn = b->t == JV_UNDEF || b->t == JV_NONE;
+    if (an || bn)
+        return an && bn;
     if (is_obj(a) || is_obj(b))
         return a == b;
     if (is_num(a) && is_num(b))
@@ -1052,23 +1108,40 @@ static jval *argk(const jargs *a, size_t i, const char *k)
     return k ? kwget(a, k) : NULL;
 }
 
+static bool is_intv(const jval *v) { return v->t == JV_INT || (v->t == JV_FLOAT && v->intlike); }
+
+/* An integer value as int64, clamped (huge JavaScript integers, Infinity); NaN -> 0. */
+static int64_t int_of(const jval *v)
+{
+    if (v->t == JV_INT)
+        return v->u.i;
+    double d = v->u.f;
+    if (isnan(d))
+        return 0;
+    if (d >= 9.2e18)
+        return INT64_MAX;
+    if (d <= -9.2e18)
+        return INT64_MIN + 1;
+    return (int64_t)d;
+}
+
 /* slice() of @huggingface/jinja over n items: the chosen indices. */
 static size_t slice_indices(jx *x, int64_t n, const jval *start, const jval *stop, const jval *stepv,
                             int64_t **out, const jnode *at)
 {
-    int64_t st = stepv->t == JV_UNDEF ? 1 : stepv->u.i;
+    int64_t st = stepv->t == JV_UNDEF ? 1 : int_of(stepv);
     if (st == 0)
         rerr(x, at, "Slice step cannot be zero");
     int64_t a, b;
     if (st > 0) {
-        a = start->t == JV_UNDEF ? 0 : start->u.i;
+        a = start->t == JV_UNDEF ? 0 : int_of(start);
         a = a < 0 ? (n + a > 0 ? n + a : 0) : (a < n ? a : n);
-        b = stop->t == JV_UNDEF ? n : stop->u.i;
+        b = stop->t == JV_UNDEF ? n : int_of(stop);
         b = b < 0 ? (n + b > 0 ? n + b : 0) : (b < n ? b : n);
     } else {
-        a = start->t == JV_UNDEF ? n - 1 : start->u.i;
+        a = start->t == JV_UNDEF ? n - 1 : int_of(start);
         a = a < 0 ? (n + a > -1 ? n + a : -1) : (a < n - 1 ? a : n - 1);
-        b = stop->t == JV_UNDEF ? -1 : stop->u.i;
+        b = stop->t == JV_UNDEF ? -1 : int_of(stop);
         b = b < -1 ? (n + b > -1 ? n + b : -1) : (b < n - 1 ? b : n - 1);
     }
     size_t cnt = 0;
@@ -1090,11 +1163,11 @@ static jval *eval_slice(jx *x, jval *obj, const jnode *s, jscope *sc)
     jval *a = s->a ? eval(x, s->a, sc) : &V_UNDEF;
     jval *b = s->b ? eval(x, s->b, sc) : &V_UNDEF;
     jval *c = s->c ? eval(x, s->c, sc) : &V_UNDEF;
-    if (!(a->t == JV_INT || a->t == JV_UNDEF))
+    if (!(is_intv(a) || a->t == JV_UNDEF))
         rerr(x, s, "Slice start must be numeric or undefined");
-    if (!(b->t == JV_INT || b->t == JV_UNDEF))
+    if (!(is_intv(b) || b->t == JV_UNDEF))
         rerr(x, s, "Slice stop must be numeric or undefined");
-    if (!(c->t == JV_INT || c->t == JV_UNDEF))
+    if (!(is_intv(c) || c->t == JV_UNDEF))
         rerr(x, s, "Slice step must be numeric or undefined");
     int64_t *idx;
     if (obj->t == JV_ARRAY) {
@@ -1158,8 +1231,8 @@ static jval *member(jx *x, jval *obj, jval *prop, const jnode *at)
         if (!r && obj->t == JV_OBJECT)
             r = obj_builtin(x, obj, prop->u.s.p, prop->u.s.n);
     } else if (obj->t == JV_ARRAY || obj->t == JV_STR) {
-        if (prop->t == JV_INT) {
-            int64_t i = prop->u.i;
+        if (is_intv(prop)) {
+            int64_t i = int_of(prop);
             if (obj->t == JV_ARRAY) {
                 int64_t n = (int64_t)obj->u.a.n;
                 if (i < 0)
@@ -1205,11 +1278,10 @@ static jval *eval_member(jx *x, const jnode *n, jscope *sc)
     return member(x, obj, prop, n);
 }
 
-static jval *arith_int(jx *x, const jnode *n, int64_t r, bool ovf)
+/* An integer result: exact within 2**53, JavaScript doubles beyond. */
+static jval *arith_int(jx *x, int64_t r, bool ovf, double approx)
 {
-    if (ovf)
-        rerr(x, n, "integer overflow");
-    return mk_int(x, r);
+    return ovf || r > (int64_t)JS_SAFE_INT || r < -(int64_t)JS_SAFE_INT ? mk_intd(x, approx) : mk_int(x, r);
 }
 
 static jval *eval_binary(jx *x, const jnode *n, jscope *sc)
@@ -1222,9 +1294,9 @@ static jval *eval_binary(jx *x, const jnode *n, jscope *sc)
         return truthy(l) ? l : eval(x, n->b, sc);
     jval *r = eval(x, n->b, sc);
     if (op == JOP_EQ)
-        return mk_bool(loose_eq(l, r));
+        return mk_bool(loose_eq(x, l, r, n));
     if (op == JOP_NE)
-        return mk_bool(!loose_eq(l, r));
+        return mk_bool(!loose_eq(x, l, r, n));
     static const char *OPS[] = {"", "+", "-", "~", "*", "/", "//", "%", "**", "==", "!=", "<", ">", "<=", ">=",
                                 "in", "not in", "and", "or", "not", "-", "+"};
     if (l->t == JV_UNDEF || r->t == JV_UNDEF) {
@@ -1248,41 +1320,38 @@ static jval *eval_binary(jx *x, const jnode *n, jscope *sc)
         double res = pow(a, b);
         if (!isfinite(res))
             rerr(x, n, "Exponentiation result is not a finite real number");
-        if (l->t == JV_FLOAT || r->t == JV_FLOAT || b < 0)
+        if ((l->t == JV_FLOAT && !l->intlike) || (r->t == JV_FLOAT && !r->intlike) || b < 0)
             return mk_float(x, res);
-        if (fabs(res) >= 9.2e18)
-            rerr(x, n, "integer overflow");
-        return mk_int(x, (int64_t)res);
+        return mk_intd(x, res);
     }
     if (is_num(l) && is_num(r)) {
-        bool fl = l->t == JV_FLOAT || r->t == JV_FLOAT;
+        bool fl = (l->t == JV_FLOAT && !l->intlike) || (r->t == JV_FLOAT && !r->intlike);
+        bool wide = !fl && (l->t == JV_FLOAT || r->t == JV_FLOAT); /* integers held as doubles */
         double a = num(l), b = num(r);
-        int64_t ia = l->u.i, ib = r->u.i, ir;
+        int64_t ia = l->t == JV_INT ? l->u.i : 0, ib = r->t == JV_INT ? r->u.i : 0, ir;
+        bool o;
         switch (op) {
         case JOP_ADD:
             if (fl) return mk_float(x, a + b);
-            {
-                bool o = __builtin_add_overflow(ia, ib, &ir);
-                return arith_int(x, n, ir, o);
-            }
+            if (wide) return mk_intd(x, a + b);
+            o = __builtin_add_overflow(ia, ib, &ir);
+            return arith_int(x, ir, o, a + b);
         case JOP_SUB:
             if (fl) return mk_float(x, a - b);
-            {
-                bool o = __builtin_sub_overflow(ia, ib, &ir);
-                return arith_int(x, n, ir, o);
-            }
+            if (wide) return mk_intd(x, a - b);
+            o = __builtin_sub_overflow(ia, ib, &ir);
+            return arith_int(x, ir, o, a - b);
         case JOP_MUL:
             if (fl) return mk_float(x, a * b);
-            {
-                bool o = __builtin_mul_overflow(ia, ib, &ir);
-                return arith_int(x, n, ir, o);
-            }
+            if (wide) return mk_intd(x, a * b);
+            o = __builtin_mul_overflow(ia, ib, &ir);
+            return arith_int(x, ir, o, a * b);
         case JOP_DIV:
             return mk_float(x, a / b);
         case JOP_FLOORDIV:
             if (fl) return mk_float(x, floor(a / b));
-            if (ib == 0) rerr(x, n, "integer division by zero");
-            if (ia == INT64_MIN && ib == -1) rerr(x, n, "integer overflow");
+            if (wide || ib == 0 || (ia == INT64_MIN && ib == -1))
+                return mk_intd(x, floor(a / b)); /* Infinity, NaN, 2**63 */
             {
                 int64_t q = ia / ib;
                 if ((ia % ib != 0) && ((ia < 0) != (ib < 0)))
@@ -1291,7 +1360,7 @@ static jval *eval_binary(jx *x, const jnode *n, jscope *sc)
             }
         case JOP_MOD:
             if (fl) return mk_float(x, fmod(a, b));
-            if (ib == 0) rerr(x, n, "integer modulo by zero");
+            if (wide || ib == 0) return mk_intd(x, fmod(a, b)); /* NaN for % 0 */
             if (ib == -1) return mk_int(x, 0);
             return mk_int(x, ia % ib);
         case JOP_LT: return mk_bool(a < b);
@@ -1340,12 +1409,15 @@ static jval *eval_unary(jx *x, const jnode *n, jscope *sc)
     if (n->op == JOP_NOT)
         return mk_bool(!truthy(v));
     int sign = n->op == JOP_NEG ? -1 : 1;
-    if (v->t == JV_FLOAT)
-        return mk_float(x, sign * v->u.f);
+    if (v->t == JV_FLOAT) {
+        jval *r = mk_float(x, sign * v->u.f);
+        r->intlike = v->intlike;
+        return r;
+    }
     if (v->t == JV_INT || v->t == JV_BOOL) {
         int64_t i = v->t == JV_BOOL ? v->u.b : v->u.i;
         if (sign < 0 && i == INT64_MIN)
-            rerr(x, n, "integer overflow");
+            return mk_intd(x, 9223372036854775808.0);
         return mk_int(x, sign * i);
     }
     rerr(x, n, "Unknown operator \"%s\" for %s", sign < 0 ? "-" : "+", tname(v));
@@ -1358,30 +1430,25 @@ static bool run_test(jx *x, const char *name, size_t nl, const jval *v, const jv
     if (IS("boolean")) return v->t == JV_BOOL;
     if (IS("callable")) return v->t == JV_FUNC;
     if (IS("odd") || IS("even")) {
-        if (v->t != JV_INT)
+        if (v->t != JV_INT && !(v->t == JV_FLOAT && v->intlike))
             rerr(x, at, "cannot %.*s on %s", (int)nl, name, tname(v));
-        return IS("odd") ? v->u.i % 2 != 0 : v->u.i % 2 == 0;
+        double r = v->t == JV_INT ? (double)(v->u.i % 2) : fmod(v->u.f, 2.0);
+        return IS("odd") ? r != 0 : r == 0;
     }
     if (IS("false")) return v->t == JV_BOOL && !v->u.b;
     if (IS("true")) return v->t == JV_BOOL && v->u.b;
     if (IS("none")) return v->t == JV_NONE;
     if (IS("string")) return v->t == JV_STR;
     if (IS("number")) return is_num(v);
-    if (IS("integer")) return v->t == JV_INT;
+    if (IS("integer")) return v->t == JV_INT || (v->t == JV_FLOAT && v->intlike);
     if (IS("iterable")) return (v->t == JV_ARRAY && !v->tuple) || v->t == JV_STR;
     if (IS("mapping")) return v->t == JV_OBJECT;
     if (IS("sequence")) return v->t == JV_ARRAY || v->t == JV_OBJECT || v->t == JV_STR;
     if (IS("lower") || IS("upper")) {
         if (v->t != JV_STR)
             return false;
-        for (size_t i = 0; i < v->u.s.n; i++) {
-            char c = v->u.s.p[i];
-            if (IS("lower") && c >= 'A' && c <= 'Z')
-                return false;
-            if (IS("upper") && c >= 'a' && c <= 'z')
-                return false;
-        }
-        return true;
+        const jval *c = str_case(x, v, IS("lower") ? 1 : 0);
+        return str_eq(c->u.s, v->u.s.p, v->u.s.n);
     }
     if (IS("defined")) return v->t != JV_UNDEF;
     if (IS("undefined")) return v->t == JV_UNDEF;
@@ -1706,27 +1773,21 @@ static jval *filter_by_name(jx *x, jval *v, const char *f, size_t fl, const jnod
             double d;
             bool ok = js_parse_num(v->u.s.p, v->u.s.n, FIS("int"), &d);
             if (FIS("int"))
-                return mk_int(x, ok && fabs(d) < 9.2e18 ? (int64_t)d : 0);
+                return ok ? mk_intd(x, d) : mk_int(x, 0);
             return mk_float(x, ok ? d : 0);
         }
         rerr(x, at, "Unknown StringValue filter: %.*s", (int)fl, f);
     case JV_INT:
     case JV_FLOAT:
         if (FIS("abs")) {
-            if (v->t == JV_INT) {
-                if (v->u.i == INT64_MIN)
-                    rerr(x, at, "integer overflow");
-                return mk_int(x, v->u.i < 0 ? -v->u.i : v->u.i);
-            }
-            return mk_float(x, fabs(v->u.f));
+            if (v->t == JV_INT)
+                return v->u.i == INT64_MIN ? mk_intd(x, 9223372036854775808.0) : mk_int(x, v->u.i < 0 ? -v->u.i : v->u.i);
+            return v->intlike ? mk_intd(x, fabs(v->u.f)) : mk_float(x, fabs(v->u.f));
         }
         if (FIS("int")) {
             if (v->t == JV_INT)
                 return mk_int(x, v->u.i);
-            double d = floor(v->u.f);
-            if (!(fabs(d) < 9.2e18))
-                rerr(x, at, "cannot convert %g to an integer", v->u.f);
-            return mk_int(x, (int64_t)d);
+            return mk_intd(x, floor(v->u.f));
         }
         if (FIS("float")) return mk_float(x, num(v));
         if (FIS("string")) {
@@ -1804,7 +1865,7 @@ static jval *apply_filter(jx *x, jval *v, const jnode *fn, jscope *sc)
             double d;
             if (!js_parse_num(v->u.s.p, v->u.s.n, is_int, &d))
                 return def ? def : is_int ? mk_int(x, 0) : mk_float(x, 0);
-            return is_int ? mk_int(x, fabs(d) < 9.2e18 ? (int64_t)d : 0) : mk_float(x, d);
+            return is_int ? mk_intd(x, d) : mk_float(x, d);
         }
         if (is_num(v))
             return v;
@@ -2268,8 +2329,12 @@ static jval *eval(jx *x, const jnode *n, jscope *sc)
     switch ((jnode_kind)n->kind) {
     case JN_STR:
     case JN_TEXT: r = mk_str(x, n->s, n->slen); break;
-    case JN_INT: r = mk_int(x, n->i); break;
-    case JN_FLOAT: r = mk_float(x, n->f); break;
+    case JN_INT:
+        r = n->i > (int64_t)JS_SAFE_INT || n->i < -(int64_t)JS_SAFE_INT ? mk_intd(x, (double)n->i) : mk_int(x, n->i);
+        break;
+    case JN_FLOAT:
+        r = n->flag ? mk_intd(x, n->f) : mk_float(x, n->f); /* flag: an integer literal beyond int64 */
+        break;
     case JN_IDENT: r = scope_get(sc, n->s, n->slen); break;
     case JN_ARRAY:
     case JN_TUPLE:
@@ -2490,8 +2555,8 @@ static jval *from_json(jx *x, const cJSON *j, int depth)
         return &V_TRUE;
     if (cJSON_IsNumber(j)) {
         double d = j->valuedouble;
-        if (isfinite(d) && floor(d) == d && fabs(d) < 9.2e18)
-            return mk_int(x, (int64_t)d);
+        if (isfinite(d) && floor(d) == d)
+            return mk_intd(x, d);
         return mk_float(x, d);
     }
     if (cJSON_IsString(j))

@@ -8,7 +8,7 @@
 
 #include "jinja.h"
 
-#define JINJA_MAX_SOURCE (16u << 20)
+#define JINJA_MAX_SOURCE (1u << 20) /* real chat templates are < 64 KiB */
 #define JINJA_MAX_PARSE_DEPTH 200
 
 /* ---- arena: bump allocation in chunks; failures longjmp to the owner ---- */

@@ -213,13 +213,23 @@ static void pp_put(jarena *a, ppbuf *b, char c, uint32_t orig)
     b->n++;
 }
 
+/* Room for n bytes (the rewrites only ever shrink the text). */
+static void pp_init(jarena *a, ppbuf *b, size_t n)
+{
+    b->cap = n + 1;
+    b->s = ja_alloc(a, b->cap);
+    b->map = ja_alloc(a, b->cap * sizeof *b->map);
+    b->n = 0;
+}
+
 /* The three text rewrites @huggingface/jinja makes before lexing. */
 static void preprocess(jarena *a, const char *src, size_t len, ppbuf *out)
 {
     if (len && src[len - 1] == '\n')
         len--;
     /* lstrip_blocks: spaces/tabs at a line start before {# {% {- go */
-    ppbuf b1 = {0};
+    ppbuf b1;
+    pp_init(a, &b1, len);
     for (size_t i = 0; i < len;) {
         bool line_start = i == 0 || src[i - 1] == '\n' || src[i - 1] == '\r';
         if (line_start) {
@@ -233,7 +243,8 @@ static void preprocess(jarena *a, const char *src, size_t len, ppbuf *out)
         i++;
     }
     /* trim_blocks: a newline right after #} %} -} goes */
-    ppbuf b2 = {0};
+    ppbuf b2;
+    pp_init(a, &b2, b1.n);
     for (size_t i = 0; i < b1.n;) {
         if (i + 2 < b1.n && (b1.s[i] == '#' || b1.s[i] == '%' || b1.s[i] == '-') && b1.s[i + 1] == '}' &&
             b1.s[i + 2] == '\n') {
@@ -246,6 +257,7 @@ static void preprocess(jarena *a, const char *src, size_t len, ppbuf *out)
         i++;
     }
     /* {% generation %} / {% endgeneration %} markers are dropped */
+    pp_init(a, out, b2.n);
     size_t floor_out = 0; /* output index before which whitespace may not be removed */
     for (size_t i = 0; i < b2.n;) {
         if (b2.s[i] == '{' && i + 1 < b2.n && b2.s[i + 1] == '%') {
@@ -930,6 +942,7 @@ static jnode *parse_primary(parser *p)
             long long v = strtoll(buf, NULL, 10);
             if (errno == ERANGE) {
                 n->kind = JN_FLOAT;
+                n->flag = true; /* still an integer by type */
                 n->f = strtod(buf, NULL);
             } else {
                 n->i = v;
@@ -1424,13 +1437,13 @@ jinja_template *jinja_parse(const char *src, size_t len, jinja_error *err)
     t->src_len = len;
     f->src = t->src;
     f->src_len = len;
-    ppbuf pp = {0};
+    ppbuf pp;
     preprocess(&t->arena, t->src, len, &pp);
     t->posmap = pp.map;
     t->posmap_len = pp.n;
     f->posmap = pp.map;
     f->posmap_len = pp.n;
-    lexer L = {.a = &t->arena, .f = f, .src = pp.s ? pp.s : "", .len = pp.n};
+    lexer L = {.a = &t->arena, .f = f, .src = pp.s, .len = pp.n};
     lex(&L);
     parser p = {.a = &t->arena, .f = f, .t = L.t, .nt = L.nt};
     nvec body = {0};

@@ -13,49 +13,71 @@
 #include "ggtype.h"
 #include "kernels_internal.h"
 
-/* The codec (codec_dequantize) is built on another branch; until it is in
- * the tree the generic path reports failure instead of breaking the link. */
-#pragma weak codec_dequantize
-
 /* ---- SIMD path selection ---- */
 
-static kern_tile_fn g_tab[3][GGTYPE_COUNT];
+static kern_tile_fn g_tab[4][GGTYPE_COUNT];
+static kern_gemm_fn g_gemm[4][GGTYPE_COUNT]; /* batched GEMM, where a path has one */
+static kern_q8_fn g_q8[4];    /* activation quantizers per path (NULL: scalar) */
+static kern_q8k_fn g_q8k[4];
+static kern_f16_ops g_f16[4]; /* F16 row helpers per path (NULL members: scalar) */
 static kern_simd g_simd = KERN_SIMD_SCALAR;
 static bool g_avx2_vnni;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#define KERN_X86 1
+#endif
+
+/* CPU features from cpuid + xgetbv (clang's __builtin_cpu_supports lacks
+ * some names, and the OS must have enabled the YMM/ZMM state). */
+typedef struct {
+    bool avx2, fma, f16c, avx512, avx512vnni, avxvnni;
+} cpu_feat;
+
+static cpu_feat cpu_features(void)
+{
+    cpu_feat f = {0};
+#ifdef KERN_X86
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(1, 0, &a, &b, &c, &d))
+        return f;
+    bool osxsave = (c >> 27) & 1, avx = (c >> 28) & 1;
+    f.fma = (c >> 12) & 1;
+    f.f16c = (c >> 29) & 1;
+    if (!osxsave || !avx)
+        return f;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    bool ymm_os = (lo & 0x6) == 0x6, zmm_os = (lo & 0xe6) == 0xe6;
+    if (!ymm_os)
+        return (cpu_feat){0};
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+        return f;
+    f.avx2 = (b >> 5) & 1;
+    bool avx512f = (b >> 16) & 1, avx512dq = (b >> 17) & 1, avx512bw = (b >> 30) & 1,
+         avx512vl = (b >> 31) & 1;
+    f.avx512vnni = (c >> 11) & 1;
+    f.avx512 = zmm_os && avx512f && avx512dq && avx512bw && avx512vl;
+    if (__get_cpuid_count(7, 1, &a, &b, &c, &d))
+        f.avxvnni = (a >> 4) & 1;
+#endif
+    return f;
+}
+
 static bool cpu_has(kern_simd s)
 {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    __builtin_cpu_init();
+    cpu_feat f = cpu_features();
     switch (s) {
     case KERN_SIMD_SCALAR:
         return true;
     case KERN_SIMD_AVX2:
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-               __builtin_cpu_supports("f16c");
+    case KERN_SIMD_AVX2_PLAIN:
+        return f.avx2 && f.fma && f.f16c;
     case KERN_SIMD_AVX512:
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-               __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx2") &&
-               __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+        return f.avx2 && f.fma && f.f16c && f.avx512 && f.avx512vnni;
     }
     return false;
-#else
-    return s == KERN_SIMD_SCALAR;
-#endif
-}
-
-static bool cpu_has_avxvnni(void)
-{
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    /* CPUID.(EAX=7,ECX=1):EAX bit 4 = AVX-VNNI (not every compiler knows the name). */
-    unsigned a = 7, b = 0, c = 1, d = 0;
-    __asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
-    return (a >> 4) & 1;
-#else
-    return false;
-#endif
 }
 
 static void simd_init(void)
@@ -63,14 +85,22 @@ static void simd_init(void)
     kern_fill_scalar(g_tab[KERN_SIMD_SCALAR]);
     memcpy(g_tab[KERN_SIMD_AVX2], g_tab[KERN_SIMD_SCALAR], sizeof g_tab[0]);
     memcpy(g_tab[KERN_SIMD_AVX512], g_tab[KERN_SIMD_SCALAR], sizeof g_tab[0]);
+    memcpy(g_tab[KERN_SIMD_AVX2_PLAIN], g_tab[KERN_SIMD_SCALAR], sizeof g_tab[0]);
     if (cpu_has(KERN_SIMD_AVX2)) {
-        g_avx2_vnni = cpu_has_avxvnni();
+        g_avx2_vnni = cpu_features().avxvnni;
         kern_fill_avx2(g_tab[KERN_SIMD_AVX2], g_avx2_vnni);
+        kern_fill_avx2(g_tab[KERN_SIMD_AVX2_PLAIN], 0);
+        kern_quant_avx2(&g_q8[KERN_SIMD_AVX2], &g_q8k[KERN_SIMD_AVX2]);
+        g_q8[KERN_SIMD_AVX2_PLAIN] = g_q8[KERN_SIMD_AVX512] = g_q8[KERN_SIMD_AVX2];
+        g_q8k[KERN_SIMD_AVX2_PLAIN] = g_q8k[KERN_SIMD_AVX512] = g_q8k[KERN_SIMD_AVX2];
+        kern_f16_avx2(&g_f16[KERN_SIMD_AVX2]);
+        g_f16[KERN_SIMD_AVX2_PLAIN] = g_f16[KERN_SIMD_AVX512] = g_f16[KERN_SIMD_AVX2];
         g_simd = KERN_SIMD_AVX2;
     }
     if (cpu_has(KERN_SIMD_AVX512)) {
         memcpy(g_tab[KERN_SIMD_AVX512], g_tab[KERN_SIMD_AVX2], sizeof g_tab[0]);
         kern_fill_avx512(g_tab[KERN_SIMD_AVX512]);
+        kern_fill_gemm_avx512(g_gemm[KERN_SIMD_AVX512]);
         g_simd = KERN_SIMD_AVX512;
     }
     const char *env = getenv("GGSCOPE_SIMD");
@@ -82,6 +112,8 @@ static void simd_init(void)
             want = KERN_SIMD_AVX2;
         else if (strcmp(env, "avx512") == 0)
             want = KERN_SIMD_AVX512;
+        else if (strcmp(env, "avx2-plain") == 0)
+            want = KERN_SIMD_AVX2_PLAIN;
         if (cpu_has(want))
             g_simd = want;
     }
@@ -95,7 +127,7 @@ kern_simd kern_simd_get(void)
 
 bool kern_simd_available(kern_simd s)
 {
-    return (unsigned)s <= KERN_SIMD_AVX512 && cpu_has(s);
+    return (unsigned)s <= KERN_SIMD_AVX2_PLAIN && cpu_has(s);
 }
 
 int kern_simd_set(kern_simd s)
@@ -112,6 +144,8 @@ const char *kern_simd_name(void)
     switch (kern_simd_get()) {
     case KERN_SIMD_AVX2:
         return g_avx2_vnni ? "avx2+vnni" : "avx2";
+    case KERN_SIMD_AVX2_PLAIN:
+        return "avx2";
     case KERN_SIMD_AVX512:
         return "avx512+vnni";
     default:
@@ -147,7 +181,7 @@ static size_t act_row_bytes(uint32_t atype, int64_t n_cols)
     if (atype == GGTYPE_Q8_0 || atype == GGTYPE_Q8_1)
         return n_cols % 32 ? 0 : (size_t)(n_cols / 32) * sizeof(kq8);
     if (atype == GGTYPE_Q8_K)
-        return n_cols % QK_K ? 0 : (size_t)(n_cols / QK_K) * sizeof(block_q8_K);
+        return n_cols % QK_K ? 0 : (size_t)(n_cols / QK_K) * sizeof(kq8k);
     return 0;
 }
 
@@ -213,10 +247,24 @@ static void quant_q8_K(const float *x, block_q8_K *y)
 /* One activation row into the internal layout. */
 static void quant_act_row(uint32_t atype, const float *x, uint8_t *dst, int64_t n)
 {
+    kern_simd simd = kern_simd_get();
+    if (atype == GGTYPE_Q8_K && g_q8k[simd]) {
+        g_q8k[simd](x, (kq8k *)dst, n / QK_K);
+        return;
+    }
+    if (atype != GGTYPE_Q8_K && g_q8[simd]) {
+        g_q8[simd](x, (kq8 *)dst, n / 32);
+        return;
+    }
     if (atype == GGTYPE_Q8_K) {
-        block_q8_K *y = (block_q8_K *)dst;
-        for (int64_t b = 0; b < n / QK_K; b++)
-            quant_q8_K(x + b * QK_K, &y[b]);
+        kq8k *y = (kq8k *)dst;
+        for (int64_t b = 0; b < n / QK_K; b++) {
+            quant_q8_K(x + b * QK_K, &y[b].q);
+            for (int g = 0; g < 16; g++)
+                y[b].ds16[g] = y[b].q.d * (float)y[b].q.bsums[g];
+            for (int j = 0; j < 8; j++)
+                y[b].ds32[j] = y[b].q.d * (float)(y[b].q.bsums[2 * j] + y[b].q.bsums[2 * j + 1]);
+        }
         return;
     }
     kq8 *y = (kq8 *)dst;
@@ -224,6 +272,7 @@ static void quant_act_row(uint32_t atype, const float *x, uint8_t *dst, int64_t 
         float d;
         quant_q8_32(x + b * 32, y[b].qs, &d, &y[b].s);
         y[b].d = kern_h2f(kern_f2h(d)); /* ggml stores the scale as f16 */
+        y[b].ds = y[b].d * (float)y[b].s;
     }
 }
 
@@ -234,7 +283,8 @@ int kern_quantize_act(uint32_t act_type, const float *x, void *dst, int64_t n)
     if (act_type == GGTYPE_Q8_K) {
         if (n % QK_K)
             return -1;
-        quant_act_row(act_type, x, dst, n);
+        for (int64_t b = 0; b < n / QK_K; b++)
+            quant_q8_K(x + b * QK_K, (block_q8_K *)dst + b);
         return 0;
     }
     if ((act_type != GGTYPE_Q8_0 && act_type != GGTYPE_Q8_1) || n % 32)
@@ -276,6 +326,8 @@ typedef struct {
     atomic_llong next;
     atomic_int err;
     kern_tile_fn f32_tile;       /* generic path: dot of a dequantized row */
+    kern_gemm_fn gemm;           /* batched path: chunks of KERN_GEMM_ROWS rows */
+    kern_pool *pool;             /* for its per-thread work buffers */
 } mm_ctx;
 
 static void quant_worker(void *p, int ith, int nth)
@@ -291,6 +343,12 @@ static void run_chunk(mm_ctx *c, int64_t chunk, float *rowbuf)
     int64_t r0 = (chunk % c->n_rchunks) * c->rc, t0 = (chunk / c->n_rchunks) * c->tc;
     int64_t r1 = r0 + c->rc < c->n_rows ? r0 + c->rc : c->n_rows;
     int64_t t1 = t0 + c->tc < c->n_tok ? t0 + c->tc : c->n_tok;
+    if (c->gemm) {
+        c->gemm(c->W + (size_t)r0 * c->row_bytes, c->row_bytes, (int)(r1 - r0),
+                c->act + (size_t)t0 * c->act_stride, c->act_stride, t1 - t0, c->n_cols,
+                c->y + t0 * c->n_rows + r0, c->n_rows, rowbuf);
+        return;
+    }
     if (rowbuf) {
         /* Generic path: dequantize each row once, dot it with every token. */
         for (int64_t r = r0; r < r1; r++) {
@@ -321,9 +379,13 @@ static void run_chunk(mm_ctx *c, int64_t chunk, float *rowbuf)
 static void mm_worker(void *p, int ith, int nth)
 {
     mm_ctx *c = p;
-    float *rowbuf = NULL;
-    if (!c->tile) {
-        rowbuf = malloc((size_t)c->n_cols * sizeof(float));
+    (void)nth;
+    float *rowbuf = NULL, *owned = NULL;
+    if (c->gemm || !c->tile) {
+        size_t need = c->gemm ? kern_gemm_tmp_size(c->n_cols) : (size_t)c->n_cols * sizeof(float);
+        rowbuf = kern_pool_thread_buf(c->pool, ith, need);
+        if (!rowbuf)
+            rowbuf = owned = malloc(need);
         if (!rowbuf) {
             atomic_store(&c->err, 1);
             return;
@@ -335,8 +397,7 @@ static void mm_worker(void *p, int ith, int nth)
         if (atomic_load_explicit(&c->err, memory_order_relaxed))
             break;
     }
-    (void)nth;
-    free(rowbuf);
+    free(owned);
 }
 
 int kern_matmul(kern_pool *pool, uint32_t wtype, const void *W, size_t row_bytes,
@@ -366,6 +427,7 @@ int kern_matmul(kern_pool *pool, uint32_t wtype, const void *W, size_t row_bytes
     c.y = y;
     c.tile = g_tab[simd][wtype];
     c.f32_tile = g_tab[simd][GGTYPE_F32];
+    c.pool = pool;
     atomic_init(&c.err, 0);
 
     void *owned = NULL;
@@ -388,8 +450,6 @@ int kern_matmul(kern_pool *pool, uint32_t wtype, const void *W, size_t row_bytes
         else
             kern_pool_run(pool, quant_worker, &c);
     } else {
-        if (!c.tile && &codec_dequantize == NULL)
-            return -1;
         c.act = (const uint8_t *)x;
         c.act_stride = (size_t)n_cols * sizeof(float);
         c.nb = n_cols;
@@ -398,12 +458,19 @@ int kern_matmul(kern_pool *pool, uint32_t wtype, const void *W, size_t row_bytes
     /* Chunks: few rows for mat-vec (balance), row x token blocks that stay
      * in L2 for prompt batches. */
     int nth = kern_pool_threads(pool);
+    if (n_tok >= KERN_GEMM_MIN_TOK && g_gemm[simd][wtype] && !getenv("GGSCOPE_NO_GEMM"))
+        c.gemm = g_gemm[simd][wtype];
     c.tc = n_tok <= 64 ? n_tok : 64;
     int64_t want = (n_rows + (int64_t)nth * 8 - 1) / ((int64_t)nth * 8);
     int64_t rc = want < 64 ? want : 64;
     rc = (rc + KERN_TILE_R - 1) / KERN_TILE_R * KERN_TILE_R;
     if (n_tok > 4 && rc < 16)
         rc = 16;
+    if (c.gemm) {
+        /* the repacked rows are reused by every token of the chunk */
+        rc = KERN_GEMM_ROWS;
+        c.tc = n_tok <= 512 ? n_tok : 512;
+    }
     c.rc = rc;
     c.n_rchunks = (n_rows + rc - 1) / rc;
     c.n_chunks = c.n_rchunks * ((n_tok + c.tc - 1) / c.tc);
@@ -420,12 +487,22 @@ int kern_matmul(kern_pool *pool, uint32_t wtype, const void *W, size_t row_bytes
 
 void kern_f32_to_f16(const float *src, uint16_t *dst, int64_t n)
 {
+    kern_simd simd = kern_simd_get();
+    if (g_f16[simd].f2h) {
+        g_f16[simd].f2h(src, dst, n);
+        return;
+    }
     for (int64_t i = 0; i < n; i++)
         dst[i] = kern_f2h(src[i]);
 }
 
 void kern_f16_to_f32(const uint16_t *src, float *dst, int64_t n)
 {
+    kern_simd simd = kern_simd_get();
+    if (g_f16[simd].h2f) {
+        g_f16[simd].h2f(src, dst, n);
+        return;
+    }
     for (int64_t i = 0; i < n; i++)
         dst[i] = kern_h2f(src[i]);
 }
@@ -439,6 +516,11 @@ float kern_dot_f16_f32(const uint16_t *a, const float *b, int64_t n)
 
 void kern_axpy_f16(float alpha, const uint16_t *x, float *y, int64_t n)
 {
+    kern_simd simd = kern_simd_get();
+    if (g_f16[simd].axpy) {
+        g_f16[simd].axpy(alpha, x, y, n);
+        return;
+    }
     for (int64_t i = 0; i < n; i++)
         y[i] += alpha * kern_h2f(x[i]);
 }

@@ -16,7 +16,8 @@ typedef struct kern_pool kern_pool;
 
 /* A pool of n_threads threads (the caller counts as one; n_threads - 1 workers
  * are started and stay parked between runs). n_threads <= 0: one thread per
- * core. Returns NULL when threads or memory cannot be had. */
+ * core this process may run on (its CPU affinity). At most 512. Returns NULL
+ * when threads or memory cannot be had. */
 kern_pool *kern_pool_new(int n_threads);
 
 /* Stops and joins the workers. Accepts NULL. */
@@ -32,7 +33,11 @@ void kern_pool_run(kern_pool *p, void (*fn)(void *ctx, int ith, int nth), void *
 
 /* ---- SIMD path ---- */
 
-typedef enum { KERN_SIMD_SCALAR = 0, KERN_SIMD_AVX2 = 1, KERN_SIMD_AVX512 = 2 } kern_simd;
+/* KERN_SIMD_AVX2 uses AVX-VNNI when the CPU has it; KERN_SIMD_AVX2_PLAIN is
+ * AVX2 without VNNI even there (tests, comparisons; GGSCOPE_SIMD=avx2-plain). */
+typedef enum {
+    KERN_SIMD_SCALAR = 0, KERN_SIMD_AVX2 = 1, KERN_SIMD_AVX512 = 2, KERN_SIMD_AVX2_PLAIN = 3
+} kern_simd;
 
 /* The path in use: the best this CPU has, or the one GGSCOPE_SIMD names
  * (when the CPU has it), or the one kern_simd_set chose. */
@@ -45,7 +50,7 @@ int kern_simd_set(kern_simd s);
 /* Whether this CPU can run path s. */
 bool kern_simd_available(kern_simd s);
 
-/* "scalar", "avx2", "avx2+vnni", "avx512", "avx512+vnni" for the path in use. */
+/* "scalar", "avx2", "avx2+vnni", "avx512+vnni" for the path in use. */
 const char *kern_simd_name(void);
 
 /* ---- matrix products ---- */
@@ -65,7 +70,9 @@ size_t kern_matmul_scratch_size(uint32_t wtype, int64_t n_cols, int64_t n_tok);
 /* y[t][r] = sum_c W[r][c] * x[t][c] for r < n_rows, t < n_tok.
  * W: n_rows rows of n_cols elements of ggml type wtype, row stride row_bytes
  * (in the mmap). x: n_tok x n_cols floats (row stride n_cols); y: n_tok x
- * n_rows floats (row stride n_rows). Any ggml type of engine/ggtype.h works
+ * n_rows floats (row stride n_rows). W and row_bytes keep the alignment of the
+ * type's fields (2 bytes for f16 fields, 4 for F32; GGUF data always does).
+ * Any ggml type of engine/ggtype.h works
  * (slow generic path for rare types). scratch: at least
  * kern_matmul_scratch_size bytes (NULL: allocated and freed inside, slower).
  * pool may be NULL (one thread). Returns 0, or -1 for an unknown type, a bad

@@ -5,6 +5,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+#include <math.h>
 
 /* Plain AVX2: u8 x s8 products through maddubs (pairs to int16) + madd. */
 #define KTARGET __attribute__((target("avx2,fma,f16c")))
@@ -25,6 +26,19 @@
 #undef KSFX
 #undef DOT_US
 
+void kern_quant_avx2(kern_q8_fn *q8, kern_q8k_fn *q8k)
+{
+    *q8 = quant_q8_32_avx2;
+    *q8k = quant_q8_K_avx2;
+}
+
+void kern_f16_avx2(kern_f16_ops *ops)
+{
+    ops->axpy = axpy_f16_avx2;
+    ops->h2f = f16_to_f32_avx2;
+    ops->f2h = f32_to_f16_avx2;
+}
+
 void kern_fill_avx2(kern_tile_fn tab[GGTYPE_COUNT], int vnni)
 {
     if (vnni)
@@ -34,6 +48,17 @@ void kern_fill_avx2(kern_tile_fn tab[GGTYPE_COUNT], int vnni)
 }
 
 #else
+void kern_f16_avx2(kern_f16_ops *ops)
+{
+    (void)ops;
+}
+
+void kern_quant_avx2(kern_q8_fn *q8, kern_q8k_fn *q8k)
+{
+    (void)q8;
+    (void)q8k;
+}
+
 void kern_fill_avx2(kern_tile_fn tab[GGTYPE_COUNT], int vnni)
 {
     (void)tab;

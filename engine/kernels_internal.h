@@ -17,10 +17,18 @@ typedef struct {
     int8_t qs[32];
     float d;
     int32_t s;
+    float ds; /* d * s */
 } kq8;
-_Static_assert(sizeof(kq8) == 40, "kq8");
+_Static_assert(sizeof(kq8) == 44, "kq8");
 
-/* Activations of the K-quants use ggml's block_q8_K as is. */
+/* Activations of the K-quants: ggml's block_q8_K plus the scaled sums of
+ * each 16- and 32-element group (for the repacked GEMM). */
+typedef struct {
+    block_q8_K q;
+    float ds16[16]; /* d * bsums[g] */
+    float ds32[8];  /* d * (bsums[2j] + bsums[2j+1]) */
+} kq8k;
+_Static_assert(sizeof(kq8k) == 292 + 96, "kq8k");
 
 /* Tile: y[t * y_stride + r] = dot(row r of W, activation row t) for r < nr,
  * t < nt (nr <= KERN_TILE_R, nt <= KERN_TILE_T). W rows are row_bytes apart,
@@ -31,6 +39,40 @@ typedef void (*kern_tile_fn)(const uint8_t *w, size_t row_bytes, int nr, const u
 
 #define KERN_TILE_R 4
 #define KERN_TILE_T 4
+
+/* Batched GEMM on weights repacked per call into a 16-row interleaved
+ * layout (in tmp, kern_gemm_tmp_size bytes per thread): y[t * y_stride + r]
+ * for r < nr <= KERN_GEMM_ROWS, t < nt (any count). n_cols: elements per row. */
+typedef void (*kern_gemm_fn)(const uint8_t *w, size_t row_bytes, int nr, const uint8_t *act,
+                             size_t act_stride, int64_t nt, int64_t n_cols, float *y,
+                             int64_t y_stride, void *tmp);
+#define KERN_GEMM_ROWS 16
+#define KERN_GEMM_MIN_TOK 8
+static inline size_t kern_gemm_tmp_size(int64_t n_cols)
+{
+    /* per 32 columns: 16 rows x 32 bytes of quants + 2 x 2 x 16 floats of scales */
+    return (size_t)(n_cols / 32) * (512 + 256) + 128;
+}
+void kern_fill_gemm_avx512(kern_gemm_fn tab[GGTYPE_COUNT]);
+
+/* Activation quantizers of one row (nb blocks), bit-identical to the scalar ones. */
+typedef void (*kern_q8_fn)(const float *x, kq8 *y, int64_t nb);
+typedef void (*kern_q8k_fn)(const float *x, kq8k *y, int64_t nb);
+void kern_quant_avx2(kern_q8_fn *q8, kern_q8k_fn *q8k);
+
+/* F16 row helpers of the SIMD paths (F16C). */
+typedef struct {
+    void (*axpy)(float alpha, const uint16_t *x, float *y, int64_t n);
+    void (*h2f)(const uint16_t *src, float *dst, int64_t n);
+    void (*f2h)(const float *src, uint16_t *dst, int64_t n);
+} kern_f16_ops;
+void kern_f16_avx2(kern_f16_ops *ops);
+
+/* A work buffer of at least size bytes for thread ith of pool p, kept by the
+ * pool between runs (only thread ith may use it during a run). NULL when p is
+ * NULL or memory is short. */
+struct kern_pool;
+void *kern_pool_thread_buf(struct kern_pool *p, int ith, size_t size);
 
 /* Per-ISA kernels fill in the entries they implement (indexed by ggml type). */
 void kern_fill_scalar(kern_tile_fn tab[GGTYPE_COUNT]);

@@ -100,31 +100,31 @@ static float dot_iq4_nl(const uint8_t *w, const kq8 *a, int64_t nb)
     return acc;
 }
 
-static float dot_q2_K(const uint8_t *w, const block_q8_K *a, int64_t nb)
+static float dot_q2_K(const uint8_t *w, const kq8k *a, int64_t nb)
 {
     const block_q2_K *x = (const block_q2_K *)w;
     float acc = 0;
     for (int64_t b = 0; b < nb; b++) {
         int summs = 0, sumi = 0;
         for (int g = 0; g < 16; g++)
-            summs += (x[b].scales[g] >> 4) * a[b].bsums[g];
+            summs += (x[b].scales[g] >> 4) * a[b].q.bsums[g];
         for (int n = 0; n < 2; n++) {
             const uint8_t *q = x[b].qs + 32 * n;
             for (int j = 0; j < 4; j++) {
                 for (int h = 0; h < 2; h++) {
                     int g = n * 8 + j * 2 + h, s = 0;
                     for (int l = 0; l < 16; l++)
-                        s += ((q[h * 16 + l] >> (2 * j)) & 3) * a[b].qs[n * 128 + j * 32 + h * 16 + l];
+                        s += ((q[h * 16 + l] >> (2 * j)) & 3) * a[b].q.qs[n * 128 + j * 32 + h * 16 + l];
                     sumi += (x[b].scales[g] & 15) * s;
                 }
             }
         }
-        acc += a[b].d * (kern_h2f(x[b].d) * (float)sumi - kern_h2f(x[b].dmin) * (float)summs);
+        acc += a[b].q.d * (kern_h2f(x[b].d) * (float)sumi - kern_h2f(x[b].dmin) * (float)summs);
     }
     return acc;
 }
 
-static float dot_q3_K(const uint8_t *w, const block_q8_K *a, int64_t nb)
+static float dot_q3_K(const uint8_t *w, const kq8k *a, int64_t nb)
 {
     const block_q3_K *x = (const block_q3_K *)w;
     float acc = 0;
@@ -140,18 +140,18 @@ static float dot_q3_K(const uint8_t *w, const block_q8_K *a, int64_t nb)
                     int s = 0;
                     for (int l = 0; l < 16; l++) {
                         int v = ((q[h * 16 + l] >> (2 * j)) & 3) - ((x[b].hmask[h * 16 + l] & m) ? 0 : 4);
-                        s += v * a[b].qs[n * 128 + j * 32 + h * 16 + l];
+                        s += v * a[b].q.qs[n * 128 + j * 32 + h * 16 + l];
                     }
                     sumi += sc[n * 8 + j * 2 + h] * s;
                 }
             }
         }
-        acc += kern_h2f(x[b].d) * a[b].d * (float)sumi;
+        acc += kern_h2f(x[b].d) * a[b].q.d * (float)sumi;
     }
     return acc;
 }
 
-static float dot_q4_K(const uint8_t *w, const block_q8_K *a, int64_t nb)
+static float dot_q4_K(const uint8_t *w, const kq8k *a, int64_t nb)
 {
     const block_q4_K *x = (const block_q4_K *)w;
     float acc = 0;
@@ -162,22 +162,22 @@ static float dot_q4_K(const uint8_t *w, const block_q8_K *a, int64_t nb)
             kern_scale_min_k4(2 * j, x[b].scales, &sc1, &m1);
             kern_scale_min_k4(2 * j + 1, x[b].scales, &sc2, &m2);
             const uint8_t *q = x[b].qs + 32 * j;
-            const int8_t *y = a[b].qs + 64 * j;
+            const int8_t *y = a[b].q.qs + 64 * j;
             int s1 = 0, s2 = 0;
             for (int l = 0; l < 32; l++) {
                 s1 += (q[l] & 15) * y[l];
                 s2 += (q[l] >> 4) * y[l + 32];
             }
             sumi += sc1 * s1 + sc2 * s2;
-            summ += m1 * (a[b].bsums[4 * j] + a[b].bsums[4 * j + 1]) +
-                    m2 * (a[b].bsums[4 * j + 2] + a[b].bsums[4 * j + 3]);
+            summ += m1 * (a[b].q.bsums[4 * j] + a[b].q.bsums[4 * j + 1]) +
+                    m2 * (a[b].q.bsums[4 * j + 2] + a[b].q.bsums[4 * j + 3]);
         }
-        acc += a[b].d * (kern_h2f(x[b].d) * (float)sumi - kern_h2f(x[b].dmin) * (float)summ);
+        acc += a[b].q.d * (kern_h2f(x[b].d) * (float)sumi - kern_h2f(x[b].dmin) * (float)summ);
     }
     return acc;
 }
 
-static float dot_q5_K(const uint8_t *w, const block_q8_K *a, int64_t nb)
+static float dot_q5_K(const uint8_t *w, const kq8k *a, int64_t nb)
 {
     const block_q5_K *x = (const block_q5_K *)w;
     float acc = 0;
@@ -188,7 +188,7 @@ static float dot_q5_K(const uint8_t *w, const block_q8_K *a, int64_t nb)
             kern_scale_min_k4(2 * j, x[b].scales, &sc1, &m1);
             kern_scale_min_k4(2 * j + 1, x[b].scales, &sc2, &m2);
             const uint8_t *q = x[b].qs + 32 * j;
-            const int8_t *y = a[b].qs + 64 * j;
+            const int8_t *y = a[b].q.qs + 64 * j;
             uint8_t u1 = (uint8_t)(1u << (2 * j)), u2 = (uint8_t)(2u << (2 * j));
             int s1 = 0, s2 = 0;
             for (int l = 0; l < 32; l++) {
@@ -196,15 +196,15 @@ static float dot_q5_K(const uint8_t *w, const block_q8_K *a, int64_t nb)
                 s2 += ((q[l] >> 4) + ((x[b].qh[l] & u2) ? 16 : 0)) * y[l + 32];
             }
             sumi += sc1 * s1 + sc2 * s2;
-            summ += m1 * (a[b].bsums[4 * j] + a[b].bsums[4 * j + 1]) +
-                    m2 * (a[b].bsums[4 * j + 2] + a[b].bsums[4 * j + 3]);
+            summ += m1 * (a[b].q.bsums[4 * j] + a[b].q.bsums[4 * j + 1]) +
+                    m2 * (a[b].q.bsums[4 * j + 2] + a[b].q.bsums[4 * j + 3]);
         }
-        acc += a[b].d * (kern_h2f(x[b].d) * (float)sumi - kern_h2f(x[b].dmin) * (float)summ);
+        acc += a[b].q.d * (kern_h2f(x[b].d) * (float)sumi - kern_h2f(x[b].dmin) * (float)summ);
     }
     return acc;
 }
 
-static float dot_q6_K(const uint8_t *w, const block_q8_K *a, int64_t nb)
+static float dot_q6_K(const uint8_t *w, const kq8k *a, int64_t nb)
 {
     const block_q6_K *x = (const block_q6_K *)w;
     float acc = 0;
@@ -212,7 +212,7 @@ static float dot_q6_K(const uint8_t *w, const block_q8_K *a, int64_t nb)
         int sumi = 0;
         for (int n = 0; n < 2; n++) {
             const uint8_t *ql = x[b].ql + 64 * n, *qh = x[b].qh + 32 * n;
-            const int8_t *sc = x[b].scales + 8 * n, *y = a[b].qs + 128 * n;
+            const int8_t *sc = x[b].scales + 8 * n, *y = a[b].q.qs + 128 * n;
             for (int l = 0; l < 32; l++) {
                 int is = l / 16;
                 int q1 = ((ql[l] & 15) | (((qh[l] >> 0) & 3) << 4)) - 32;
@@ -223,7 +223,7 @@ static float dot_q6_K(const uint8_t *w, const block_q8_K *a, int64_t nb)
                         sc[is + 4] * q3 * y[l + 64] + sc[is + 6] * q4 * y[l + 96];
             }
         }
-        acc += kern_h2f(x[b].d) * a[b].d * (float)sumi;
+        acc += kern_h2f(x[b].d) * a[b].q.d * (float)sumi;
     }
     return acc;
 }
@@ -273,11 +273,11 @@ SCALAR_TILE(q5_0, kq8)
 SCALAR_TILE(q5_1, kq8)
 SCALAR_TILE(q8_0, kq8)
 SCALAR_TILE(iq4_nl, kq8)
-SCALAR_TILE(q2_K, block_q8_K)
-SCALAR_TILE(q3_K, block_q8_K)
-SCALAR_TILE(q4_K, block_q8_K)
-SCALAR_TILE(q5_K, block_q8_K)
-SCALAR_TILE(q6_K, block_q8_K)
+SCALAR_TILE(q2_K, kq8k)
+SCALAR_TILE(q3_K, kq8k)
+SCALAR_TILE(q4_K, kq8k)
+SCALAR_TILE(q5_K, kq8k)
+SCALAR_TILE(q6_K, kq8k)
 SCALAR_TILE(f32, float)
 SCALAR_TILE(f16, float)
 SCALAR_TILE(bf16, float)

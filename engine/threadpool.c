@@ -3,8 +3,10 @@
  * so back-to-back runs (one per op of a forward pass) cost microseconds and
  * an idle pool costs nothing. */
 #include "kernels.h"
+#include "kernels_internal.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -24,8 +26,14 @@ typedef struct {
     int ith;
 } worker_arg;
 
+typedef struct {
+    void *ptr;
+    size_t size;
+} thread_buf;
+
 struct kern_pool {
     int n;
+    thread_buf *bufs;      /* per-thread work buffers, kept between runs */
     pthread_t *threads;
     worker_arg *args;
     void (*fn)(void *ctx, int ith, int nth);
@@ -75,7 +83,13 @@ static void *worker_main(void *argp)
 kern_pool *kern_pool_new(int n_threads)
 {
     if (n_threads <= 0) {
-        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        /* the cores this process may run on (taskset, cgroup cpusets), else all online */
+        cpu_set_t set;
+        long c = 0;
+        if (sched_getaffinity(0, sizeof set, &set) == 0)
+            c = CPU_COUNT(&set);
+        if (c <= 0)
+            c = sysconf(_SC_NPROCESSORS_ONLN);
         n_threads = c > 0 ? (int)c : 1;
     }
     if (n_threads > 512)
@@ -84,6 +98,11 @@ kern_pool *kern_pool_new(int n_threads)
     if (!p)
         return NULL;
     p->n = n_threads;
+    p->bufs = calloc((size_t)n_threads, sizeof *p->bufs);
+    if (!p->bufs) {
+        free(p);
+        return NULL;
+    }
     atomic_init(&p->gen, 0);
     atomic_init(&p->pending, 0);
     atomic_init(&p->stop, 0);
@@ -119,6 +138,7 @@ fail_cv_done:
 fail_cv_work:
     pthread_mutex_destroy(&p->mu);
 fail_mu:
+    free(p->bufs);
     free(p);
     return NULL;
 }
@@ -139,7 +159,26 @@ void kern_pool_free(kern_pool *p)
     pthread_cond_destroy(&p->cv_done);
     pthread_cond_destroy(&p->cv_work);
     pthread_mutex_destroy(&p->mu);
+    for (int i = 0; i < p->n; i++)
+        free(p->bufs[i].ptr);
+    free(p->bufs);
     free(p);
+}
+
+void *kern_pool_thread_buf(kern_pool *p, int ith, size_t size)
+{
+    if (!p || ith < 0 || ith >= p->n)
+        return NULL;
+    thread_buf *b = &p->bufs[ith];
+    if (b->size < size) {
+        void *n = malloc(size);
+        if (!n)
+            return NULL;
+        free(b->ptr);
+        b->ptr = n;
+        b->size = size;
+    }
+    return b->ptr;
 }
 
 int kern_pool_threads(const kern_pool *p)

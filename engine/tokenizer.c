@@ -633,6 +633,18 @@ static bool partition(const tok_vocab *v, const char *text, size_t len, bool par
 {
     frags cur = {0}, next = {0};
     bool ok = frag_push(&cur, (fragment){false, TOK_NULL, 0, len});
+    /* Which byte pairs occur in the text: a token with a pair that does not
+     * occur cannot, and is skipped without a search (a filter only). */
+    uint8_t *pairs = len >= 4096 && v->n_special > 8 ? calloc(8192, 1) : NULL;
+    uint8_t bytes[32] = {0};
+    if (pairs) {
+        for (size_t i = 0; i + 1 < len; i++) {
+            unsigned pr = (uint8_t)text[i] << 8 | (uint8_t)text[i + 1];
+            pairs[pr >> 3] |= (uint8_t)(1u << (pr & 7));
+        }
+        for (size_t i = 0; i < len; i++)
+            bytes[(uint8_t)text[i] >> 3] |= (uint8_t)(1u << ((uint8_t)text[i] & 7));
+    }
     for (uint32_t k = 0; k < v->n_special && ok; k++) {
         tok_id id = v->special[k];
         uint32_t attr = v->attr[id];
@@ -642,6 +654,15 @@ static bool partition(const tok_vocab *v, const char *text, size_t len, bool par
         size_t tl = v->strs[id].len;
         if (!tl)
             continue;
+        if (pairs) {
+            bool absent = !((bytes[(uint8_t)t[0] >> 3] >> ((uint8_t)t[0] & 7)) & 1);
+            for (size_t i = 0; !absent && i + 1 < tl; i++) {
+                unsigned pr = (uint8_t)t[i] << 8 | (uint8_t)t[i + 1];
+                absent = !((pairs[pr >> 3] >> (pr & 7)) & 1);
+            }
+            if (absent)
+                continue;
+        }
         next.n = 0;
         for (size_t i = 0; i < cur.n && ok; i++) {
             fragment fr = cur.v[i];
@@ -671,6 +692,7 @@ static bool partition(const tok_vocab *v, const char *text, size_t len, bool par
         cur = next;
         next = t2;
     }
+    free(pairs);
     free(next.v);
     if (!ok) {
         free(cur.v);

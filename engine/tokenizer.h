@@ -88,7 +88,8 @@ const char *tok_warning(const tok_vocab *v);
 
 /* Tokenize text[0..len) (UTF-8; malformed bytes are handled as the
  * reference does). On success *out is a malloc'd array of *n ids (free()
- * it; NULL when *n is 0). Returns TOK_OK or TOK_ENOMEM. */
+ * it; NULL when *n is 0). Returns TOK_OK, TOK_ENOMEM, or TOK_EARG (NULL
+ * arguments, text over 512 MiB). */
 tok_status tok_tokenize(const tok_vocab *v, const char *text, size_t len, unsigned flags,
                         tok_id **out, size_t *n);
 

@@ -1,6 +1,8 @@
 /* Lookups in the generated Unicode tables, and UTF-8 coding. */
 #include "tokenizer_unicode.h"
 
+#include <pthread.h>
+
 int tok__uspace(uint32_t cp)
 {
     if (cp < 0x80)
@@ -14,10 +16,8 @@ int tok__uspace(uint32_t cp)
     }
 }
 
-uint32_t tok__uflags(uint32_t cp)
+static uint32_t uflags_search(uint32_t cp)
 {
-    if (cp >= 0x110000)
-        return TOK_UC_UNDEF;
     uint32_t lo = 0, hi = tok__ucat_nranges;   /* last range with first <= cp */
     while (hi - lo > 1) {
         uint32_t mid = lo + (hi - lo) / 2;
@@ -26,7 +26,30 @@ uint32_t tok__uflags(uint32_t cp)
         else
             hi = mid;
     }
-    uint32_t f = tok__ucat_ranges[lo].flags;
+    return tok__ucat_ranges[lo].flags;
+}
+
+/* The Basic Multilingual Plane expanded into a direct table (64 KiB), built once. */
+static uint8_t bmp[0x10000];
+static pthread_once_t bmp_once = PTHREAD_ONCE_INIT;
+
+static void bmp_init(void)
+{
+    for (uint32_t cp = 0; cp < 0x10000; cp++)
+        bmp[cp] = (uint8_t)uflags_search(cp);
+}
+
+uint32_t tok__uflags(uint32_t cp)
+{
+    uint32_t f;
+    if (cp < 0x10000) {
+        pthread_once(&bmp_once, bmp_init);
+        f = bmp[cp];
+    } else if (cp < 0x110000) {
+        f = uflags_search(cp);
+    } else {
+        return TOK_UC_UNDEF;
+    }
     if (tok__uspace(cp))
         f |= TOK_UC_WS;
     return f;

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "chat.h"
+#include "gguf.h"
 #include "testutil.h"
 
 static char *read_text(const char *path)
@@ -28,6 +29,7 @@ static void test_detect(void **state)
         {"{{ bos_token }}<|start_header_id|>{{ role }}<|end_header_id|>", CHAT_FORMAT_LLAMA3},
         {"<start_of_turn>user\n{{ content }}<end_of_turn>", CHAT_FORMAT_GEMMA},
         {"{{ '<|user|>\n' + content + '<|end|>\n' }}", CHAT_FORMAT_PHI3},
+        {"{{ '<|' + m.role + '|>' + m.content + '<|end|>' }}{{ '<|assistant|>' }}", CHAT_FORMAT_PHI3},
         {"{{ '<|user|>\n' + content + eos_token }}", CHAT_FORMAT_ZEPHYR},
         {"[INST] <<SYS>>\n{{ s }}\n<</SYS>>\n\n{{ u }} [/INST]", CHAT_FORMAT_LLAMA2},
         {"{{ bos_token }}[INST]{{ u }}[/INST]", CHAT_FORMAT_MISTRAL},
@@ -316,6 +318,8 @@ static void test_fallbacks(void **state)
     assert_int_equal(r.format, CHAT_FORMAT_CHATML);
     assert_non_null(strstr(r.status, "no chat template"));
     free(out);
+    assert_null(chat_render(ct, conv, 1, &strict, NULL, &r));
+    assert_non_null(strstr(r.error.msg, "no chat template"));
     chat_template_free(ct);
     chat_template_free(NULL);
 }
@@ -381,13 +385,87 @@ static void test_delta(void **state)
     chat_template_free(ct);
 }
 
+/* A model's template and BOS/EOS from GGUF metadata. */
+static void test_from_gguf(void **state)
+{
+    (void)state;
+    /* an in-memory model without a template: fallback, tokens from the vocabulary */
+    gguf_writer *w = gguf_writer_new(0);
+    const char *toks[] = {"<unk>", "<s>", "</s>", "<start_of_turn>", "hello"};
+    assert_int_equal(gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, 5), GGUF_OK);
+    assert_int_equal(gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1), GGUF_OK);
+    assert_int_equal(gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2), GGUF_OK);
+    uint8_t *mem;
+    size_t size;
+    assert_int_equal(gguf_writer_to_memory(w, &mem, &size), GGUF_OK);
+    gguf_writer_free(w);
+    gguf_error ge;
+    gguf_file *g = gguf_open_memory(mem, size, "mem.gguf", &ge);
+    assert_non_null(g);
+    chat_template *ct = chat_template_from_gguf(g, NULL, NULL);
+    assert_non_null(ct);
+    assert_string_equal(chat_template_bos(ct), "<s>");
+    assert_string_equal(chat_template_eos(ct), "</s>");
+    assert_non_null(strstr(chat_template_describe(ct), "no template"));
+    chat_template_free(ct);
+    ct = chat_template_from_gguf(g, "[B]", NULL);
+    assert_string_equal(chat_template_bos(ct), "[B]");
+    assert_string_equal(chat_template_eos(ct), "</s>");
+    chat_template_free(ct);
+    assert_null(chat_template_from_gguf(NULL, NULL, NULL));
+    gguf_close(g);
+    free(mem);
+
+    /* the Phi-3 vocabulary carries a template: same render as the peer's */
+    const char *path = tu_shared("fixtures/vocab/ggml-vocab-phi-3.gguf");
+    if (!path)
+        TU_SKIP_NO_SHARED();
+    g = gguf_open(path, &ge);
+    assert_non_null(g);
+    ct = chat_template_from_gguf(g, NULL, NULL);
+    assert_non_null(ct);
+    assert_string_equal(chat_template_bos(ct), "<s>");
+    assert_null(chat_template_parse_error(ct));
+    char *msgs_txt = read_text("tests/data/chat/conv.json");
+    char *want = read_text("tests/data/chat/phi3.conv.expected");
+    assert_non_null(msgs_txt);
+    assert_non_null(want);
+    cJSON *msgs = cJSON_Parse(msgs_txt);
+    chat_opts o = {.add_generation_prompt = true};
+    chat_result r;
+    char *out = chat_render_json(ct, msgs, &o, NULL, &r);
+    assert_non_null(out);
+    assert_string_equal(out, want);
+    assert_int_equal(r.format, CHAT_FORMAT_TEMPLATE);
+    free(out);
+    cJSON_Delete(msgs);
+    free(msgs_txt);
+    free(want);
+    chat_template_free(ct);
+    gguf_close(g);
+}
+
+static void test_common_prefix(void **state)
+{
+    (void)state;
+    assert_int_equal(chat_common_prefix("abc", 3, "abd", 3), 2);
+    assert_int_equal(chat_common_prefix("abc", 3, "abc", 3), 3);
+    assert_int_equal(chat_common_prefix("abc", 3, "abcdef", 6), 3);
+    assert_int_equal(chat_common_prefix("", 0, "x", 1), 0);
+    /* "é" (C3 A9) and "è" (C3 A8) share a lead byte: not a character boundary */
+    assert_int_equal(chat_common_prefix("x\xC3\xA9", 3, "x\xC3\xA8", 3), 1);
+    assert_int_equal(chat_common_prefix("x\xE4\xB8\xAD", 4, "x\xE4\xB8\xAE", 4), 1);
+    assert_int_equal(chat_common_prefix("x\xC3\xA9", 3, "x\xC3", 2), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_detect),          cmocka_unit_test(test_builtin_formats),
         cmocka_unit_test(test_builtin_vs_templates), cmocka_unit_test(test_template_via_chat),
         cmocka_unit_test(test_fallbacks),       cmocka_unit_test(test_system_prompt_and_json),
-        cmocka_unit_test(test_delta),
+        cmocka_unit_test(test_delta),           cmocka_unit_test(test_common_prefix),
+        cmocka_unit_test(test_from_gguf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -75,6 +75,38 @@ static uint32_t code_of(const anat *a, const char *prefix, uint32_t e)
     return (uint32_t)((hit->raw >> (k * w)) & ((1ull << w) - 1));
 }
 
+/* The one field of `kind` named `prefix` that feeds element e. */
+static const codec_field *field_of(const anat *a, codec_field_kind kind, const char *prefix, uint32_t e)
+{
+    const codec_field *hit = NULL;
+    for (int i = 0; i < a->n; i++)
+        if (a->f[i].kind == kind && name_is(a->f[i].name, prefix) && covers(&a->f[i], e)) {
+            if (hit)
+                fail_msg("element %u: two '%s' fields (%s, %s)", e, prefix, hit->name, a->f[i].name);
+            hit = &a->f[i];
+        }
+    if (!hit)
+        fail_msg("element %u: no '%s' field of kind %d", e, prefix, (int)kind);
+    return hit;
+}
+
+/* Codebook entry of element e: byte (e - first) of the grid row its GRID field indexes. */
+static int grid_entry(const anat *a, uint32_t e, const void *table, int row_bytes, int is_signed)
+{
+    const codec_field *g = field_of(a, CODEC_FIELD_GRID, "grid", e);
+    const uint8_t *row = (const uint8_t *)table + (size_t)g->value * (size_t)row_bytes;
+    const int k = (int)(e - g->elem_first);
+    assert_in_range(k, 0, row_bytes - 1);
+    return is_signed ? (int)(int8_t)row[k] : (int)row[k];
+}
+
+/* Sign of element e from a 7-bit ksigns index field (IQ2_XXS/XS, IQ3_XXS). */
+static int ksign_of(const anat *a, uint32_t e)
+{
+    const codec_field *f = field_of(a, CODEC_FIELD_OTHER, "signs", e);
+    return (qt_ksigns_iq2xs[f->raw] >> (e - f->elem_first)) & 1;
+}
+
 /* Decode element e of a block of `type` from its fields alone. */
 static float decode(uint32_t type, const anat *a, uint32_t e)
 {
@@ -92,7 +124,22 @@ static float decode(uint32_t type, const anat *a, uint32_t e)
         return (float)q * (float)scale_of(a, "d", e) + (float)scale_of(a, "m", e);
     }
     case GGTYPE_Q8_0:
+    case GGTYPE_Q8_1:
         return (float)(int8_t)code_of(a, "qs", e) * (float)scale_of(a, "d", e);
+    case GGTYPE_Q8_K:
+        return (float)scale_of(a, "d", e) * (float)(int8_t)code_of(a, "qs", e);
+    case GGTYPE_TQ1_0: {
+        /* base-3 digit k of a byte (most significant first): ((uint8)(b * 3^k) * 3) >> 8 */
+        const codec_field *f = NULL;
+        for (int i = 0; i < a->n; i++)
+            if (a->f[i].kind == CODEC_FIELD_OTHER && covers(&a->f[i], e))
+                f = &a->f[i];
+        if (!f)
+            fail_msg("tq1_0 element %u: no field", e);
+        static const int pow3[5] = {1, 3, 9, 27, 81};
+        const uint8_t q = (uint8_t)(f->raw * (uint64_t)pow3[(e - f->elem_first) / f->elem_stride]);
+        return (float)((((int)q * 3) >> 8) - 1) * (float)scale_of(a, "d", e);
+    }
     case GGTYPE_Q2_K: {
         const float dl = (float)scale_of(a, "d", e) * (float)scale_of(a, "scale", e);
         const float ml = (float)scale_of(a, "dmin", e) * (float)scale_of(a, "min", e);
@@ -133,6 +180,35 @@ static float decode(uint32_t type, const anat *a, uint32_t e)
         return (float)((int)code_of(a, "qs", e) - 1) * (float)scale_of(a, "d", e);
     case GGTYPE_TQ2_0:
         return (float)((int)code_of(a, "qs", e) - 1) * (float)scale_of(a, "d", e);
+    /* IQ: sign flips are negations (see docs/codec-dequant.md) */
+    case GGTYPE_IQ2_XXS:
+    case GGTYPE_IQ2_XS: {
+        const float db = (float)scale_of(a, "d", e) * (0.5f + (float)scale_of(a, "scale", e)) * 0.25f;
+        const float v = db * (float)grid_entry(a, e, type == GGTYPE_IQ2_XXS ? (const void *)qt_iq2xxs_grid
+                                                                             : (const void *)qt_iq2xs_grid, 8, 0);
+        return ksign_of(a, e) ? -v : v;
+    }
+    case GGTYPE_IQ2_S: {
+        const float db = (float)scale_of(a, "d", e) * (0.5f + (float)scale_of(a, "scale", e)) * 0.25f;
+        const float v = db * (float)grid_entry(a, e, qt_iq2s_grid, 8, 0);
+        return code_of(a, "signs", e) ? -v : v;
+    }
+    case GGTYPE_IQ3_XXS: {
+        const float db = (float)scale_of(a, "d", e) * (0.5f + (float)scale_of(a, "scale", e)) * 0.5f;
+        const float v = db * (float)grid_entry(a, e, qt_iq3xxs_grid, 4, 0);
+        return ksign_of(a, e) ? -v : v;
+    }
+    case GGTYPE_IQ3_S: {
+        const float db = (float)scale_of(a, "d", e) * (float)(1 + 2 * (int)scale_of(a, "scale", e));
+        const float v = db * (float)grid_entry(a, e, qt_iq3s_grid, 4, 0);
+        return code_of(a, "signs", e) ? -v : v;
+    }
+    case GGTYPE_IQ1_S:
+    case GGTYPE_IQ1_M: {
+        const float dl = (float)scale_of(a, "d", e) * (float)(2 * (int)scale_of(a, "scale", e) + 1);
+        const float delta = scale_of(a, "delta", e) != 0 ? -0.125f : 0.125f;
+        return dl * ((float)grid_entry(a, e, qt_iq1s_grid, 8, 1) + delta);
+    }
     }
     fail_msg("no test decoder for type %u", type);
     return 0;
@@ -141,7 +217,9 @@ static float decode(uint32_t type, const anat *a, uint32_t e)
 static const uint32_t DECODABLE[] = {
     GGTYPE_Q4_0, GGTYPE_Q4_1, GGTYPE_Q5_0, GGTYPE_Q5_1, GGTYPE_Q8_0, GGTYPE_Q2_K,
     GGTYPE_Q3_K, GGTYPE_Q4_K, GGTYPE_Q5_K, GGTYPE_Q6_K, GGTYPE_IQ4_NL, GGTYPE_IQ4_XS,
-    GGTYPE_MXFP4, GGTYPE_NVFP4, GGTYPE_Q1_0, GGTYPE_Q2_0, GGTYPE_TQ2_0,
+    GGTYPE_MXFP4, GGTYPE_NVFP4, GGTYPE_Q1_0, GGTYPE_Q2_0, GGTYPE_TQ2_0, GGTYPE_IQ2_XXS,
+    GGTYPE_IQ2_XS, GGTYPE_IQ2_S, GGTYPE_IQ3_XXS, GGTYPE_IQ3_S, GGTYPE_IQ1_S, GGTYPE_IQ1_M,
+    GGTYPE_Q8_1, GGTYPE_Q8_K, GGTYPE_TQ1_0,
 };
 #define N_DECODABLE (sizeof DECODABLE / sizeof DECODABLE[0])
 
@@ -188,14 +266,19 @@ static void test_decode_random_blocks(void **state)
     uint8_t blk[300 * 8];
     for (size_t t = 0; t < N_DECODABLE; t++) {
         const ggtype_traits *tr = ggtype_get(DECODABLE[t]);
-        for (int rep = 0; rep < 200; rep++) {
+        for (int rep = 0; rep < 12; rep++) {
             for (size_t i = 0; i < sizeof blk; i++)
                 blk[i] = (uint8_t)rng();
             /* keep f16 scales finite: no 0x7c00 exponent (halves are at even offsets;
-             * clearing bit 14 of each little-endian 16-bit word does it) */
+             * clearing bit 14 of each little-endian 16-bit word does it); iq1_m
+             * spreads its d over the top nibbles of its four scale words */
             for (size_t i = 1; i < sizeof blk; i += 2)
                 if (DECODABLE[t] != GGTYPE_MXFP4 && DECODABLE[t] != GGTYPE_NVFP4 && (blk[i] & 0x7c) == 0x7c)
                     blk[i] &= 0xbf;
+            if (DECODABLE[t] == GGTYPE_Q8_K)
+                blk[3] &= 0xbf; /* f32 d: no inf/NaN exponent */
+            if (DECODABLE[t] == GGTYPE_IQ1_M)
+                blk[48 + 7] &= 0xbf; /* bit 14 of d = bit 14 of scale word 3 */
             (void)tr;
             check_blocks(DECODABLE[t], blk, 1, "random");
         }

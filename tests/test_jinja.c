@@ -360,6 +360,15 @@ static void test_hostile(void **state)
     assert_null(jinja_parse(ifs, o, &e));
     assert_int_equal(e.code, JINJA_ELIMIT);
     free(ifs);
+    /* oversized sources are refused before any work */
+    size_t big = (2u << 20);
+    char *huge = malloc(big + 1);
+    assert_non_null(huge);
+    memset(huge, 'x', big);
+    huge[big] = 0;
+    assert_null(jinja_parse(huge, big, &e));
+    assert_int_equal(e.code, JINJA_ELIMIT);
+    free(huge);
     /* not-a-template inputs */
     assert_null(jinja_parse(NULL, 0, &e));
     assert_int_equal(e.code, JINJA_EARG);

@@ -198,6 +198,29 @@ static void test_special_tokens(void **state)
     assert_false(tok_is_eog(o.v, im_start));
     assert_true(tok_is_control(o.v, im_start));
     assert_false(tok_add_bos(o.v));
+    /* a long text (the partitioner's pair filter is on): specials and a
+     * user-defined token ([PAD151646], type 4: matched even without parsing) */
+    {
+        size_t cap = 12000, m = 0;
+        char *big = malloc(cap);
+        m += (size_t)sprintf(big + m, "<|im_start|>");
+        while (m < 9000)
+            m += (size_t)sprintf(big + m, "word %zu ", m);
+        m += (size_t)sprintf(big + m, "[PAD151646]<|im_end|>");
+        tok_id *lid;
+        size_t ln;
+        assert_int_equal(tok_tokenize(o.v, big, m, TOK_PARSE_SPECIAL, &lid, &ln), TOK_OK);
+        assert_int_equal(lid[0], im_start);
+        assert_int_equal(lid[ln - 2], 151646);
+        assert_int_equal(lid[ln - 1], im_end);
+        free(lid);
+        assert_int_equal(tok_tokenize(o.v, big, m, 0, &lid, &ln), TOK_OK);
+        assert_true(lid[0] != im_start);
+        assert_true(has(lid, ln, 151646));
+        assert_false(has(lid, ln, im_end));
+        free(lid);
+        free(big);
+    }
     /* control tokens render only when asked */
     char buf[32];
     assert_int_equal(tok_piece(o.v, im_start, buf, sizeof buf, 0), 0);
