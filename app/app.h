@@ -40,6 +40,9 @@ typedef struct {
     bool mono;            /* no colours */
     bool no_mouse;        /* do not capture the mouse */
     const char *search;   /* start with this search (NULL: none) */
+    const char *qerr_vs;  /* quantization error page: parent file (NULL: re-quantize) */
+    unsigned qerr_type;   /* quantization error page: candidate type (0 = F32: q4_K) */
+    bool qerr_open;       /* start on the quantization error page */
 } app_explore_opts;
 
 /* Run the full-screen explorer on `path` (stdin/stdout must be terminals).
@@ -55,5 +58,7 @@ int cmd_explore(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_template(int argc, char **argv);
+int cmd_qerr(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 
 #endif

@@ -19,6 +19,8 @@
 
 #include "app.h"
 #include "explorer.h"
+#include "ggtype.h"
+#include "qerr_page.h"
 #include "screen.h"
 
 typedef struct {
@@ -29,6 +31,7 @@ typedef struct {
     uv_async_t wake;
     screen *scr;
     explorer *ex;
+    qerr_page *qp;
     bool quitting;
     bool exit_after_first;
     double t0;
@@ -176,6 +179,34 @@ static void begin_quit(app_state *a)
     close_if_done(a);
 }
 
+/* ---- the quantization error page ---- */
+
+static void qerr_jump(void *ctx, uint64_t ti)
+{
+    app_state *a = ctx;
+    if (a->ex)
+        explorer_reveal_tensor(a->ex, ti);
+}
+
+static int key_qerr(screen *s, int key, void *ctx)
+{
+    (void)s;
+    (void)key;
+    app_state *a = ctx;
+    if (a->qp)
+        qerr_page_show(a->qp);
+    return PANEL_HANDLED | PANEL_REDRAW;
+}
+
+static int key_explorer(screen *s, int key, void *ctx)
+{
+    (void)key;
+    app_state *a = ctx;
+    if (a->ex)
+        screen_show_page(s, explorer_page(a->ex));
+    return PANEL_HANDLED | PANEL_REDRAW;
+}
+
 int app_explore(const char *path, const app_explore_opts *opts)
 {
     app_state a;
@@ -202,6 +233,27 @@ int app_explore(const char *path, const app_explore_opts *opts)
     a.ex = explorer_new(a.scr, f);
     ui_runner r = {runner_submit, runner_wake, &a};
     screen_set_runner(a.scr, &r);
+    gguf_file *parent = NULL;
+    if (opts && opts->qerr_vs) {
+        gguf_error pe;
+        parent = gguf_open(opts->qerr_vs, &pe);
+        if (!parent) {
+            char eb[1024];
+            screen_message(a.scr, "%s", gguf_error_format(&pe, eb, sizeof eb));
+        }
+    }
+    uint32_t qtype = opts && opts->qerr_type ? opts->qerr_type : GGTYPE_Q4_K;
+    a.qp = a.ex ? qerr_page_new(a.scr, f, parent, qtype, qerr_jump, &a) : NULL;
+    if (a.qp) {
+        const screen_binding qb[] = {
+            {'e', "e", "qerr", parent ? "quantization error against the parent (--vs)"
+                                      : "quantization error: re-quantize to q4_K (or qerr --tui --types)",
+             explorer_page(a.ex), key_qerr, &a},
+            {'e', "e", "explorer", "back to the explorer", qerr_page_id(a.qp), key_explorer, &a},
+        };
+        for (size_t i = 0; i < sizeof qb / sizeof qb[0]; i++)
+            screen_bind(a.scr, &qb[i]);
+    }
 
     uv_poll_init(&a.loop, &a.input, STDIN_FILENO);
     uv_signal_init(&a.loop, &a.sig_winch);
@@ -221,12 +273,16 @@ int app_explore(const char *path, const app_explore_opts *opts)
 
     if (opts && opts->search && *opts->search && a.ex)
         explorer_search(a.ex, opts->search);
+    if (opts && opts->qerr_open && a.qp)
+        qerr_page_show(a.qp);   /* after uv_async_init: the job wakes the loop */
     frame(&a);
     /* the terminal may have changed size between exec and initscr */
     uv_run(&a.loop, UV_RUN_DEFAULT);
 
     explorer_free(a.ex);
     screen_free(a.scr);   /* endwin: the terminal is restored */
+    qerr_page_free(a.qp);
+    gguf_close(parent);
     int rc = uv_loop_close(&a.loop);
     (void)rc;
     gguf_close(f);
@@ -241,7 +297,7 @@ int cmd_explore(int argc, char **argv)
     const char *path = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: ggscope explore [FILE] [--mono] [--no-mouse] [--search TEXT]\n"
+            printf("usage: ggscope explore [FILE] [--mono] [--no-mouse] [--search TEXT] [--vs PARENT]\n"
                    "\n"
                    "Open the full-screen explorer (metadata tree, tensor list, tensor detail with hex,\n"
                    "values and histogram views) on FILE, or on the built-in demo model.\n"
@@ -250,6 +306,8 @@ int cmd_explore(int argc, char **argv)
                    "  --mono         no colours (also when NO_COLOR is set)\n"
                    "  --no-mouse     do not capture the mouse\n"
                    "  --search TEXT  start with a search for TEXT\n"
+                   "  --vs PARENT    `e` shows the quantization error of FILE against PARENT\n"
+                   "                 (without it, `e` re-quantizes FILE to q4_K)\n"
                    "\n"
                    "Press ? inside for every key. GGSCOPE_EXIT_AFTER_FIRST_FRAME=1 exits after the\n"
                    "first frame and prints its time (benchmarks).\n");
@@ -261,6 +319,8 @@ int cmd_explore(int argc, char **argv)
             o.no_mouse = true;
         else if (!strcmp(argv[i], "--search") && i + 1 < argc)
             o.search = argv[++i];
+        else if (!strcmp(argv[i], "--vs") && i + 1 < argc)
+            o.qerr_vs = argv[++i];
         else if (argv[i][0] == '-') {
             app_error("explore: unknown option '%s'", argv[i]);
             return APP_BADINPUT;

@@ -15,6 +15,8 @@ static const app_command COMMANDS[] = {
     {"explore", cmd_explore, "open the full-screen explorer on a file (what `ggscope FILE` does in a terminal)"},
     {"tokenize", cmd_tokenize, "tokenize text with a model's tokenizer (--ids, --pieces, --special)"},
     {"template", cmd_template, "render a conversation with a model's chat template"},
+    {"qerr", cmd_qerr, "quantization error per tensor, layer, role and file (--vs PARENT or re-quantized --types)"},
+    {"quantize", cmd_quantize, "write a quantized copy of a GGUF file (--type q4_K_m, --tensor-type REGEX=TYPE)"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 
@@ -24,6 +26,7 @@ static void usage(FILE *out)
             "ggscope %s: explore GGUF model files, inspect quantization error, chat with a model\n"
             "\n"
             "usage: ggscope [FILE]            open FILE (no FILE: the built-in demo model)\n"
+            "       ggscope FILE --vs PARENT  the same; `e` shows FILE's quantization error against PARENT\n"
             "       ggscope COMMAND [ARGS]    run a command; `ggscope COMMAND --help` for its options\n"
             "\ncommands:\n",
             GGSCOPE_VERSION);
@@ -55,6 +58,11 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < N_COMMANDS; i++)
             if (!strcmp(argv[1], COMMANDS[i].name))
                 return COMMANDS[i].run(argc - 1, argv + 1);
+    }
+    /* ggscope FILE --vs PARENT: the explorer, `e` measures FILE against PARENT */
+    if (argc == 4 && !no_tui && !strcmp(argv[2], "--vs")) {
+        char *args[] = {"explore", argv[1], "--vs", argv[3], NULL};
+        return cmd_explore(4, args);
     }
     if (argc >= 2 && argv[1][0] == '-') {
         app_error("unknown option '%s' (see ggscope --help)", argv[1]);

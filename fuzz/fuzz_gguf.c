@@ -27,7 +27,7 @@ static void walk_value(const gguf_value *v, int depth)
             if (gguf_arr_at(v, v->arr_len - 1, &e) == GGUF_OK)
                 walk_value(&e, depth + 1);
         }
-        if (gguf_arr_data(v))
+        if (gguf_arr_data(v) && v->arr_len > 0)
             sink += ((const uint8_t *)gguf_arr_data(v))[0];
     } else if (gguf_value_f64(v, &d) == GGUF_OK) {
         sink += (uint64_t)(d == d);

@@ -426,6 +426,15 @@ void explorer_free(explorer *e)
     free(e);
 }
 
+void explorer_reveal_tensor(explorer *e, uint64_t ti)
+{
+    if (ti >= gguf_tensor_count(e->f))
+        return;
+    tensors_pane_reveal(e->tensors, ti);
+    detail_pane_set_tensor(e->detail, (int64_t)ti);
+    screen_focus(e->s, e->tensors);
+}
+
 int explorer_page(const explorer *e)
 {
     return e->page;

@@ -19,6 +19,9 @@ void explorer_free(explorer *e);
 /* The explorer's page id. */
 int explorer_page(const explorer *e);
 
+/* Show tensor `ti` in the explorer: its page, the tensor list on it, its detail. */
+void explorer_reveal_tensor(explorer *e, uint64_t ti);
+
 /* Start a search (as `/` does). */
 void explorer_search(explorer *e, const char *query);
 

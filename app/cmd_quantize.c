@@ -1,0 +1,447 @@
+/* ggscope quantize: write a quantized copy of a GGUF file with the reference
+ * quantizers, type per tensor chosen as llama.cpp's recipes do (see
+ * docs/qerr.md, "The quantize recipe"). */
+#include <getopt.h>
+#include <pthread.h>
+#include <regex.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "app.h"
+#include "codec.h"
+#include "ggtype.h"
+#include "qerr.h"
+
+#define MAX_OVERRIDES 32
+
+typedef enum { R_PLAIN, R_Q3_K_M, R_Q4_K_S, R_Q4_K_M, R_Q5_K_S, R_Q5_K_M } recipe_kind;
+
+typedef struct {
+    const char *name;   /* command-line name, case-insensitive */
+    uint32_t type;      /* base type */
+    recipe_kind kind;
+    uint32_t file_type; /* llama_ftype */
+} recipe;
+
+static const recipe RECIPES[] = {
+    {"f32", GGTYPE_F32, R_PLAIN, 0},        {"f16", GGTYPE_F16, R_PLAIN, 1},
+    {"bf16", GGTYPE_BF16, R_PLAIN, 32},     {"q4_0", GGTYPE_Q4_0, R_PLAIN, 2},
+    {"q4_1", GGTYPE_Q4_1, R_PLAIN, 3},      {"q8_0", GGTYPE_Q8_0, R_PLAIN, 7},
+    {"q5_0", GGTYPE_Q5_0, R_PLAIN, 8},      {"q5_1", GGTYPE_Q5_1, R_PLAIN, 9},
+    {"q2_K", GGTYPE_Q2_K, R_PLAIN, 10},     {"q3_K", GGTYPE_Q3_K, R_PLAIN, 11},
+    {"q3_K_S", GGTYPE_Q3_K, R_PLAIN, 11},   {"q3_K_M", GGTYPE_Q3_K, R_Q3_K_M, 12},
+    {"q4_K", GGTYPE_Q4_K, R_Q4_K_S, 14},    {"q4_K_S", GGTYPE_Q4_K, R_Q4_K_S, 14},
+    {"q4_K_M", GGTYPE_Q4_K, R_Q4_K_M, 15},  {"q5_K", GGTYPE_Q5_K, R_Q5_K_S, 16},
+    {"q5_K_S", GGTYPE_Q5_K, R_Q5_K_S, 16},  {"q5_K_M", GGTYPE_Q5_K, R_Q5_K_M, 17},
+    {"q6_K", GGTYPE_Q6_K, R_PLAIN, 18},     {"iq4_nl", GGTYPE_IQ4_NL, R_PLAIN, 25},
+    {"iq4_xs", GGTYPE_IQ4_XS, R_PLAIN, 30}, {"tq1_0", GGTYPE_TQ1_0, R_PLAIN, 36},
+    {"tq2_0", GGTYPE_TQ2_0, R_PLAIN, 37},   {"mxfp4", GGTYPE_MXFP4, R_PLAIN, 38},
+};
+
+typedef struct {
+    regex_t re;
+    uint32_t type;
+} override;
+
+typedef struct {
+    const gguf_tensor *src;
+    uint32_t type;
+} plan_entry;
+
+typedef struct {
+    const gguf_file *f;
+    plan_entry *plan;
+    uint64_t n;
+    int threads;
+    uint64_t total_elems;
+    atomic_uint_least64_t done_elems;
+} job;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: ggscope quantize IN OUT --type TYPE [--tensor-type REGEX=TYPE ...] [--threads N]\n"
+            "\n"
+            "Write OUT, a copy of IN with its weights quantized by the reference quantizers\n"
+            "(written to a temporary file, then renamed). Metadata is kept; general.file_type\n"
+            "and general.quantization_version (2) are set.\n"
+            "\n"
+            "  --type TYPE     f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q3_K_S q3_K_M\n"
+            "                  q4_K q4_K_S q4_K_M q5_K q5_K_S q5_K_M q6_K iq4_nl iq4_xs tq1_0\n"
+            "                  tq2_0 mxfp4 (case-insensitive)\n"
+            "  --tensor-type REGEX=TYPE   tensors whose name matches REGEX (POSIX extended)\n"
+            "                  get TYPE (a ggml type); the first matching option wins\n"
+            "  --threads N     threads (default: one per CPU)\n"
+            "\n"
+            "Recipe (llama.cpp's llama_tensor_get_type): 1-D tensors, norms and non-.weight\n"
+            "tensors stay F32; output.weight (token_embd.weight when there is no output)\n"
+            "gets Q6_K (Q8_0 when its rows do not fit 256-blocks) unless the base type is\n"
+            "q8_0 or a float; _M recipes give attn_v and ffn_down of some layers Q6_K\n"
+            "(q4_K_M, q5_K_M), _S and q3_K_M as llama.cpp does. A type whose block does not\n"
+            "divide a row falls back: q2_K q3_K iq4_xs tq* -> iq4_nl, q4_K -> q5_0,\n"
+            "q5_K -> q5_1, q6_K -> q8_0, and f16 when that still does not fit.\n"
+            "Then `ggscope qerr OUT --vs IN` shows what it cost.\n");
+}
+
+static bool ends_with(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !strcmp(s + a - b, suf);
+}
+
+static bool use_more_bits(int i, int n)
+{
+    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+static uint32_t fallback(uint32_t t, uint64_t ne0)
+{
+    const ggtype_traits *tr = ggtype_get(t);
+    if (ne0 % tr->blck_size == 0)
+        return t;
+    switch (t) {
+    case GGTYPE_Q2_K: case GGTYPE_Q3_K: case GGTYPE_IQ4_XS: case GGTYPE_TQ1_0: case GGTYPE_TQ2_0:
+        t = GGTYPE_IQ4_NL; break;
+    case GGTYPE_Q4_K: t = GGTYPE_Q5_0; break;
+    case GGTYPE_Q5_K: t = GGTYPE_Q5_1; break;
+    case GGTYPE_Q6_K: t = GGTYPE_Q8_0; break;
+    default: break;
+    }
+    if (ne0 % ggtype_get(t)->blck_size != 0)
+        t = GGTYPE_F16;
+    return t;
+}
+
+/* The type of one tensor. */
+static uint32_t choose(const gguf_file *f, const gguf_tensor *t, const char *name, const recipe *rc,
+                       const override *ov, int n_ov, int n_layer, bool has_output)
+{
+    const ggtype_traits *st = ggtype_get(t->type);
+    if (!t->type_known || !st || !(st->is_float || st->is_quantized))
+        return t->type;   /* integer tensors are copied */
+    if (t->n_dims < 2 || t->n_elements == t->ne[0] || !ends_with(name, ".weight") ||
+        strstr(name, "norm"))
+        return GGTYPE_F32;
+    for (int i = 0; i < n_ov; i++)
+        if (regexec(&ov[i].re, name, 0, NULL, 0) == 0)
+            return fallback(ov[i].type, t->ne[0]);
+    (void)f;
+    uint32_t ty = rc->type;
+    const ggtype_traits *bt = ggtype_get(ty);
+    if (!bt->is_quantized)
+        return fallback(ty, t->ne[0]);
+    char role[64];
+    int layer = qerr_name_role(name, role, sizeof role);
+    if (!strcmp(name, "output.weight") || (!has_output && !strcmp(name, "token_embd.weight"))) {
+        if (t->ne[0] % 256 != 0)
+            ty = GGTYPE_Q8_0;
+        else if (ty != GGTYPE_Q8_0)
+            ty = GGTYPE_Q6_K;
+    } else if (!strcmp(role, "attn_v") && layer >= 0) {
+        if (rc->kind == R_Q3_K_M)
+            ty = layer < 2 ? GGTYPE_Q5_K : GGTYPE_Q4_K;
+        else if ((rc->kind == R_Q4_K_M || rc->kind == R_Q5_K_M) && use_more_bits(layer, n_layer))
+            ty = GGTYPE_Q6_K;
+        else if (rc->kind == R_Q4_K_S && layer < 4)
+            ty = GGTYPE_Q5_K;
+    } else if (!strcmp(role, "ffn_down") && layer >= 0) {
+        if (rc->kind == R_Q3_K_M)
+            ty = layer < n_layer / 16 ? GGTYPE_Q5_K : GGTYPE_Q4_K;
+        else if ((rc->kind == R_Q4_K_M || rc->kind == R_Q5_K_M) && use_more_bits(layer, n_layer))
+            ty = GGTYPE_Q6_K;
+        else if (rc->kind == R_Q4_K_S && layer < n_layer / 8)
+            ty = GGTYPE_Q5_K;
+    } else if (!strcmp(role, "attn_output")) {
+        if (rc->kind == R_Q3_K_M)
+            ty = GGTYPE_Q4_K;
+    } else if (!strcmp(role, "attn_qkv")) {
+        if (rc->kind == R_Q3_K_M || rc->kind == R_Q4_K_M)
+            ty = GGTYPE_Q5_K;
+        else if (rc->kind == R_Q5_K_M)
+            ty = GGTYPE_Q6_K;
+    }
+    return fallback(ty, t->ne[0]);
+}
+
+/* ---- filling one tensor, threads over row groups ---- */
+
+typedef struct {
+    job *j;
+    const gguf_tensor *src;
+    uint32_t type;
+    uint8_t *dst;
+    uint64_t group;     /* rows per unit: g * ne0 elements hold whole source blocks */
+    uint64_t n_units;
+    atomic_uint_least64_t next;
+    atomic_int failed;
+    int ith0_progress;
+} fill_ctx;
+
+static void *fill_worker(void *arg)
+{
+    void **a = arg;
+    fill_ctx *c = a[0];
+    bool first = a[1] != NULL;
+    const gguf_tensor *t = c->src;
+    const ggtype_traits *st = ggtype_get(t->type), *dt = ggtype_get(c->type);
+    uint64_t ne0 = t->ne[0];
+    uint64_t unit_elems = c->group * ne0;
+    uint64_t per = unit_elems >= 65536 ? 1 : 65536 / unit_elems;
+    float *buf = malloc((size_t)(per * unit_elems) * sizeof(float));
+    if (!buf) {
+        atomic_store(&c->failed, 1);
+        return NULL;
+    }
+    uint64_t n_rows = t->n_elements / ne0;
+    for (;;) {
+        uint64_t u = atomic_fetch_add(&c->next, per);
+        if (u >= c->n_units || atomic_load(&c->failed))
+            break;
+        uint64_t r0 = u * c->group, r1 = (u + per) * c->group;
+        if (r1 > n_rows)
+            r1 = n_rows;
+        uint64_t e0 = r0 * ne0, n = (r1 - r0) * ne0;
+        const uint8_t *sp = t->data + e0 / st->blck_size * st->type_size;
+        if (codec_dequantize(t->type, sp, buf, n) != 0) {
+            atomic_store(&c->failed, 1);
+            break;
+        }
+        uint8_t *dp = c->dst + r0 * (ne0 / dt->blck_size * dt->type_size);
+        if (c->type == GGTYPE_F32)
+            memcpy(dp, buf, (size_t)n * sizeof(float));
+        else if (codec_quantize(c->type, buf, dp, r1 - r0, ne0, NULL) == 0) {
+            atomic_store(&c->failed, 1);
+            break;
+        }
+        uint64_t d = atomic_fetch_add(&c->j->done_elems, n) + n;
+        if (first)
+            app_progress("quantize", (double)d, (double)c->j->total_elems);
+    }
+    free(buf);
+    return NULL;
+}
+
+static uint64_t gcd64(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static int fill(void *user, uint64_t i, void *dst, uint64_t size)
+{
+    job *j = user;
+    const plan_entry *pe = &j->plan[i];
+    const gguf_tensor *t = pe->src;
+    if (pe->type == t->type) {   /* unchanged: copy the bytes */
+        if (size != t->n_bytes)
+            return -1;
+        memcpy(dst, t->data, (size_t)size);
+        atomic_fetch_add(&j->done_elems, t->n_elements);
+        return 0;
+    }
+    const ggtype_traits *st = ggtype_get(t->type);
+    fill_ctx c;
+    memset(&c, 0, sizeof c);
+    c.j = j;
+    c.src = t;
+    c.type = pe->type;
+    c.dst = dst;
+    c.group = st->blck_size / gcd64(st->blck_size, t->ne[0]);
+    uint64_t n_rows = t->n_elements / t->ne[0];
+    c.n_units = (n_rows + c.group - 1) / c.group;
+    int nt = j->threads;
+    pthread_t th[64];
+    void *args[64][2];
+    int started = 0;
+    for (int k = 1; k < nt && k < 64; k++) {
+        args[k][0] = &c;
+        args[k][1] = NULL;
+        if (pthread_create(&th[k], NULL, fill_worker, args[k]) != 0)
+            break;
+        started++;
+    }
+    args[0][0] = &c;
+    args[0][1] = &c;
+    fill_worker(args[0]);
+    for (int k = 1; k <= started; k++)
+        pthread_join(th[k], NULL);
+    return atomic_load(&c.failed) ? -1 : 0;
+}
+
+static const recipe *find_recipe(const char *s)
+{
+    for (size_t i = 0; i < sizeof RECIPES / sizeof RECIPES[0]; i++)
+        if (!strcasecmp(RECIPES[i].name, s))
+            return &RECIPES[i];
+    return NULL;
+}
+
+int cmd_quantize(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"type", required_argument, 0, 't'},    {"tensor-type", required_argument, 0, 'o'},
+        {"threads", required_argument, 0, 'n'}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    const recipe *rc = NULL;
+    override ov[MAX_OVERRIDES];
+    int n_ov = 0, threads = 0, status = APP_OK;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        switch (c) {
+        case 't':
+            rc = find_recipe(optarg);
+            if (!rc) {
+                app_error("unknown --type '%s' (see ggscope quantize --help)", optarg);
+                status = APP_BADINPUT;
+                goto out;
+            }
+            break;
+        case 'o': {
+            char *eq = strrchr(optarg, '=');
+            int ty = eq ? ggtype_from_name(eq + 1) : -1;
+            if (!eq || ty < 0 || !(codec_can_quantize((uint32_t)ty) || ty == GGTYPE_F32) ||
+                n_ov == MAX_OVERRIDES) {
+                app_error("bad --tensor-type '%s' (REGEX=TYPE, TYPE with a quantizer)", optarg);
+                status = APP_BADINPUT;
+                goto out;
+            }
+            *eq = 0;
+            int e = regcomp(&ov[n_ov].re, optarg, REG_EXTENDED | REG_NOSUB);
+            *eq = '=';
+            if (e != 0) {
+                app_error("bad regular expression in --tensor-type '%s'", optarg);
+                status = APP_BADINPUT;
+                goto out;
+            }
+            ov[n_ov++].type = (uint32_t)ty;
+            break;
+        }
+        case 'n': threads = atoi(optarg); break;
+        case 'h': usage(stdout); goto out;
+        default: usage(stderr); status = APP_BADINPUT; goto out;
+        }
+    }
+    if (optind != argc - 2 || !rc) {
+        if (!rc && optind == argc - 2)
+            app_error("--type is required");
+        usage(stderr);
+        status = APP_BADINPUT;
+        goto out;
+    }
+    const char *in = argv[optind], *outp = argv[optind + 1];
+    if (threads <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n > 0 ? (int)(n > 64 ? 64 : n) : 1;
+    }
+    if (threads > 64)
+        threads = 64;
+    gguf_file *f = app_open_gguf(in);
+    if (!f) {
+        status = APP_BADINPUT;
+        goto out;
+    }
+    uint64_t nt = gguf_tensor_count(f);
+    job j;
+    memset(&j, 0, sizeof j);
+    j.f = f;
+    j.n = nt;
+    j.threads = threads;
+    j.plan = calloc(nt ? (size_t)nt : 1, sizeof *j.plan);
+    gguf_writer *w = gguf_writer_new(gguf_alignment(f));
+    if (!j.plan || !w) {
+        app_error("out of memory");
+        status = APP_FAIL;
+        goto done;
+    }
+    for (uint64_t i = 0; i < gguf_kv_count(f); i++) {
+        const gguf_kv *kv = gguf_kv_at(f, i);
+        if (gguf_str_eq(kv->key, "general.file_type") ||
+            gguf_str_eq(kv->key, "general.quantization_version"))
+            continue;
+        if (gguf_writer_copy_kv(w, kv) != GGUF_OK) {
+            app_error("cannot copy metadata");
+            status = APP_FAIL;
+            goto done;
+        }
+    }
+    gguf_writer_set_u32(w, "general.quantization_version", 2);
+    gguf_writer_set_u32(w, "general.file_type", rc->file_type);
+    bool has_output = gguf_find_tensor(f, "output.weight") != NULL;
+    uint32_t n_layer = 0;
+    char key[160], arch[64];
+    if (gguf_get_cstr(f, "general.architecture", arch, sizeof arch) == GGUF_OK) {
+        snprintf(key, sizeof key, "%s.block_count", arch);
+        gguf_get_u32(f, key, &n_layer);
+    }
+    if (n_layer == 0)
+        for (uint64_t i = 0; i < nt; i++) {
+            char nm[256], role[64];
+            int l = qerr_name_role(gguf_str_copy(gguf_tensor_at(f, i)->name, nm, sizeof nm), role,
+                                   sizeof role);
+            if (l + 1 > (int)n_layer)
+                n_layer = (uint32_t)(l + 1);
+        }
+    uint64_t in_bytes = 0, out_bytes = 0;
+    for (uint64_t i = 0; i < nt; i++) {
+        const gguf_tensor *t = gguf_tensor_at(f, i);
+        char nm[256];
+        gguf_str_copy(t->name, nm, sizeof nm);
+        uint32_t ty = choose(f, t, nm, rc, ov, n_ov, (int)n_layer, has_output);
+        const ggtype_traits *st = ggtype_get(t->type);
+        if (ty != t->type && (!st || !(st->is_float || st->is_quantized) || t->ne[0] == 0 ||
+                              (st->blck_size > 1 && t->rows_unaligned && t->ne[0] % ggtype_get(ty)->blck_size))) {
+            app_error("%s: cannot convert %s to %s", nm, ggtype_name(t->type), ggtype_name(ty));
+            status = APP_BADINPUT;
+            goto done;
+        }
+        j.plan[i].src = t;
+        j.plan[i].type = ty;
+        j.total_elems += t->n_elements;
+        in_bytes += t->n_bytes;
+        uint64_t nb = ggtype_row_size(ty, t->ne[0], NULL) * (t->n_elements / (t->ne[0] ? t->ne[0] : 1));
+        if (ty == t->type)
+            nb = t->n_bytes;
+        out_bytes += nb;
+        if (gguf_writer_add_tensor(w, nm, ty, t->n_dims, t->ne, NULL) != GGUF_OK) {
+            app_error("%s: cannot add the tensor", nm);
+            status = APP_FAIL;
+            goto done;
+        }
+    }
+    gguf_status gs = gguf_writer_write(w, outp, fill, &j);
+    app_progress_end();
+    if (gs != GGUF_OK) {
+        app_error("%s: cannot write (%s)", outp, gguf_strerror(gs));
+        status = APP_FAIL;
+        goto done;
+    }
+    /* a summary of the types chosen */
+    uint64_t count[GGTYPE_COUNT] = {0};
+    for (uint64_t i = 0; i < nt; i++)
+        if (j.plan[i].type < GGTYPE_COUNT)
+            count[j.plan[i].type]++;
+    fprintf(stderr, "%s: %s -> %s, %.1f MiB -> %.1f MiB;", outp, in, rc->name,
+            (double)in_bytes / 1048576.0, (double)out_bytes / 1048576.0);
+    for (uint32_t t = 0; t < GGTYPE_COUNT; t++)
+        if (count[t])
+            fprintf(stderr, " %s:%llu", ggtype_name(t), (unsigned long long)count[t]);
+    fprintf(stderr, "\n");
+done:
+    gguf_writer_free(w);
+    free(j.plan);
+    gguf_close(f);
+out:
+    for (int i = 0; i < n_ov; i++)
+        regfree(&ov[i].re);
+    return status;
+}
