@@ -147,6 +147,11 @@ int cmd_run(int argc, char **argv)
     ecli_text *tx = ecli_text_new(e.f);
     sampler *smp = NULL;
     float *lg = NULL;
+    if (!tx) {
+        app_error("out of memory");
+        rc = APP_FAIL;
+        goto done;
+    }
     if (prompt) {
         if (!ecli_tokenize(tx, prompt, &ids, &n_prompt)) {
             rc = APP_BADINPUT;
@@ -210,6 +215,8 @@ int cmd_run(int argc, char **argv)
         pos++;
     }
     double t_tg = now_s() - t0;
+    if (!print_ids)
+        ecli_flush_text(tx, stdout);
     putchar('\n');
     fflush(stdout);
     fprintf(stderr, "prompt: %u tokens in %.3f s (%.2f tok/s); generation: %ld tokens in %.3f s (%.2f tok/s)\n",

@@ -55,13 +55,16 @@ void ecli_print_js_number(FILE *out, double v);
 
 /* Text side of a model: tokenizing prompts, printing tokens. */
 typedef struct ecli_text ecli_text;
-/* Never NULL for a valid file (falls back to the raw vocabulary strings). */
+/* The model's tokenizer; NULL only when out of memory. Without a usable
+ * tokenizer, ecli_tokenize fails with a message and pieces print as [id]. */
 ecli_text *ecli_text_new(const gguf_file *f);
 void ecli_text_free(ecli_text *t);
 /* Tokenize a prompt (BOS added as the model asks). false (message printed) on failure. */
 bool ecli_tokenize(ecli_text *t, const char *text, int32_t **ids, uint32_t *n);
 /* Write the text of a token (bytes may be a partial UTF-8 sequence). */
 void ecli_print_piece(ecli_text *t, int32_t id, FILE *out);
+/* Write what the streaming decoder still holds (end of output). */
+void ecli_flush_text(ecli_text *t, FILE *out);
 /* Whether a token ends generation (EOS / EOT). */
 bool ecli_is_eog(ecli_text *t, int32_t id);
 

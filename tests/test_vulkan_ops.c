@@ -71,8 +71,8 @@ static void check(const char *what, const float *ref, const float *x, size_t n, 
 {
     double e = nmse(ref, x, n);
     for (size_t i = 0; i < n; i++)
-        if (!isfinite(x[i])) {
-            print_error("%s: element %zu is %f\n", what, i, (double)x[i]);
+        if (!isfinite(x[i]) || !isfinite(ref[i])) {
+            print_error("%s: element %zu is %f (reference %f)\n", what, i, (double)x[i], (double)ref[i]);
             fail();
         }
     if (getenv("GGSCOPE_VK_VERBOSE"))
@@ -505,7 +505,7 @@ static void test_chain(void **state)
         for (int it = 0; it < 4; it++) {
             assert_int_equal(b->ops->rms_norm(c, (backend_view){bx, 0}, (backend_view){t1, 0}, n, E, 1e-6f), 0);
             assert_int_equal(b->ops->matmul(c, &w1, (backend_view){t1, 0}, n, (backend_view){t2, 0}), 0);
-            assert_int_equal(b->ops->silu_mul(c, (backend_view){t2, 0}, (backend_view){bx, 0}, (backend_view){t2, 0},
+            assert_int_equal(b->ops->silu_mul(c, (backend_view){t2, 0}, (backend_view){t1, 0}, (backend_view){t2, 0},
                                               (size_t)n * E), 0);
             assert_int_equal(b->ops->matmul(c, &w2, (backend_view){t2, 0}, n, (backend_view){t1, 0}), 0);
             assert_int_equal(b->ops->add(c, (backend_view){bx, 0}, (backend_view){t1, 0}, (backend_view){bx, 0},
