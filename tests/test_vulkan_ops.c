@@ -288,7 +288,7 @@ static void test_get_rows(void **state)
 
 /* ---- element-wise ops and norms ---- */
 
-typedef enum { OP_RMS, OP_MULW, OP_ADDW, OP_ADD, OP_SILU, OP_SOFTMAX } eop;
+typedef enum { OP_RMS, OP_MULW, OP_ADDW, OP_ADD, OP_SILU, OP_SOFTMAX, OP_RMS_MULW } eop;
 
 static void run_elem(fixture *f, eop op, uint32_t rows, uint32_t cols, bool in_place)
 {
@@ -313,13 +313,17 @@ static void run_elem(fixture *f, eop op, uint32_t rows, uint32_t cols, bool in_p
             vd = va;
             assert_int_equal(b->ops->softmax(c, va, rows, cols), 0);
             break;
+        case OP_RMS_MULW: /* as the session does it (Vulkan fuses the pair) */
+            assert_int_equal(b->ops->rms_norm(c, va, vd, rows, cols, 1e-5f), 0);
+            assert_int_equal(b->ops->mul_w(c, vd, &w, vd, rows, cols), 0);
+            break;
         }
         res[k] = download(b, vd.buf, vd.off, n);
         b->ops->buf_free(c, ba);
         b->ops->buf_free(c, bb);
         b->ops->buf_free(c, bd);
     }
-    static const char *names[] = {"rms_norm", "mul_w", "add_w", "add", "silu_mul", "softmax"};
+    static const char *names[] = {"rms_norm", "mul_w", "add_w", "add", "silu_mul", "softmax", "rms_norm+mul_w"};
     char what[80];
     snprintf(what, sizeof what, "%s %ux%u%s", names[op], rows, cols, in_place ? " in place" : "");
     check(what, res[0], res[1], n, NMSE_ELEM);
@@ -335,7 +339,7 @@ static void test_elementwise(void **state)
     fixture *f = *state;
     NEED_DEVICE(f);
     static const uint32_t shapes[][2] = {{1, 64}, {3, 70}, {2, 1000}, {5, 257}, {1, 4099}};
-    for (int op = OP_RMS; op <= OP_SOFTMAX; op++)
+    for (int op = OP_RMS; op <= OP_RMS_MULW; op++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             run_elem(f, (eop)op, shapes[s][0], shapes[s][1], s % 2 == 1);
     no_validation_errors(f);

@@ -82,6 +82,17 @@ enum { VK_MAX_ACCESS = 64, VK_MAX_PIPELINES = 96 };
 
 typedef struct vk_weight vk_weight;
 
+/* An rms_norm not yet recorded: when the next op is mul_w in place on its
+ * output, both are recorded as one dispatch (rms_norm_mul). */
+typedef struct {
+    bool on;
+    bool recording;        /* being recorded now (no recursion) */
+    struct backend_buf *src_buf, *dst_buf;
+    size_t src_off, dst_off;
+    uint32_t n_rows, n_cols;
+    float eps;
+} vk_pending_norm;
+
 typedef struct vk_ctx {
     VkInstance inst;
     VkDebugUtilsMessengerEXT dbg;
@@ -131,6 +142,8 @@ typedef struct vk_ctx {
 
     uint32_t next_buf_id;
     vk_weight *auto_weights;   /* weights uploaded on first use (not prepared) */
+
+    vk_pending_norm pend;
 
     backend_vulkan_stats stats;
     int validation_errors;
@@ -205,6 +218,9 @@ struct backend_buf {
 
 /* The device copy of a weight: prepared (w->priv) or uploaded on first use. */
 int vk_weight_get(vk_ctx *c, const backend_weight *w, vk_weight **out);
+
+/* Record a pending rms_norm (see vk_pending_norm), if any. */
+int vk_pending_record(vk_ctx *c);
 
 /* ---- ops (vk_ops.c), with the signatures of backend_ops ---- */
 int vk_op_get_rows(void *ctx, const backend_weight *w, const int32_t *ids, uint32_t n, backend_view dst);

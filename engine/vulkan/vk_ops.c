@@ -213,19 +213,59 @@ int vk_op_matmul(void *ctx, const backend_weight *w, backend_view x, uint32_t n_
     return 0;
 }
 
+/* Record rms_norm (with the norm weight `w` when not NULL). */
+static int record_norm(vk_ctx *c, backend_view src, backend_view dst, uint32_t n_rows, uint32_t n_cols, float eps,
+                       const vk_weight *w)
+{
+    size_t n = (size_t)n_rows * n_cols;
+    vk_binding b[3];
+    vk_push_rms_norm p = {.n_rows = n_rows, .n_cols = n_cols, .eps = eps};
+    int rc;
+    if ((rc = bind_view(c, src, n, false, &b[0], &p.src_off)) != 0 ||
+        (rc = bind_view(c, dst, n, true, &b[1], &p.dst_off)) != 0)
+        return rc;
+    if (w) {
+        VkDeviceSize adj;
+        if ((rc = vk_bind_range(c, &w->b, 0, (VkDeviceSize)n_cols * 4, false, &b[2], &adj)) != 0)
+            return rc;
+        p.w_off = (uint32_t)(adj / 4);
+    }
+    return vk_dispatch(c, pipe_reduce(c, w ? "rms_norm_mul" : "rms_norm", 0, 0, w ? 3 : 2), b, w ? 3 : 2, &p,
+                       sizeof p, n_rows, 1);
+}
+
+int vk_pending_record(vk_ctx *c)
+{
+    vk_pending_norm *q = &c->pend;
+    if (!q->on || q->recording)
+        return 0;
+    q->recording = true;
+    int rc = record_norm(c, (backend_view){q->src_buf, q->src_off}, (backend_view){q->dst_buf, q->dst_off},
+                         q->n_rows, q->n_cols, q->eps, NULL);
+    q->recording = false;
+    q->on = false;
+    return rc;
+}
+
 int vk_op_rms_norm(void *ctx, backend_view src, backend_view dst, uint32_t n_rows, uint32_t n_cols, float eps)
 {
     vk_ctx *c = ctx;
     size_t n = (size_t)n_rows * n_cols;
     if (!fits_u32(n))
         return BACKEND_EARG;
-    vk_binding b[2];
-    vk_push_rms_norm p = {.n_rows = n_rows, .n_cols = n_cols, .eps = eps};
-    int rc;
-    if ((rc = bind_view(c, src, n, false, &b[0], &p.src_off)) != 0 ||
-        (rc = bind_view(c, dst, n, true, &b[1], &p.dst_off)) != 0)
+    int rc = vk_pending_record(c);
+    if (rc != 0)
         return rc;
-    return vk_dispatch(c, pipe_reduce(c, "rms_norm", 0, 0, 2), b, 2, &p, sizeof p, n_rows, 1);
+    vk_binding b;
+    uint32_t off;
+    if ((rc = bind_view(c, src, n, false, &b, &off)) != 0 || (rc = bind_view(c, dst, n, true, &b, &off)) != 0)
+        return rc;
+    if (n == 0)
+        return 0;
+    /* kept pending: a following in-place mul_w by the norm weight fuses with it */
+    c->pend = (vk_pending_norm){.on = true, .src_buf = src.buf, .src_off = src.off, .dst_buf = dst.buf,
+                                .dst_off = dst.off, .n_rows = n_rows, .n_cols = n_cols, .eps = eps};
+    return 0;
 }
 
 int vk_op_softmax(void *ctx, backend_view x, uint32_t n_rows, uint32_t n_cols)
@@ -284,6 +324,19 @@ static int row_op(vk_ctx *c, const char *op, backend_view src, const backend_wei
 int vk_op_mul_w(void *ctx, backend_view src, const backend_weight *w, backend_view dst, uint32_t n_rows,
                 uint32_t n_cols)
 {
+    vk_ctx *c = ctx;
+    vk_pending_norm *q = &c->pend;
+    if (q->on && src.buf == q->dst_buf && src.off == q->dst_off && dst.buf == src.buf && dst.off == src.off &&
+        n_rows == q->n_rows && n_cols == q->n_cols && w->type == GGTYPE_F32 && w->ne0 * w->ne1 == n_cols) {
+        vk_weight *vw;
+        int rc = vk_weight_get(c, w, &vw);   /* may record the pending norm (an upload) */
+        if (rc != 0)
+            return rc;
+        if (q->on) {
+            q->on = false;
+            return record_norm(c, (backend_view){q->src_buf, q->src_off}, dst, n_rows, n_cols, q->eps, vw);
+        }
+    }
     return row_op(ctx, "mul_row", src, w, dst, n_rows, n_cols);
 }
 

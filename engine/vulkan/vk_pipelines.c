@@ -237,6 +237,9 @@ int vk_flush(vk_ctx *c)
 {
     if (c->lost)
         return BACKEND_EDEVICE;
+    int prc = vk_pending_record(c);
+    if (prc != 0)
+        return prc;
     if (!c->recording)
         return 0;
     c->recording = false;
@@ -316,6 +319,7 @@ static void note(vk_ctx *c, uint32_t id, VkDeviceSize lo, VkDeviceSize hi, bool 
 
 void vk_before_transfer(vk_ctx *c, const vk_buffer *b, VkDeviceSize lo, VkDeviceSize hi, bool write)
 {
+    vk_pending_record(c);
     if (hazard(c, b->id, lo, hi, write))
         barrier(c);
     note(c, b->id, lo, hi, write);
@@ -367,7 +371,10 @@ int vk_dispatch(vk_ctx *c, int pi, const vk_binding *b, int nb, const void *push
         return BACKEND_EUNSUPPORTED;
     if (groups == 0 || groups_z == 0)
         return 0;
-    int rc = vk_begin(c);
+    int rc = vk_pending_record(c);
+    if (rc != 0)
+        return rc;
+    rc = vk_begin(c);
     if (rc != 0)
         return rc;
     VkDescriptorSet set;

@@ -16,6 +16,7 @@ typedef struct {   /* get_rows.comp */
 typedef struct {   /* rms_norm.comp */
     uint32_t src_off, dst_off, n_rows, n_cols;
     float eps;
+    uint32_t w_off;   /* rms_norm_mul only */
 } vk_push_rms_norm;
 
 typedef struct {   /* softmax.comp */
