@@ -60,6 +60,7 @@ int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
+int cmd_devices(int argc, char **argv);
 int cmd_qerr(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 

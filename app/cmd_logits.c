@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "backend_select.h"
 #include "engine_cli.h"
 
 static void help(FILE *out)
@@ -105,7 +106,7 @@ int cmd_logits(int argc, char **argv)
     }
     for (uint32_t p = 0; p < n;) {
         uint32_t nb = batch && (uint32_t)batch < n - p ? (uint32_t)batch : n - p;
-        if (session_eval(e.s, ids + p, nb, p, lg + (size_t)p * nv, true)) {
+        if (app_eval(&e, ids + p, nb, p, lg + (size_t)p * nv, true)) {
             app_error("evaluation failed: %s", session_error(e.s));
             rc = APP_FAIL;
             goto done;

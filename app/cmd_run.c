@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "app.h"
+#include "backend_select.h"
 #include "engine_cli.h"
 #include "sampler.h"
 
@@ -146,6 +147,11 @@ int cmd_run(int argc, char **argv)
     ecli_text *tx = ecli_text_new(e.f);
     sampler *smp = NULL;
     float *lg = NULL;
+    if (!tx) {
+        app_error("out of memory");
+        rc = APP_FAIL;
+        goto done;
+    }
     if (prompt) {
         if (!ecli_tokenize(tx, prompt, &ids, &n_prompt)) {
             rc = APP_BADINPUT;
@@ -175,7 +181,7 @@ int cmd_run(int argc, char **argv)
     for (uint32_t i = 0; i < n_prompt; i++)
         sampler_accept(smp, ids[i]);
     double t0 = now_s();
-    if (session_eval(e.s, ids, n_prompt, 0, lg, false)) {
+    if (app_eval(&e, ids, n_prompt, 0, lg, false)) {
         app_error("evaluation failed: %s", session_error(e.s));
         rc = APP_FAIL;
         goto done;
@@ -201,7 +207,7 @@ int cmd_run(int argc, char **argv)
         made++;
         if ((eog && !ignore_eos) || made == n_gen || pos >= session_n_ctx(e.s))
             break;
-        if (session_eval(e.s, &tok, 1, pos, lg, false)) {
+        if (app_eval(&e, &tok, 1, pos, lg, false)) {
             app_error("evaluation failed: %s", session_error(e.s));
             rc = APP_FAIL;
             goto done;
@@ -209,6 +215,8 @@ int cmd_run(int argc, char **argv)
         pos++;
     }
     double t_tg = now_s() - t0;
+    if (!print_ids)
+        ecli_flush_text(tx, stdout);
     putchar('\n');
     fflush(stdout);
     fprintf(stderr, "prompt: %u tokens in %.3f s (%.2f tok/s); generation: %ld tokens in %.3f s (%.2f tok/s)\n",

@@ -6,6 +6,8 @@
 
 #include "app.h"
 #include "engine_cli.h"
+#include "backend_select.h"
+#include "tokenizer.h"
 
 bool ecli_parse_long(const char *opt, const char *s, long lo, long hi, long *out)
 {
@@ -39,15 +41,23 @@ int ecli_common_opt(int argc, char **argv, int *i, ecli_opts *o)
     bool has_val = *i + 1 < argc;
     if (!strcmp(a, "--backend")) {
         if (!has_val) {
-            app_error("--backend needs a value (cpu, auto)");
+            app_error("--backend needs a value (auto, vulkan, cpu)");
             return -1;
         }
         const char *v = argv[++*i];
-        if (strcmp(v, "cpu") && strcmp(v, "auto")) {
-            app_error("--backend: unknown backend '%s' (cpu, auto)", v);
+        if (strcmp(v, "cpu") && strcmp(v, "auto") && strcmp(v, "vulkan")) {
+            app_error("--backend: unknown backend '%s' (auto, vulkan, cpu)", v);
             return -1;
         }
         o->backend = v;
+        return 1;
+    }
+    if (!strcmp(a, "--device")) {
+        long v;
+        if (!ecli_parse_long(a, has_val ? argv[++*i] : NULL, 0, 1000, &v))
+            return -1;
+        o->has_device = true;
+        o->device = (int)v;
         return 1;
     }
     if (!strcmp(a, "--threads") || !strcmp(a, "-t")) {
@@ -81,10 +91,9 @@ int ecli_open(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine 
         ecli_close(e);
         return st == MODEL_ENOMEM ? APP_FAIL : APP_BADINPUT;
     }
-    /* "auto" picks the best backend this build has; only the CPU one so far. */
-    e->be = backend_cpu_new(o->threads);
+    e->threads = o->threads;
+    e->be = app_backend_open(o->backend, o->has_device ? o->device : -1, o->threads, e->m, false);
     if (!e->be) {
-        app_error("cannot create the CPU backend");
         ecli_close(e);
         return APP_FAIL;
     }
@@ -104,6 +113,7 @@ void ecli_close(ecli_engine *e)
     backend_free(e->be);
     model_free(e->m);
     gguf_close(e->f);
+    free(e->hist);
     memset(e, 0, sizeof *e);
 }
 
@@ -202,12 +212,12 @@ void ecli_print_js_number(FILE *out, double v)
     }
 }
 
-/* ---- text (fallback without a tokenizer: the vocabulary's raw strings) ---- */
+/* ---- text: the model's tokenizer (tokenizer.h) ---- */
 
 struct ecli_text {
-    const gguf_file *f;
-    const gguf_value *tokens;
-    int64_t eos, eot;
+    tok_vocab *v;
+    tok_stream *st;
+    char err[300];
 };
 
 ecli_text *ecli_text_new(const gguf_file *f)
@@ -215,54 +225,71 @@ ecli_text *ecli_text_new(const gguf_file *f)
     ecli_text *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
-    t->f = f;
-    if (gguf_get_arr(f, "tokenizer.ggml.tokens", &t->tokens) != GGUF_OK)
-        t->tokens = NULL;
-    uint64_t v;
-    t->eos = gguf_get_u64(f, "tokenizer.ggml.eos_token_id", &v) == GGUF_OK ? (int64_t)v : -1;
-    t->eot = gguf_get_u64(f, "tokenizer.ggml.eot_token_id", &v) == GGUF_OK ? (int64_t)v : -1;
+    tok_error err;
+    t->v = tok_open(f, &err);
+    if (!t->v)
+        snprintf(t->err, sizeof t->err, "%s", err.msg);
+    else
+        t->st = tok_stream_new(t->v, 0);
     return t;
 }
 
 void ecli_text_free(ecli_text *t)
 {
+    if (!t)
+        return;
+    tok_stream_free(t->st);
+    tok_close(t->v);
     free(t);
 }
 
 bool ecli_tokenize(ecli_text *t, const char *text, int32_t **ids, uint32_t *n)
 {
-    (void)t;
-    (void)text;
     *ids = NULL;
     *n = 0;
-    app_error("text prompts need the tokenizer, which this build lacks: use --tokens IDS");
-    return false;
+    if (!t || !t->v) {
+        app_error("this model has no usable tokenizer (%s): use --tokens IDS", t ? t->err : "");
+        return false;
+    }
+    tok_id *out = NULL;
+    size_t cnt = 0;
+    if (tok_tokenize(t->v, text, strlen(text), TOK_ADD_SPECIAL, &out, &cnt) != TOK_OK) {
+        app_error("tokenizing the prompt failed (out of memory)");
+        return false;
+    }
+    if (!cnt || cnt > UINT32_MAX) {
+        free(out);
+        app_error("the prompt is empty");
+        return false;
+    }
+    *ids = out;
+    *n = (uint32_t)cnt;
+    return true;
 }
 
 void ecli_print_piece(ecli_text *t, int32_t id, FILE *out)
 {
-    gguf_str s;
-    if (!t || !t->tokens || gguf_arr_str(t->tokens, (uint64_t)id, &s) != GGUF_OK) {
+    if (!t || !t->st) {
         fprintf(out, "[%d]", id);
         return;
     }
-    for (uint64_t i = 0; i < s.len; i++) {
-        unsigned char c = (unsigned char)s.ptr[i];
-        /* SentencePiece's U+2581 (e2 96 81) is a space; <0xXX> is a byte */
-        if (c == 0xe2 && i + 2 < s.len && (unsigned char)s.ptr[i + 1] == 0x96 &&
-            (unsigned char)s.ptr[i + 2] == 0x81) {
-            fputc(' ', out);
-            i += 2;
-        } else if (s.len == 6 && i == 0 && !memcmp(s.ptr, "<0x", 3) && s.ptr[5] == '>') {
-            fputc((int)strtol((char[]){s.ptr[3], s.ptr[4], 0}, NULL, 16), out);
-            return;
-        } else {
-            fputc(c, out);
-        }
-    }
+    size_t len;
+    const char *s = tok_stream_push(t->st, id, &len);
+    if (s && len)
+        fwrite(s, 1, len, out);
+}
+
+void ecli_flush_text(ecli_text *t, FILE *out)
+{
+    if (!t || !t->st)
+        return;
+    size_t len;
+    const char *s = tok_stream_flush(t->st, &len);
+    if (s && len)
+        fwrite(s, 1, len, out);
 }
 
 bool ecli_is_eog(ecli_text *t, int32_t id)
 {
-    return t && (id == t->eos || id == t->eot);
+    return t && t->v && tok_is_eog(t->v, id);
 }

@@ -14,7 +14,9 @@
 #include "session.h"
 
 typedef struct {
-    const char *backend;   /* "cpu" or "auto" */
+    const char *backend;   /* "auto", "vulkan" or "cpu" */
+    bool has_device;       /* --device N given */
+    int device;            /* its N (a Vulkan device index, see `ggscope devices`) */
     int threads;           /* 0 = one per core */
     uint32_t n_ctx;        /* 0 = session default */
 } ecli_opts;
@@ -25,9 +27,12 @@ typedef struct {
     model *m;
     backend *be;
     session *s;
+    int threads;           /* --threads (for the CPU fallback) */
+    int32_t *hist;         /* token at each cached position (app_eval) */
+    uint32_t hist_cap;
 } ecli_engine;
 
-/* If argv[*i] is --backend/--threads/-t/--ctx/-c, consume it (and its value)
+/* If argv[*i] is --backend/--device/--threads/-t/--ctx/-c, consume it (and its value)
  * and return 1; return -1 (message printed) on a bad value, 0 otherwise. */
 int ecli_common_opt(int argc, char **argv, int *i, ecli_opts *o);
 
@@ -50,19 +55,23 @@ void ecli_print_js_number(FILE *out, double v);
 
 /* Text side of a model: tokenizing prompts, printing tokens. */
 typedef struct ecli_text ecli_text;
-/* Never NULL for a valid file (falls back to the raw vocabulary strings). */
+/* The model's tokenizer; NULL only when out of memory. Without a usable
+ * tokenizer, ecli_tokenize fails with a message and pieces print as [id]. */
 ecli_text *ecli_text_new(const gguf_file *f);
 void ecli_text_free(ecli_text *t);
 /* Tokenize a prompt (BOS added as the model asks). false (message printed) on failure. */
 bool ecli_tokenize(ecli_text *t, const char *text, int32_t **ids, uint32_t *n);
 /* Write the text of a token (bytes may be a partial UTF-8 sequence). */
 void ecli_print_piece(ecli_text *t, int32_t id, FILE *out);
+/* Write what the streaming decoder still holds (end of output). */
+void ecli_flush_text(ecli_text *t, FILE *out);
 /* Whether a token ends generation (EOS / EOT). */
 bool ecli_is_eog(ecli_text *t, int32_t id);
 
 /* Help lines for the common options. */
 #define ECLI_COMMON_HELP                                                                   \
-    "  --backend B       cpu | auto (default auto: the CPU backend in this build)\n"     \
+    "  --backend B       auto | vulkan | cpu (default auto: Vulkan on a GPU, else the CPU)\n" \
+    "  --device N        Vulkan device N (see `ggscope devices`; or GGSCOPE_VK_DEVICE=N)\n" \
     "  -t, --threads N   worker threads (default: one per core)\n"
 
 #endif

@@ -16,6 +16,7 @@ static const app_command COMMANDS[] = {
     {"bench", cmd_bench, "measure prompt and generation speed (tokens/s, --json)"},
     {"chat", cmd_chat, "chat with a model in the terminal (the built-in engine; no FILE: the demo model)"},
     {"logits", cmd_logits, "print the logits of token ids as JSON lines (as the peer does)"},
+    {"devices", cmd_devices, "list the Vulkan devices and the one --backend auto takes"},
     {"qerr", cmd_qerr, "quantization error per tensor, layer, role and file (--vs PARENT or re-quantized --types)"},
     {"quantize", cmd_quantize, "write a quantized copy of a GGUF file (--type q4_K_m, --tensor-type REGEX=TYPE)"},
 };

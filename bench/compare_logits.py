@@ -2,13 +2,16 @@
 """Compare ggscope's logits and greedy generation with the peer oracle's
 (llama.cpp) on one model. Used by bench/compare_logits.sh.
 
-usage: compare_logits.py GGSCOPE PEER MODEL IDS N_GEN TOL
+usage: compare_logits.py GGSCOPE PEER MODEL IDS N_GEN TOL [PEER_MODEL]
+(PEER_MODEL: the file the peer loads, when it cannot load MODEL itself but
+holds the same weights, e.g. the GGUF v1 sibling of stories260K.)
 Prints one JSON line: rel_rms (max over positions), gen_equal, first_diff,
 first_close (first generated step where the peer's two best logits are closer
 than the measured max |logit error|), pass."""
 import json, math, subprocess, sys
 
 ggscope, peer, model, ids, n_gen, tol = sys.argv[1:7]
+peer_model = sys.argv[7] if len(sys.argv) > 7 else model
 n_gen, tol = int(n_gen), float(tol)
 
 
@@ -19,14 +22,14 @@ def run(cmd):
     return r.stdout
 
 
-def logits(cmd_prefix, seq):
-    out = run(cmd_prefix + ["logits", model, ",".join(map(str, seq)), "--all", "--top", "2"])
+def logits(cmd_prefix, seq, m):
+    out = run(cmd_prefix + ["logits", m, ",".join(map(str, seq)), "--all", "--top", "2"])
     return [json.loads(l) for l in out.splitlines() if l.strip()]
 
 
 prompt = [int(x) for x in ids.split(",")]
 # greedy generation, both engines
-peer_gen = json.loads(run([peer, "generate", model, ids, "-n", str(n_gen)]))
+peer_gen = json.loads(run([peer, "generate", peer_model, ids, "-n", str(n_gen)]))
 ours_txt = run([ggscope, "run", model, "--tokens", ids, "-n", str(n_gen), "--temp", "0",
                 "--repeat-penalty", "1", "--ids", "--ignore-eos", "--threads", "2"]).strip()
 ours_gen = [int(x) for x in ours_txt.split(",") if x]
@@ -37,8 +40,8 @@ if first_diff is None and len(peer_gen) != len(ours_gen):
 
 # logits on prompt + the peer's generation (teacher forcing)
 seq = prompt + peer_gen[:-1] if peer_gen else prompt
-P = logits([peer], seq)
-O = logits([ggscope], seq)
+P = logits([peer], seq, peer_model)
+O = logits([ggscope], seq, model)
 assert len(P) == len(O) == len(seq), (len(P), len(O), len(seq))
 worst_rel, max_abs, sum_rel = 0.0, 0.0, 0.0
 for p, o in zip(P, O):
@@ -58,7 +61,7 @@ for k in range(len(peer_gen)):
         break
 gen_ok = first_diff is None or (first_close is not None and first_diff >= first_close)
 res = {
-    "model": model.split("/")[-1], "positions": len(seq), "rel_rms_max": worst_rel,
+    "model": model.split("/")[-1], "peer_model": peer_model.split("/")[-1], "positions": len(seq), "rel_rms_max": worst_rel,
     "rel_rms_mean": sum_rel / len(seq), "max_abs": max_abs, "tol": tol,
     "gen_len": [len(peer_gen), len(ours_gen)], "gen_equal": first_diff is None,
     "first_diff": first_diff, "first_close": first_close,

@@ -250,6 +250,7 @@ int session_eval(session *s, const int32_t *tokens, uint32_t n, uint32_t pos, fl
     }
     if (s->be->ops->sync)
         s->be->ops->sync(s->be->ctx);
+    atomic_store(&s->cancel, false); /* a cancel that came after the last check is void */
     double dt = now_s() - t0;
     if (n > 1) {
         s->st.n_prompt_tokens += n;

@@ -55,8 +55,9 @@ int session_eval(session *s, const int32_t *tokens, uint32_t n, uint32_t pos, fl
 void session_kv_truncate(session *s, uint32_t n_keep);
 
 /* Ask a running session_eval (on another thread) to stop at the next layer
- * boundary. The flag is cleared when that eval returns (or by the next eval
- * that sees it). Thread-safe. */
+ * boundary; it then returns BACKEND_ECANCELLED. The flag is cleared whenever
+ * a session_eval returns; a cancel made while no eval runs stops the next one.
+ * Thread-safe. */
 void session_cancel(session *s);
 
 uint32_t session_n_ctx(const session *s);

@@ -1,0 +1,580 @@
+/* The Vulkan backend's ops against the CPU backend's, op by op: normalised
+ * mean squared error sum((a-b)^2)/sum(a^2) below 1e-7 for element-wise ops
+ * and norms, 5e-4 for matrix products and attention, on random inputs of
+ * several shapes (including ones that are not multiples of the workgroup
+ * size), for every mat-vec weight type, with and without subgroup
+ * reductions. Runs on whatever device the automatic choice takes (ctest sets
+ * VK_ICD_FILENAMES to lavapipe); skips visibly without a Vulkan device.
+ * Under VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation every validation
+ * error fails the test. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#include "backend.h"
+#include "codec.h"
+#include "ggtype.h"
+
+#ifdef GGSCOPE_HAVE_VULKAN
+#include "backend_vulkan.h"
+
+#define NMSE_ELEM 1e-7
+#define NMSE_MAT 5e-4
+
+typedef struct {
+    backend *cpu;
+    backend *vk;
+    const char *variant;
+    bool all_types;   /* every weight type (the reduction code is shared: the
+                         second variant runs a few types, to keep the test fast) */
+} fixture;
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+static uint32_t rnd_u32(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16);
+}
+
+static float rnd_f(float lo, float hi)
+{
+    return lo + (hi - lo) * (float)(rnd_u32() & 0xFFFFFF) / 16777216.0f;
+}
+
+static float *rnd_vec(size_t n, float lo, float hi)
+{
+    float *v = malloc(n * sizeof *v);
+    assert_non_null(v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = rnd_f(lo, hi);
+    return v;
+}
+
+static double nmse(const float *ref, const float *x, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)ref[i] - (double)x[i];
+        num += d * d;
+        den += (double)ref[i] * ref[i];
+    }
+    return den > 0 ? num / den : num;
+}
+
+static void check(const char *what, const float *ref, const float *x, size_t n, double limit)
+{
+    double e = nmse(ref, x, n);
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]) || !isfinite(ref[i])) {
+            print_error("%s: element %zu is %f (reference %f)\n", what, i, (double)x[i], (double)ref[i]);
+            fail();
+        }
+    if (getenv("GGSCOPE_VK_VERBOSE"))
+        print_message("  %-40s nmse %.3e (limit %.0e)\n", what, e, limit);
+    if (!(e <= limit)) {
+        print_error("%s: nmse %.3e > %.0e\n", what, e, limit);
+        fail();
+    }
+}
+
+/* A buffer on a backend holding `n` floats of host data (NULL: zeros). */
+static backend_buf *upload(backend *b, const float *data, size_t n)
+{
+    backend_buf *buf = b->ops->buf_new(b->ctx, BACKEND_F32, n);
+    assert_non_null(buf);
+    if (data)
+        assert_int_equal(b->ops->buf_write(b->ctx, buf, 0, data, n), 0);
+    return buf;
+}
+
+static float *download(backend *b, backend_buf *buf, size_t off, size_t n)
+{
+    float *v = malloc(n * sizeof *v + 1);
+    assert_non_null(v);
+    assert_int_equal(b->ops->buf_read(b->ctx, buf, off, v, n), 0);
+    return v;
+}
+
+static void no_validation_errors(const fixture *f)
+{
+    int n = backend_vulkan_validation_errors(f->vk);
+    if (n) {
+        print_error("%d validation errors; last: %s\n", n, backend_vulkan_last_message(f->vk));
+        fail();
+    }
+}
+
+static int setup_variant(void **state, bool subgroups)
+{
+    char err[256];
+    if (subgroups)
+        unsetenv("GGSCOPE_VK_NO_SUBGROUP");
+    else
+        setenv("GGSCOPE_VK_NO_SUBGROUP", "1", 1);
+    backend *vk = backend_vulkan_new(-1, err, sizeof err);
+    unsetenv("GGSCOPE_VK_NO_SUBGROUP");
+    fixture *f = calloc(1, sizeof *f);
+    if (!f)
+        return -1;
+    f->vk = vk;
+    f->variant = subgroups ? "subgroup" : "shared-memory";
+    f->all_types = subgroups;
+    if (!vk) {
+        print_message("SKIP: no Vulkan device: %s\n", err);
+    } else {
+        f->cpu = backend_cpu_new(2);
+        if (!f->cpu)
+            return -1;
+        const vk_device_info *d = backend_vulkan_device(vk);
+        print_message("device: %s (%s), reductions: %s%s\n", d->name, vk_device_kind_name(d->kind),
+                      f->variant, subgroups && !d->caps.subgroup_arith ? " (unsupported: fallback)" : "");
+    }
+    *state = f;
+    return 0;
+}
+
+static int setup_sg(void **state) { return setup_variant(state, true); }
+static int setup_nosg(void **state) { return setup_variant(state, false); }
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    if (f) {
+        backend_free(f->vk);
+        backend_free(f->cpu);
+        free(f);
+    }
+    return 0;
+}
+
+#define NEED_DEVICE(f)                                                    \
+    do {                                                                  \
+        if (!(f)->vk) {                                                   \
+            print_message("SKIP: no Vulkan device\n");                    \
+            skip();                                                       \
+        }                                                                 \
+    } while (0)
+
+/* ---- weights ---- */
+
+static const uint32_t WTYPES[] = {GGTYPE_F32, GGTYPE_F16, GGTYPE_Q4_0, GGTYPE_Q4_1, GGTYPE_Q5_0,
+                                  GGTYPE_Q5_1, GGTYPE_Q8_0, GGTYPE_Q2_K, GGTYPE_Q3_K, GGTYPE_Q4_K,
+                                  GGTYPE_Q5_K, GGTYPE_Q6_K};
+#define N_WTYPES (sizeof WTYPES / sizeof WTYPES[0])
+
+/* A weight of `rows` x `cols` random values quantized to `type` (data owned by *mem). */
+static backend_weight make_weight(uint32_t type, uint32_t cols, uint32_t rows, void **mem)
+{
+    float *src = rnd_vec((size_t)cols * rows, -1.0f, 1.0f);
+    uint64_t rb = ggtype_row_size(type, cols, NULL);
+    assert_true(rb > 0);
+    uint8_t *data = calloc(rows, rb);
+    assert_non_null(data);
+    if (type == GGTYPE_F32) {
+        memcpy(data, src, (size_t)cols * rows * 4);
+    } else if (type == GGTYPE_F16) {
+        uint16_t *h = (uint16_t *)data;
+        for (size_t i = 0; i < (size_t)cols * rows; i++)
+            h[i] = codec_f32_to_f16(src[i]);
+    } else {
+        assert_true(codec_can_quantize(type));
+        assert_int_equal(codec_quantize(type, src, data, rows, cols, NULL), rb * rows);
+    }
+    free(src);
+    *mem = data;
+    return (backend_weight){.type = type, .ne0 = cols, .ne1 = rows, .row_bytes = rb, .data = data,
+                            .name = ggtype_name(type)};
+}
+
+static void run_matmul(fixture *f, uint32_t type, uint32_t cols, uint32_t rows, uint32_t n_tok)
+{
+    void *mem;
+    backend_weight w = make_weight(type, cols, rows, &mem);
+    float *x = rnd_vec((size_t)n_tok * cols, -1.0f, 1.0f);
+    float *res[2];
+    backend *bs[2] = {f->cpu, f->vk};
+    for (int k = 0; k < 2; k++) {
+        backend *b = bs[k];
+        backend_buf *bx = upload(b, x, (size_t)n_tok * cols);
+        backend_buf *by = upload(b, NULL, (size_t)n_tok * rows + 3);
+        assert_int_equal(b->ops->matmul(b->ctx, &w, (backend_view){bx, 0}, n_tok, (backend_view){by, 3}), 0);
+        res[k] = download(b, by, 3, (size_t)n_tok * rows);
+        b->ops->buf_free(b->ctx, bx);
+        b->ops->buf_free(b->ctx, by);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "matmul %s %ux%u x %u tok", ggtype_name(type), rows, cols, n_tok);
+    check(what, res[0], res[1], (size_t)n_tok * rows, NMSE_MAT);
+    free(res[0]);
+    free(res[1]);
+    free(x);
+    free(mem);
+}
+
+static void test_matmul(void **state)
+{
+    fixture *f = *state;
+    NEED_DEVICE(f);
+    for (size_t i = 0; i < N_WTYPES; i++) {
+        uint32_t t = WTYPES[i];
+        if (!f->all_types && t != GGTYPE_F16 && t != GGTYPE_Q4_0 && t != GGTYPE_Q6_K)
+            continue;
+        bool k = ggtype_get(t)->blck_size == 256;
+        uint32_t c1 = k ? 256 : 96, c2 = k ? 768 : 320;
+        run_matmul(f, t, c1, 67, 1);    /* mat-vec */
+        run_matmul(f, t, c2, 33, 1);
+        run_matmul(f, t, c1, 19, 11);   /* mat-mat: a partial tile of 8 tokens */
+    }
+    /* float rows that are not a multiple of 32 */
+    run_matmul(f, GGTYPE_F32, 70, 9, 1);
+    run_matmul(f, GGTYPE_F16, 70, 9, 3);
+    run_matmul(f, GGTYPE_F16, 4097, 3, 1);
+    no_validation_errors(f);
+}
+
+/* Tensors larger than one binding: lower the range so that the weight is
+ * bound in several windows. */
+static void test_matmul_windows(void **state)
+{
+    fixture *f = *state;
+    NEED_DEVICE(f);
+    backend_vulkan_set_max_range(f->vk, 4096);
+    run_matmul(f, GGTYPE_Q4_0, 256, 100, 1);   /* 144-byte rows, 100 rows: 4 windows */
+    run_matmul(f, GGTYPE_Q6_K, 512, 23, 2);
+    run_matmul(f, GGTYPE_F16, 200, 50, 1);
+    backend_vulkan_set_max_range(f->vk, 0);
+    no_validation_errors(f);
+}
+
+static void test_get_rows(void **state)
+{
+    fixture *f = *state;
+    NEED_DEVICE(f);
+    for (int win = 0; win < 2; win++) {
+        if (win)
+            backend_vulkan_set_max_range(f->vk, 2048);
+        for (size_t i = 0; i < N_WTYPES; i++) {
+            uint32_t t = WTYPES[i];
+            uint32_t cols = ggtype_get(t)->blck_size == 256 ? 512 : 160;
+            void *mem;
+            backend_weight w = make_weight(t, cols, 37, &mem);
+            int32_t ids[7] = {0, 36, 5, 5, 17, 1, 30};
+            float *res[2];
+            backend *bs[2] = {f->cpu, f->vk};
+            for (int k = 0; k < 2; k++) {
+                backend *b = bs[k];
+                backend_buf *d = upload(b, NULL, 7 * cols + 1);
+                assert_int_equal(b->ops->get_rows(b->ctx, &w, ids, 7, (backend_view){d, 1}), 0);
+                res[k] = download(b, d, 1, 7 * cols);
+                b->ops->buf_free(b->ctx, d);
+            }
+            char what[64];
+            snprintf(what, sizeof what, "get_rows %s%s", ggtype_name(t), win ? " (windows)" : "");
+            check(what, res[0], res[1], 7 * cols, NMSE_ELEM);
+            free(res[0]);
+            free(res[1]);
+            free(mem);
+        }
+    }
+    backend_vulkan_set_max_range(f->vk, 0);
+    no_validation_errors(f);
+}
+
+/* ---- element-wise ops and norms ---- */
+
+typedef enum { OP_RMS, OP_MULW, OP_ADDW, OP_ADD, OP_SILU, OP_SOFTMAX, OP_RMS_MULW } eop;
+
+static void run_elem(fixture *f, eop op, uint32_t rows, uint32_t cols, bool in_place)
+{
+    size_t n = (size_t)rows * cols;
+    float *a = rnd_vec(n, -3.0f, 3.0f), *bv = rnd_vec(n, -3.0f, 3.0f), *wv = rnd_vec(cols, 0.5f, 1.5f);
+    backend_weight w = {.type = GGTYPE_F32, .ne0 = cols, .ne1 = 1, .row_bytes = (uint64_t)cols * 4,
+                        .data = wv, .name = "w"};
+    float *res[2];
+    backend *bs[2] = {f->cpu, f->vk};
+    for (int k = 0; k < 2; k++) {
+        backend *b = bs[k];
+        void *c = b->ctx;
+        backend_buf *ba = upload(b, a, n), *bb = upload(b, bv, n), *bd = upload(b, NULL, n + 5);
+        backend_view va = {ba, 0}, vb = {bb, 0}, vd = in_place ? va : (backend_view){bd, 5};
+        switch (op) {
+        case OP_RMS: assert_int_equal(b->ops->rms_norm(c, va, vd, rows, cols, 1e-5f), 0); break;
+        case OP_MULW: assert_int_equal(b->ops->mul_w(c, va, &w, vd, rows, cols), 0); break;
+        case OP_ADDW: assert_int_equal(b->ops->add_w(c, va, &w, vd, rows, cols), 0); break;
+        case OP_ADD: assert_int_equal(b->ops->add(c, va, vb, vd, n), 0); break;
+        case OP_SILU: assert_int_equal(b->ops->silu_mul(c, va, vb, vd, n), 0); break;
+        case OP_SOFTMAX:
+            vd = va;
+            assert_int_equal(b->ops->softmax(c, va, rows, cols), 0);
+            break;
+        case OP_RMS_MULW: /* as the session does it (Vulkan fuses the pair) */
+            assert_int_equal(b->ops->rms_norm(c, va, vd, rows, cols, 1e-5f), 0);
+            assert_int_equal(b->ops->mul_w(c, vd, &w, vd, rows, cols), 0);
+            break;
+        }
+        res[k] = download(b, vd.buf, vd.off, n);
+        b->ops->buf_free(c, ba);
+        b->ops->buf_free(c, bb);
+        b->ops->buf_free(c, bd);
+    }
+    static const char *names[] = {"rms_norm", "mul_w", "add_w", "add", "silu_mul", "softmax", "rms_norm+mul_w"};
+    char what[80];
+    snprintf(what, sizeof what, "%s %ux%u%s", names[op], rows, cols, in_place ? " in place" : "");
+    check(what, res[0], res[1], n, NMSE_ELEM);
+    free(res[0]);
+    free(res[1]);
+    free(a);
+    free(bv);
+    free(wv);
+}
+
+static void test_elementwise(void **state)
+{
+    fixture *f = *state;
+    NEED_DEVICE(f);
+    static const uint32_t shapes[][2] = {{1, 64}, {3, 70}, {2, 1000}, {5, 257}, {1, 4099}};
+    for (int op = OP_RMS; op <= OP_RMS_MULW; op++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            run_elem(f, (eop)op, shapes[s][0], shapes[s][1], s % 2 == 1);
+    no_validation_errors(f);
+}
+
+static void run_rope(fixture *f, backend_rope_mode mode, uint32_t n_tok, uint32_t n_head, uint32_t hd,
+                     uint32_t n_rot, bool factors, float scale, int32_t pos0)
+{
+    size_t n = (size_t)n_tok * n_head * hd;
+    float *x = rnd_vec(n, -2.0f, 2.0f);
+    float ff[128];
+    for (uint32_t i = 0; i < n_rot / 2; i++)
+        ff[i] = 1.0f + (float)i / 8.0f;
+    int32_t pos[64];
+    for (uint32_t i = 0; i < n_tok; i++)
+        pos[i] = pos0 + (int32_t)i * 3;
+    backend_rope_params rp = {.mode = mode, .n_rot = n_rot, .freq_base = 10000.0f, .freq_scale = scale,
+                              .freq_factors = factors ? ff : NULL};
+    float *res[2];
+    backend *bs[2] = {f->cpu, f->vk};
+    for (int k = 0; k < 2; k++) {
+        backend *b = bs[k];
+        backend_buf *bx = upload(b, NULL, n + 2);
+        assert_int_equal(b->ops->buf_write(b->ctx, bx, 2, x, n), 0);
+        assert_int_equal(b->ops->rope(b->ctx, (backend_view){bx, 2}, n_tok, n_head, hd, pos, &rp), 0);
+        res[k] = download(b, bx, 2, n);
+        b->ops->buf_free(b->ctx, bx);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "rope %s %ux%ux%u rot %u%s pos %d", mode == BACKEND_ROPE_NEOX ? "neox" : "normal",
+             n_tok, n_head, hd, n_rot, factors ? " ff" : "", pos0);
+    check(what, res[0], res[1], n, NMSE_ELEM);
+    free(res[0]);
+    free(res[1]);
+    free(x);
+}
+
+static void test_rope(void **state)
+{
+    fixture *f = *state;
+    NEED_DEVICE(f);
+    for (int m = 0; m < 2; m++) {
+        backend_rope_mode mode = m ? BACKEND_ROPE_NEOX : BACKEND_ROPE_NORMAL;
+        run_rope(f, mode, 1, 4, 64, 64, false, 1.0f, 0);
+        run_rope(f, mode, 5, 3, 48, 32, true, 1.0f, 7);
+        run_rope(f, mode, 9, 2, 128, 128, false, 0.25f, 1000);
+        run_rope(f, mode, 3, 7, 18, 18, false, 1.0f, 4090);
+    }
+    no_validation_errors(f);
+}
+
+/* store_f16 must round exactly as the CPU (and ggml): compare the halves bit for bit. */
+static void test_store_f16(void **state)
+{
+    fixture *f = *state;
+    NEED_DEVICE(f);
+    static const uint32_t cases[][3] = {{1, 64, 0}, {3, 7, 1}, {2, 33, 5}, {4, 15, 2}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        uint32_t rows = cases[ci][0], cols = cases[ci][1], row = cases[ci][2];
+        size_t n = (size_t)rows * cols, cap = (size_t)(row + rows) * cols + 3;
+        float *x = rnd_vec(n, -70000.0f, 70000.0f);
+        x[0] = 1e-6f;   /* subnormal half */
+        x[n - 1] = 3e-8f;
+        if (n > 2)
+            x[1] = 65519.0f;
+        uint16_t *res[2];
+        backend *bs[2] = {f->cpu, f->vk};
+        for (int k = 0; k < 2; k++) {
+            backend *b = bs[k];
+            backend_buf *src = upload(b, x, n);
+            backend_buf *dst = b->ops->buf_new(b->ctx, BACKEND_F16, cap);
+            assert_non_null(dst);
+            uint16_t *fill = malloc(cap * 2);
+            for (size_t i = 0; i < cap; i++)
+                fill[i] = (uint16_t)(0x3C00 + i);
+            assert_int_equal(b->ops->buf_write(b->ctx, dst, 0, fill, cap), 0);
+            free(fill);
+            assert_int_equal(b->ops->store_f16(b->ctx, (backend_view){src, 0}, rows, cols,
+                                               (backend_view){dst, 1}, row), 0);
+            res[k] = malloc(cap * 2);
+            assert_int_equal(b->ops->buf_read(b->ctx, dst, 0, res[k], cap), 0);
+            b->ops->buf_free(b->ctx, src);
+            b->ops->buf_free(b->ctx, dst);
+        }
+        for (size_t i = 0; i < cap; i++)
+            if (res[0][i] != res[1][i]) {
+                print_error("store_f16 case %zu: half %zu: cpu %04x vulkan %04x\n", ci, i, res[0][i], res[1][i]);
+                fail();
+            }
+        free(res[0]);
+        free(res[1]);
+        free(x);
+    }
+    no_validation_errors(f);
+}
+
+static void run_attention(fixture *f, uint32_t n_tok, uint32_t pos0, uint32_t n_head, uint32_t n_head_kv,
+                          uint32_t hd)
+{
+    size_t nq = (size_t)n_tok * n_head * hd, kd = (size_t)n_head_kv * hd;
+    size_t nkv = (size_t)(pos0 + n_tok) * kd;
+    float *q = rnd_vec(nq, -1.0f, 1.0f);
+    float *kv = rnd_vec(2 * nkv, -1.0f, 1.0f);
+    float scale = 1.0f / sqrtf((float)hd);
+    float *res[2];
+    backend *bs[2] = {f->cpu, f->vk};
+    for (int k = 0; k < 2; k++) {
+        backend *b = bs[k];
+        void *c = b->ctx;
+        backend_buf *bq = upload(b, q, nq), *bk = upload(b, kv, nkv), *bv = upload(b, kv + nkv, nkv);
+        backend_buf *kc = b->ops->buf_new(c, BACKEND_F16, nkv + kd), *vc = b->ops->buf_new(c, BACKEND_F16, nkv + kd);
+        backend_buf *out = upload(b, NULL, nq);
+        assert_non_null(kc);
+        assert_non_null(vc);
+        /* the cache starts one row in, as a layer's slice of a bigger cache */
+        uint32_t rows = pos0 + n_tok;
+        assert_int_equal(b->ops->store_f16(c, (backend_view){bk, 0}, rows, (uint32_t)kd, (backend_view){kc, kd}, 0), 0);
+        assert_int_equal(b->ops->store_f16(c, (backend_view){bv, 0}, rows, (uint32_t)kd, (backend_view){vc, kd}, 0), 0);
+        assert_int_equal(b->ops->attention(c, (backend_view){bq, 0}, (backend_view){kc, kd}, (backend_view){vc, kd},
+                                           (backend_view){out, 0}, n_tok, pos0, n_head, n_head_kv, hd, scale),
+                         0);
+        res[k] = download(b, out, 0, nq);
+        backend_buf *all[] = {bq, bk, bv, kc, vc, out};
+        for (size_t i = 0; i < 6; i++)
+            b->ops->buf_free(c, all[i]);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "attention tok %u pos0 %u heads %u/%u hd %u", n_tok, pos0, n_head, n_head_kv, hd);
+    check(what, res[0], res[1], nq, NMSE_MAT);
+    free(res[0]);
+    free(res[1]);
+    free(q);
+    free(kv);
+}
+
+static void test_attention(void **state)
+{
+    fixture *f = *state;
+    NEED_DEVICE(f);
+    run_attention(f, 1, 0, 4, 4, 64);
+    run_attention(f, 1, 37, 4, 2, 64);     /* GQA, mat-vec step */
+    run_attention(f, 7, 0, 6, 2, 48);      /* prompt batch with the causal mask */
+    run_attention(f, 5, 130, 8, 1, 128);   /* more than two chunks of positions */
+    run_attention(f, 3, 10, 2, 2, 18);     /* head_dim not a multiple of anything */
+    run_attention(f, 2, 3, 2, 1, 256);
+    no_validation_errors(f);
+}
+
+/* A whole layer's worth of ops queued before one read: barriers must order
+ * them. Float weights, so that the CPU's 8-bit activations do not compound
+ * over the chain (each quantized product is checked on its own above). */
+static void test_chain(void **state)
+{
+    fixture *f = *state;
+    NEED_DEVICE(f);
+    const uint32_t E = 256, n = 3;
+    void *m1, *m2;
+    backend_weight w1 = make_weight(GGTYPE_F32, E, E, &m1), w2 = make_weight(GGTYPE_F16, E, E, &m2);
+    float *x = rnd_vec((size_t)n * E, -1.0f, 1.0f);
+    float *res[2];
+    backend *bs[2] = {f->cpu, f->vk};
+    for (int k = 0; k < 2; k++) {
+        backend *b = bs[k];
+        void *c = b->ctx;
+        backend_buf *bx = upload(b, x, (size_t)n * E), *t1 = upload(b, NULL, (size_t)n * E),
+                    *t2 = upload(b, NULL, (size_t)n * E);
+        for (int it = 0; it < 4; it++) {
+            assert_int_equal(b->ops->rms_norm(c, (backend_view){bx, 0}, (backend_view){t1, 0}, n, E, 1e-6f), 0);
+            assert_int_equal(b->ops->matmul(c, &w1, (backend_view){t1, 0}, n, (backend_view){t2, 0}), 0);
+            assert_int_equal(b->ops->silu_mul(c, (backend_view){t2, 0}, (backend_view){t1, 0}, (backend_view){t2, 0},
+                                              (size_t)n * E), 0);
+            assert_int_equal(b->ops->matmul(c, &w2, (backend_view){t2, 0}, n, (backend_view){t1, 0}), 0);
+            assert_int_equal(b->ops->add(c, (backend_view){bx, 0}, (backend_view){t1, 0}, (backend_view){bx, 0},
+                                         (size_t)n * E), 0);
+        }
+        res[k] = download(b, bx, 0, (size_t)n * E);
+        b->ops->buf_free(c, bx);
+        b->ops->buf_free(c, t1);
+        b->ops->buf_free(c, t2);
+    }
+    check("chain of 20 ops", res[0], res[1], (size_t)n * E, NMSE_MAT);
+    backend_vulkan_stats st = backend_vulkan_get_stats(f->vk);
+    assert_true(st.dispatches > 0);
+    free(res[0]);
+    free(res[1]);
+    free(x);
+    free(m1);
+    free(m2);
+    no_validation_errors(f);
+}
+
+static void test_errors(void **state)
+{
+    fixture *f = *state;
+    NEED_DEVICE(f);
+    backend *b = f->vk;
+    backend_buf *x = upload(b, NULL, 16);
+    /* out-of-range views are refused, not run */
+    assert_int_equal(b->ops->rms_norm(b->ctx, (backend_view){x, 8}, (backend_view){x, 0}, 2, 8, 1e-5f), BACKEND_EARG);
+    assert_int_equal(b->ops->add(b->ctx, (backend_view){x, 0}, (backend_view){x, 0}, (backend_view){x, 1}, 16),
+                     BACKEND_EARG);
+    /* an unsupported weight type */
+    static uint8_t blob[256];
+    backend_weight w = {.type = GGTYPE_IQ2_XXS, .ne0 = 256, .ne1 = 1, .row_bytes = 66, .data = blob};
+    assert_false(b->ops->supports_type(b->ctx, GGTYPE_IQ2_XXS));
+    assert_true(b->ops->supports_type(b->ctx, GGTYPE_Q4_K));
+    assert_int_equal(b->ops->matmul(b->ctx, &w, (backend_view){x, 0}, 1, (backend_view){x, 0}), BACKEND_EUNSUPPORTED);
+    b->ops->buf_free(b->ctx, x);
+    no_validation_errors(f);
+}
+
+#define T(fn) cmocka_unit_test(fn)
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_matmul), T(test_matmul_windows), T(test_get_rows), T(test_elementwise),
+        T(test_rope), T(test_store_f16), T(test_attention), T(test_chain), T(test_errors),
+    };
+    int rc = cmocka_run_group_tests_name("vulkan ops (subgroup reductions)", tests, setup_sg, teardown);
+    rc |= cmocka_run_group_tests_name("vulkan ops (shared-memory reductions)", tests, setup_nosg, teardown);
+    return rc;
+}
+
+#else /* no Vulkan in this build */
+
+static void test_no_vulkan(void **state)
+{
+    (void)state;
+    print_message("SKIP: this build has no Vulkan backend (Vulkan or glslc not found)\n");
+    skip();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_no_vulkan)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#endif
