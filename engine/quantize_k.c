@@ -408,27 +408,82 @@ void qz_row_q3_K(const float *x, block_q3_K *y, int64_t nb, const float *qw, boo
 
 /* ---- Q4_K and Q5_K ---- */
 
-/* Scales and mins of the 8 sub-blocks of 32 (ggml's reference search), then
- * their 6-bit codes and the super-block d/dmin. */
-static void k4_scales_ref(const float *x, int nmax, float rmin, float rdelta, int nstep,
-                          uint8_t *scales12, uint16_t *d, uint16_t *dmin, uint8_t *L, bool lanes)
+/* Weights of the 8 sub-blocks of a super-block for the Q4_K/Q5_K searches:
+ * ggml's reference choice (qw NULL) or the importance path's; sw receives
+ * the sums of each sub-block's weights (importance path only). */
+static void k4_weights(const float *x, const float *qw, float *weights, float *sw)
 {
-    float weights[32];
-    float mins[QK_K / 32];
-    float scales[QK_K / 32];
-    uint8_t ls[QK_K / 32], lm[QK_K / 32];
+    if (!qw) {
+        for (int j = 0; j < QK_K / 32; ++j) {
+            float sum_x2 = 0;
+            for (int l = 0; l < 32; ++l)
+                sum_x2 += x[32 * j + l] * x[32 * j + l];
+            const float av_x = sqrtf(sum_x2 / 32);
+            for (int l = 0; l < 32; ++l)
+                weights[32 * j + l] = av_x + fabsf(x[32 * j + l]);
+        }
+        return;
+    }
+    float sum_x2 = 0;
+    for (int l = 0; l < QK_K; ++l)
+        sum_x2 += x[l] * x[l];
+    const float sigma2 = 2 * sum_x2 / QK_K;
+    for (int j = 0; j < QK_K / 32; ++j) {
+        const float *w = qw + 32 * j;
+        for (int l = 0; l < 32; ++l)
+            weights[32 * j + l] = w[l] * sqrtf(sigma2 + x[32 * j + l] * x[32 * j + l]);
+        float sumw = 0;
+        for (int l = 0; l < 32; ++l)
+            sumw += weights[32 * j + l];
+        sw[j] = sumw;
+    }
+}
 
+/* Scales and mins of the 8 sub-blocks of 32 of `nsb` (1 or 2) consecutive
+ * super-blocks: make_qkx2_quants (qw NULL) or make_qkx3_quants. With lanes,
+ * the 16 sub-blocks are searched together (qz_qkx_batch; one super-block is
+ * padded with zeros). */
+static void k4_search(const float *x, const float *qw, int nsb, int nmax, float rmin, float rdelta,
+                      int nstep, float *scales, float *mins, float *sw, uint8_t *L, bool lanes)
+{
+    float weights[2 * QK_K];
+    for (int b = 0; b < nsb; ++b)
+        k4_weights(x + QK_K * b, qw ? qw + QK_K * b : NULL, weights + QK_K * b, sw + 8 * b);
+    if (qw) { /* the importance path's search */
+        rmin = -0.9f;
+        rdelta = 0.05f;
+        nstep = 36;
+    }
+    if (lanes) {
+        float xb[2 * QK_K];
+        uint8_t Lb[2 * QK_K];
+        float sb[16], mb[16];
+        if (nsb < 2) {
+            memcpy(xb, x, QK_K * sizeof(float));
+            memset(xb + QK_K, 0, QK_K * sizeof(float));
+            memset(weights + QK_K, 0, QK_K * sizeof(float));
+            x = xb;
+        }
+        qz_qkx_batch(32, nmax, x, weights, rmin, rdelta, nstep, false, qw != NULL, sb, mb, Lb);
+        memcpy(scales, sb, (size_t)nsb * 8 * sizeof(float));
+        memcpy(mins, mb, (size_t)nsb * 8 * sizeof(float));
+        memcpy(L, Lb, (size_t)nsb * QK_K);
+        return;
+    }
+    for (int j = 0; j < nsb * (QK_K / 32); ++j)
+        scales[j] = qz_make_qkx_quants(32, nmax, x + 32 * j, weights + 32 * j, L + 32 * j, &mins[j],
+                                       rmin, rdelta, nstep, false, qw != NULL, false);
+}
+
+/* ggml's reference coding of the 8 scales and mins: 6-bit codes against
+ * the super-block maxima. */
+static void k4_pack_ref(const float *scales, const float *mins, uint8_t *scales12, uint16_t *d,
+                        uint16_t *dmin)
+{
+    uint8_t ls[QK_K / 32], lm[QK_K / 32];
     float max_scale = 0;
     float max_min = 0;
     for (int j = 0; j < QK_K / 32; ++j) {
-        float sum_x2 = 0;
-        for (int l = 0; l < 32; ++l)
-            sum_x2 += x[32 * j + l] * x[32 * j + l];
-        const float av_x = sqrtf(sum_x2 / 32);
-        for (int l = 0; l < 32; ++l)
-            weights[l] = av_x + fabsf(x[32 * j + l]);
-        scales[j] = qz_make_qkx_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], rmin,
-                                       rdelta, nstep, false, false, lanes);
         if (scales[j] > max_scale)
             max_scale = scales[j];
         if (mins[j] > max_min)
@@ -447,31 +502,11 @@ static void k4_scales_ref(const float *x, int nmax, float rmin, float rdelta, in
     *dmin = qz_f16(max_min / 63.f);
 }
 
-/* The importance-path version (make_qkx3_quants + make_qp_quants). */
-static void k4_scales_imatrix(const float *x, const float *qw, int nmax, uint8_t *scales12,
-                              uint16_t *d, uint16_t *dmin, uint8_t *L, bool lanes)
+/* The importance path's coding (make_qp_quants weighted by sw). */
+static void k4_pack_imatrix(const float *scales, const float *mins, const float *sw,
+                            uint8_t *scales12, uint16_t *d, uint16_t *dmin)
 {
     uint8_t Ls[QK_K / 32], Lm[QK_K / 32];
-    float weights[32];
-    float sw[QK_K / 32];
-    float mins[QK_K / 32];
-    float scales[QK_K / 32];
-
-    float sum_x2 = 0;
-    for (int l = 0; l < QK_K; ++l)
-        sum_x2 += x[l] * x[l];
-    const float sigma2 = 2 * sum_x2 / QK_K;
-    for (int j = 0; j < QK_K / 32; ++j) {
-        const float *w = qw + 32 * j;
-        for (int l = 0; l < 32; ++l)
-            weights[l] = w[l] * sqrtf(sigma2 + x[32 * j + l] * x[32 * j + l]);
-        float sumw = 0;
-        for (int l = 0; l < 32; ++l)
-            sumw += weights[l];
-        sw[j] = sumw;
-        scales[j] = qz_make_qkx_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], -0.9f,
-                                       0.05f, 36, false, true, lanes);
-    }
     const float d_block = make_qp_quants(QK_K / 32, 63, scales, Ls, sw);
     const float m_block = make_qp_quants(QK_K / 32, 63, mins, Lm, sw);
     for (int j = 0; j < QK_K / 32; ++j) {
@@ -502,54 +537,76 @@ static void k4_levels(const float *x, const uint8_t *scales12, uint16_t dh, uint
     }
 }
 
+/* Scales, mins and final levels of super-blocks i, i + 1 (nsb of them). */
+static void k4_blocks(const float *x, const float *qw, int nsb, int nmax, float rmin, float rdelta,
+                      int nstep, uint8_t *scales12[2], uint16_t *d[2], uint16_t *dmin[2],
+                      uint8_t *L, bool lanes)
+{
+    float scales[16], mins[16], sw[16];
+    k4_search(x, qw, nsb, nmax, rmin, rdelta, nstep, scales, mins, sw, L, lanes);
+    for (int b = 0; b < nsb; ++b) {
+        if (qw)
+            k4_pack_imatrix(scales + 8 * b, mins + 8 * b, sw + 8 * b, scales12[b], d[b], dmin[b]);
+        else
+            k4_pack_ref(scales + 8 * b, mins + 8 * b, scales12[b], d[b], dmin[b]);
+        k4_levels(x + QK_K * b, scales12[b], *d[b], *dmin[b], nmax, L + QK_K * b);
+    }
+}
+
 void qz_row_q4_K(const float *x, block_q4_K *y, int64_t nb, const float *qw, bool lanes)
 {
-    uint8_t L[QK_K];
-    for (int64_t i = 0; i < nb; ++i, x += QK_K, ++y) {
-        if (qw)
-            k4_scales_imatrix(x, qw + QK_K * i, 15, y->scales, &y->d, &y->dmin, L, lanes);
-        else
-            k4_scales_ref(x, 15, -1.f, 0.1f, 20, y->scales, &y->d, &y->dmin, L, lanes);
-        k4_levels(x, y->scales, y->d, y->dmin, 15, L);
-        uint8_t *q = y->qs;
-        for (int j = 0; j < QK_K; j += 64) {
-            for (int l = 0; l < 32; ++l)
-                q[l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 4));
-            q += 32;
+    uint8_t L[2 * QK_K];
+    for (int64_t i = 0; i < nb; i += 2) {
+        const int nsb = nb - i >= 2 ? 2 : 1;
+        uint8_t *sc[2] = {y[i].scales, y[i + nsb - 1].scales};
+        uint16_t *d[2] = {&y[i].d, &y[i + nsb - 1].d}, *dm[2] = {&y[i].dmin, &y[i + nsb - 1].dmin};
+        k4_blocks(x + QK_K * i, qw ? qw + QK_K * i : NULL, nsb, 15, -1.f, 0.1f, 20, sc, d, dm, L,
+                  lanes);
+        for (int b = 0; b < nsb; ++b) {
+            const uint8_t *Lb = L + QK_K * b;
+            uint8_t *q = y[i + b].qs;
+            for (int j = 0; j < QK_K; j += 64) {
+                for (int l = 0; l < 32; ++l)
+                    q[l] = (uint8_t)(Lb[j + l] | (Lb[j + l + 32] << 4));
+                q += 32;
+            }
         }
     }
 }
 
 void qz_row_q5_K(const float *x, block_q5_K *y, int64_t nb, const float *qw, bool lanes)
 {
-    uint8_t L[QK_K];
-    for (int64_t i = 0; i < nb; ++i, x += QK_K, ++y) {
-        if (qw)
-            k4_scales_imatrix(x, qw + QK_K * i, 31, y->scales, &y->d, &y->dmin, L, lanes);
-        else
-            k4_scales_ref(x, 31, -0.5f, 0.1f, 15, y->scales, &y->d, &y->dmin, L, lanes);
-        k4_levels(x, y->scales, y->d, y->dmin, 31, L);
-        uint8_t *qh = y->qh;
-        uint8_t *ql = y->qs;
-        memset(qh, 0, QK_K / 8);
-        uint8_t m1 = 1, m2 = 2;
-        for (int n = 0; n < QK_K; n += 64) {
-            for (int j = 0; j < 32; ++j) {
-                int l1 = L[n + j];
-                if (l1 > 15) {
-                    l1 -= 16;
-                    qh[j] |= m1;
+    uint8_t L[2 * QK_K];
+    for (int64_t i = 0; i < nb; i += 2) {
+        const int nsb = nb - i >= 2 ? 2 : 1;
+        uint8_t *sc[2] = {y[i].scales, y[i + nsb - 1].scales};
+        uint16_t *d[2] = {&y[i].d, &y[i + nsb - 1].d}, *dm[2] = {&y[i].dmin, &y[i + nsb - 1].dmin};
+        k4_blocks(x + QK_K * i, qw ? qw + QK_K * i : NULL, nsb, 31, -0.5f, 0.1f, 15, sc, d, dm, L,
+                  lanes);
+        for (int b = 0; b < nsb; ++b) {
+            const uint8_t *Lb = L + QK_K * b;
+            uint8_t *qh = y[i + b].qh;
+            uint8_t *ql = y[i + b].qs;
+            memset(qh, 0, QK_K / 8);
+            uint8_t m1 = 1, m2 = 2;
+            for (int n = 0; n < QK_K; n += 64) {
+                for (int j = 0; j < 32; ++j) {
+                    int l1 = Lb[n + j];
+                    if (l1 > 15) {
+                        l1 -= 16;
+                        qh[j] |= m1;
+                    }
+                    int l2 = Lb[n + j + 32];
+                    if (l2 > 15) {
+                        l2 -= 16;
+                        qh[j] |= m2;
+                    }
+                    ql[j] = (uint8_t)(l1 | (l2 << 4));
                 }
-                int l2 = L[n + j + 32];
-                if (l2 > 15) {
-                    l2 -= 16;
-                    qh[j] |= m2;
-                }
-                ql[j] = (uint8_t)(l1 | (l2 << 4));
+                m1 = (uint8_t)(m1 << 2);
+                m2 = (uint8_t)(m2 << 2);
+                ql += 32;
             }
-            m1 = (uint8_t)(m1 << 2);
-            m2 = (uint8_t)(m2 << 2);
-            ql += 32;
         }
     }
 }
