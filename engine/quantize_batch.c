@@ -52,20 +52,33 @@ QB_INLINE qz_vf qb_abs(qz_vf v)
     return (qz_vf)((qz_vi)v & 0x7fffffff);
 }
 
+/* 32 vectors of 16 lanes, also seen as floats [element][lane]. */
+typedef union {
+    qz_vf v[32];
+    float f[32][QZ_LANES];
+    int32_t i[32][QZ_LANES];
+} qb_tile;
+
+/* X[i][g] = x[g*n + i], W likewise from w (NULL: x^2). */
+QB_INLINE void qb_transpose(const int n, const float *x, const float *w, qb_tile *X, qb_tile *W)
+{
+    for (int g = 0; g < QZ_LANES; ++g)
+        for (int i = 0; i < n; ++i) {
+            const float xi = x[g * n + i];
+            X->f[i][g] = xi;
+            W->f[i][g] = w ? w[g * n + i] : xi * xi;
+        }
+}
+
 QB_INLINE void qb_qkx(const int n, int nmax, const float *x, const float *weights, float rmin,
                       float rdelta, int nstep, bool use_mad, bool x3, float *scale_out,
                       float *the_min_out, uint8_t *L)
 {
-    qz_vf X[32], W[32], LF[32];
-    for (int i = 0; i < n; ++i) {
-        float xt[QZ_LANES], wt[QZ_LANES];
-        for (int g = 0; g < QZ_LANES; ++g) {
-            xt[g] = x[g * n + i];
-            wt[g] = weights ? weights[g * n + i] : x[g * n + i] * x[g * n + i];
-        }
-        memcpy(&X[i], xt, sizeof X[i]);
-        memcpy(&W[i], wt, sizeof W[i]);
-    }
+    qb_tile XT, WT;
+    qb_transpose(n, x, weights, &XT, &WT);
+    const qz_vf *X = XT.v, *W = WT.v;
+    qb_tile LT;
+    qz_vf *LF = LT.v;
     const qz_vf fzero = QZ_VF(0), fnmax = QZ_VF(nmax);
     const qz_vi inmax = QZ_VI(nmax);
     qz_vf min = X[0], max = X[0];
@@ -140,17 +153,17 @@ QB_INLINE void qb_qkx(const int n, int nmax, const float *x, const float *weight
     for (int i = 0; i < n; ++i) {
         const qz_vf v = best_isc * (X[i] - best_from);
         qz_vi l = x3 ? QZ_SELI(won, qb_level3(v, fnmax), qb_level2(v, inmax)) : qb_level2(v, inmax);
-        l &= ~degenerate;
-        int32_t lt[QZ_LANES];
-        memcpy(lt, &l, sizeof lt);
-        for (int g = 0; g < QZ_LANES; ++g)
-            L[g * n + i] = (uint8_t)lt[g];
+        LF[i] = (qz_vf)(l & ~degenerate);
     }
+    for (int g = 0; g < QZ_LANES; ++g)
+        for (int i = 0; i < n; ++i)
+            L[g * n + i] = (uint8_t)LT.i[i][g];
 }
 
 QZ_CLONES
-void qz_qkx_batch(int n, int nmax, const float *x, const float *weights, float rmin, float rdelta,
-                  int nstep, bool use_mad, bool x3, float *scale, float *the_min, uint8_t *L)
+static void qkx_generic(int n, int nmax, const float *x, const float *weights, float rmin,
+                        float rdelta, int nstep, bool use_mad, bool x3, float *scale,
+                        float *the_min, uint8_t *L)
 {
     if (n == 32)
         qb_qkx(32, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min, L);
@@ -158,20 +171,210 @@ void qz_qkx_batch(int n, int nmax, const float *x, const float *weights, float r
         qb_qkx(16, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min, L);
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* The same search written with AVX-512 intrinsics. Beyond what the generic
+ * form does, the candidate loop takes a float shortcut for the levels:
+ * v = isc * (x - min) is monotonic in x (isc >= 0), so its extremes over a
+ * group are at the data's min and max. When every lane's |v| stays below
+ * 4e6 < 2^22, ggml's nearest_int is exact rounding to nearest even, and
+ * clamping to the integers 0 and nmax before or after rounding gives the
+ * same integer: the level is round(clamp(v, 0, nmax)), for make_qkx2 and
+ * make_qkx3 alike, computed in float ((c + 1.5 * 2^23) - 1.5 * 2^23). When a
+ * lane could leave that range (an overflowing inverse scale, NaN) the
+ * candidate runs ggml's integer trick instead. */
+#define QB_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+#define QB_AVX512_INLINE static inline __attribute__((always_inline)) QB_AVX512
+
+QB_AVX512_INLINE __m512i q5_nearest(__m512 v)
+{
+    const __m512i bits = _mm512_castps_si512(_mm512_add_ps(v, _mm512_set1_ps(12582912.f)));
+    return _mm512_sub_epi32(_mm512_and_si512(bits, _mm512_set1_epi32(0x007fffff)),
+                            _mm512_set1_epi32(0x00400000));
+}
+
+QB_AVX512_INLINE __m512i q5_level2(__m512 v, int nmax)
+{
+    return _mm512_min_epi32(_mm512_max_epi32(q5_nearest(v), _mm512_setzero_si512()),
+                            _mm512_set1_epi32(nmax));
+}
+
+QB_AVX512_INLINE __m512i q5_level3(__m512 v, int nmax)
+{
+    const __m512 vm = _mm512_min_ps(v, _mm512_set1_ps((float)nmax)); /* v < nmax ? v : nmax */
+    return _mm512_maskz_mov_epi32(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ),
+                                  q5_nearest(vm));
+}
+
+QB_AVX512_INLINE __m512 q5_abs(__m512 v)
+{
+    return _mm512_castsi512_ps(
+        _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff)));
+}
+
+QB_AVX512_INLINE __m512 q5_sel(__mmask16 m, __m512 a, __m512 b) /* m ? a : b */
+{
+    return _mm512_mask_blend_ps(m, b, a);
+}
+
+QB_AVX512_INLINE void q5_qkx(const int n, int nmax, const float *x, const float *weights,
+                             float rmin, float rdelta, int nstep, bool use_mad, bool x3,
+                             float *scale_out, float *the_min_out, uint8_t *L)
+{
+    qb_tile XT, WT, LT;
+    qb_transpose(n, x, weights, &XT, &WT);
+    __m512 X[32], W[32];
+    for (int i = 0; i < n; ++i) {
+        X[i] = _mm512_loadu_ps(XT.f[i]);
+        W[i] = _mm512_loadu_ps(WT.f[i]);
+    }
+    const __m512 fzero = _mm512_setzero_ps(), fnmax = _mm512_set1_ps((float)nmax);
+    const __m512 magic = _mm512_set1_ps(12582912.f);
+    __m512 min = X[0], max = X[0];
+    __m512 sum_w = W[0];
+    __m512 sum_x = _mm512_mul_ps(sum_w, X[0]);
+    for (int i = 1; i < n; ++i) {
+        min = _mm512_min_ps(X[i], min); /* x < min ? x : min */
+        max = _mm512_max_ps(X[i], max); /* x > max ? x : max */
+        sum_w = _mm512_add_ps(sum_w, W[i]);
+        sum_x = _mm512_add_ps(sum_x, _mm512_mul_ps(W[i], X[i]));
+    }
+    const __m512 xmin = min;
+    min = q5_sel(_mm512_cmp_ps_mask(min, fzero, _CMP_GT_OQ), fzero, min);
+    const __mmask16 degenerate = x3 ? _mm512_cmp_ps_mask(max, min, _CMP_LE_OQ)
+                                    : _mm512_cmp_ps_mask(max, min, _CMP_EQ_OQ);
+    const __m512 min0 = min;
+
+    __m512 iscale = _mm512_div_ps(fnmax, _mm512_sub_ps(max, min));
+    __m512 scale = _mm512_div_ps(_mm512_set1_ps(1.f), iscale);
+    __m512 best_error = fzero;
+    for (int i = 0; i < n; ++i) {
+        const __m512 lf =
+            _mm512_cvtepi32_ps(q5_level2(_mm512_mul_ps(iscale, _mm512_sub_ps(X[i], min)), nmax));
+        __m512 diff = _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(scale, lf), min), X[i]);
+        diff = use_mad ? q5_abs(diff) : _mm512_mul_ps(diff, diff);
+        best_error = _mm512_add_ps(best_error, _mm512_mul_ps(W[i], diff));
+    }
+    __m512 best_isc = iscale, best_from = min;
+    __mmask16 won = 0;
+    __m512 LF[32];
+    for (int is = 0; nstep >= 1 && is <= nstep; ++is) {
+        const float c = rmin + rdelta * is + nmax;
+        const __m512 range = _mm512_sub_ps(max, min);
+        const __m512 isc = _mm512_div_ps(_mm512_set1_ps(c), range);
+        __m512 sl = fzero, sl2 = fzero, sxl = fzero;
+        const __m512 vlo = _mm512_mul_ps(isc, _mm512_sub_ps(xmin, min));
+        const __m512 vhi = _mm512_mul_ps(isc, range);
+        const __m512 lim = _mm512_set1_ps(4e6f);
+        const __mmask16 sane = _mm512_cmp_ps_mask(q5_abs(vlo), lim, _CMP_LT_OQ) &
+                               _mm512_cmp_ps_mask(q5_abs(vhi), lim, _CMP_LT_OQ);
+        if (sane == 0xFFFF) {
+            for (int i = 0; i < n; ++i) {
+                __m512 v = _mm512_mul_ps(isc, _mm512_sub_ps(X[i], min));
+                v = _mm512_min_ps(_mm512_max_ps(v, fzero), fnmax);
+                const __m512 lf = _mm512_sub_ps(_mm512_add_ps(v, magic), magic);
+                LF[i] = lf;
+                const __m512 wl = _mm512_mul_ps(W[i], lf);
+                sl = _mm512_add_ps(sl, wl);
+                sl2 = _mm512_add_ps(sl2, _mm512_mul_ps(wl, lf));
+                sxl = _mm512_add_ps(sxl, _mm512_mul_ps(wl, X[i]));
+            }
+        } else {
+            for (int i = 0; i < n; ++i) {
+                const __m512 v = _mm512_mul_ps(isc, _mm512_sub_ps(X[i], min));
+                const __m512 lf = _mm512_cvtepi32_ps(x3 ? q5_level3(v, nmax) : q5_level2(v, nmax));
+                LF[i] = lf;
+                const __m512 wl = _mm512_mul_ps(W[i], lf);
+                sl = _mm512_add_ps(sl, wl);
+                sl2 = _mm512_add_ps(sl2, _mm512_mul_ps(wl, lf));
+                sxl = _mm512_add_ps(sxl, _mm512_mul_ps(wl, X[i]));
+            }
+        }
+        const __m512 D = _mm512_sub_ps(_mm512_mul_ps(sum_w, sl2), _mm512_mul_ps(sl, sl));
+        __m512 sc = _mm512_div_ps(_mm512_sub_ps(_mm512_mul_ps(sum_w, sxl), _mm512_mul_ps(sum_x, sl)), D);
+        __m512 m = _mm512_div_ps(_mm512_sub_ps(_mm512_mul_ps(sl2, sum_x), _mm512_mul_ps(sl, sxl)), D);
+        const __mmask16 pos = _mm512_cmp_ps_mask(m, fzero, _CMP_GT_OQ);
+        sc = q5_sel(pos, _mm512_div_ps(sxl, sl2), sc);
+        m = q5_sel(pos, fzero, m);
+        __m512 err = fzero;
+        for (int i = 0; i < n; ++i) {
+            __m512 diff = _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(sc, LF[i]), m), X[i]);
+            diff = use_mad ? q5_abs(diff) : _mm512_mul_ps(diff, diff);
+            err = _mm512_add_ps(err, _mm512_mul_ps(W[i], diff));
+        }
+        const __mmask16 better = _mm512_cmp_ps_mask(D, fzero, _CMP_GT_OQ) &
+                                 _mm512_cmp_ps_mask(err, best_error, _CMP_LT_OQ);
+        best_error = q5_sel(better, err, best_error);
+        scale = q5_sel(better, sc, scale);
+        best_isc = q5_sel(better, isc, best_isc);
+        best_from = q5_sel(better, min, best_from);
+        won |= better;
+        min = q5_sel(better, m, min);
+    }
+    scale = q5_sel(degenerate, fzero, scale);
+    min = q5_sel(degenerate, min0, min);
+    _mm512_storeu_ps(XT.f[0], scale); /* and -min, a sign flip as in C: */
+    _mm512_storeu_ps(XT.f[1], _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(min),
+                                                                  _mm512_set1_epi32(INT32_MIN))));
+    for (int g = 0; g < QZ_LANES; ++g) {
+        scale_out[g] = XT.f[0][g];
+        the_min_out[g] = XT.f[1][g];
+    }
+    for (int i = 0; i < n; ++i) {
+        const __m512 v = _mm512_mul_ps(best_isc, _mm512_sub_ps(X[i], best_from));
+        __m512i l = q5_level2(v, nmax);
+        if (x3)
+            l = _mm512_mask_mov_epi32(l, won, q5_level3(v, nmax));
+        l = _mm512_maskz_mov_epi32((__mmask16)~degenerate, l);
+        _mm512_storeu_si512(LT.i[i], l);
+    }
+    for (int g = 0; g < QZ_LANES; ++g)
+        for (int i = 0; i < n; ++i)
+            L[g * n + i] = (uint8_t)LT.i[i][g];
+}
+
+QB_AVX512 static void qkx_avx512(int n, int nmax, const float *x, const float *weights,
+                                 float rmin, float rdelta, int nstep, bool use_mad, bool x3,
+                                 float *scale, float *the_min, uint8_t *L)
+{
+    if (n == 32)
+        q5_qkx(32, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min, L);
+    else
+        q5_qkx(16, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min, L);
+}
+
+static bool have_avx512(void)
+{
+    static int have = -1;
+    if (have < 0) {
+        __builtin_cpu_init();
+        have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    }
+    return have;
+}
+#endif
+
+void qz_qkx_batch(int n, int nmax, const float *x, const float *weights, float rmin, float rdelta,
+                  int nstep, bool use_mad, bool x3, float *scale, float *the_min, uint8_t *L)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (have_avx512()) {
+        qkx_avx512(n, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min, L);
+        return;
+    }
+#endif
+    qkx_generic(n, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min, L);
+}
+
 /* make_qx_quants with rmse_type 1 (weights qw, or x^2 when NULL). */
 QB_INLINE void qb_qx(const int n, int nmax, const float *x, const float *qw, float *scale_out,
                      int8_t *L)
 {
-    qz_vf X[32], W[32];
-    for (int i = 0; i < n; ++i) {
-        float xt[QZ_LANES], wt[QZ_LANES];
-        for (int g = 0; g < QZ_LANES; ++g) {
-            xt[g] = x[g * n + i];
-            wt[g] = qw ? qw[g * n + i] : x[g * n + i] * x[g * n + i];
-        }
-        memcpy(&X[i], xt, sizeof X[i]);
-        memcpy(&W[i], wt, sizeof W[i]);
-    }
+    qb_tile XT, WT;
+    qb_transpose(n, x, qw, &XT, &WT);
+    const qz_vf *X = XT.v, *W = WT.v;
     const qz_vf fzero = QZ_VF(0);
     const qz_vi lo = QZ_VI(-nmax), hi = QZ_VI(nmax - 1);
     qz_vf max = fzero, amax = fzero;
@@ -224,12 +427,11 @@ QB_INLINE void qb_qx(const int n, int nmax, const float *x, const float *qw, flo
         qz_vi l = QZ_VNEAREST(best_isc * X[i]);
         l = QZ_SELI(l < lo, lo, l);
         l = QZ_SELI(l > hi, hi, l);
-        l = (l + nmax) & ~zero_group;
-        int32_t lt[QZ_LANES];
-        memcpy(lt, &l, sizeof lt);
-        for (int g = 0; g < QZ_LANES; ++g)
-            L[g * n + i] = (int8_t)lt[g];
+        WT.v[i] = (qz_vf)((l + nmax) & ~zero_group);
     }
+    for (int g = 0; g < QZ_LANES; ++g)
+        for (int i = 0; i < n; ++i)
+            L[g * n + i] = (int8_t)WT.i[i][g];
 }
 
 QZ_CLONES
