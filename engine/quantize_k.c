@@ -214,11 +214,19 @@ static void q2_K_ref(const float *x, block_q2_K *y, bool lanes)
 
     float max_scale = 0;
     float max_min = 0;
+    if (lanes) { /* the 16 groups at once */
+        float wall[QK_K];
+        for (int l = 0; l < QK_K; ++l)
+            wall[l] = fabsf(x[l]);
+        qz_qkx_batch(16, 3, x, wall, -0.5f, 0.1f, 15, true, false, scales, mins, L);
+    }
     for (int j = 0; j < QK_K / 16; ++j) {
-        for (int l = 0; l < 16; ++l)
-            weights[l] = fabsf(x[16 * j + l]);
-        scales[j] = qz_make_qkx_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], -0.5f,
-                                       0.1f, 15, true, false, lanes);
+        if (!lanes) {
+            for (int l = 0; l < 16; ++l)
+                weights[l] = fabsf(x[16 * j + l]);
+            scales[j] = qz_make_qkx_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j],
+                                           -0.5f, 0.1f, 15, true, false, false);
+        }
         if (scales[j] > max_scale)
             max_scale = scales[j];
         if (mins[j] > max_min)
@@ -261,15 +269,21 @@ static void q2_K_imatrix(const float *x, block_q2_K *y, const float *qw, bool la
     for (int j = 0; j < QK_K; ++j)
         sumx2 += x[j] * x[j];
     const float sigma2 = sumx2 / QK_K;
+    float wall[QK_K];
     for (int j = 0; j < QK_K / 16; ++j) {
         const float *w = qw + 16 * j;
         for (int l = 0; l < 16; ++l)
             weight[l] = w[l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
         for (int l = 0; l < QK_K / 16; ++l)
             sw[j] += weight[l];
-        scales[j] = qz_make_qkx_quants(16, 3, x + 16 * j, weight, L + 16 * j, &mins[j], -0.9f,
-                                       0.05f, 36, false, true, lanes);
+        if (lanes)
+            memcpy(wall + 16 * j, weight, sizeof weight);
+        else
+            scales[j] = qz_make_qkx_quants(16, 3, x + 16 * j, weight, L + 16 * j, &mins[j], -0.9f,
+                                           0.05f, 36, false, true, false);
     }
+    if (lanes)
+        qz_qkx_batch(16, 3, x, wall, -0.9f, 0.05f, 36, false, true, scales, mins, L);
     const float dm = make_qp_quants(QK_K / 16, 15, scales, Ls, sw);
     const float mm = make_qp_quants(QK_K / 16, 15, mins, Lm, sw);
     y->d = qz_f16(dm);
@@ -621,10 +635,13 @@ void qz_row_q6_K(const float *x, block_q6_K *y, int64_t nb, const float *qw, boo
     for (int64_t i = 0; i < nb; ++i, x += QK_K, ++y) {
         float max_scale = 0;
         float max_abs_scale = 0;
+        if (lanes) /* the 16 groups at once */
+            qz_qx1_batch(16, 32, x, qw ? qw + QK_K * i : NULL, scales, L);
         for (int ib = 0; ib < QK_K / 16; ++ib) {
-            const float scale = qz_make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, 1,
-                                                  qw ? qw + QK_K * i + 16 * ib : NULL, lanes);
-            scales[ib] = scale;
+            if (!lanes)
+                scales[ib] = qz_make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, 1,
+                                               qw ? qw + QK_K * i + 16 * ib : NULL, false);
+            const float scale = scales[ib];
             const float abs_scale = fabsf(scale);
             if (abs_scale > max_abs_scale) {
                 max_abs_scale = abs_scale;
