@@ -240,6 +240,10 @@ QB_AVX512_INLINE void q5_qkx(const int n, int nmax, const float *x, const float 
         sum_w = _mm512_add_ps(sum_w, W[i]);
         sum_x = _mm512_add_ps(sum_x, _mm512_mul_ps(W[i], X[i]));
     }
+    /* NaN values: the integer path throughout (see q5_qx) */
+    __mmask16 nan = 0;
+    for (int i = 0; i < n; ++i)
+        nan |= _mm512_cmp_ps_mask(X[i], X[i], _CMP_UNORD_Q);
     const __m512 xmin = min;
     min = q5_sel(_mm512_cmp_ps_mask(min, fzero, _CMP_GT_OQ), fzero, min);
     const __mmask16 degenerate = x3 ? _mm512_cmp_ps_mask(max, min, _CMP_LE_OQ)
@@ -269,7 +273,7 @@ QB_AVX512_INLINE void q5_qkx(const int n, int nmax, const float *x, const float 
         const __m512 lim = _mm512_set1_ps(4e6f);
         const __mmask16 sane = _mm512_cmp_ps_mask(q5_abs(vlo), lim, _CMP_LT_OQ) &
                                _mm512_cmp_ps_mask(q5_abs(vhi), lim, _CMP_LT_OQ);
-        if (sane == 0xFFFF) {
+        if (sane == 0xFFFF && !nan) {
             for (int i = 0; i < n; ++i) {
                 __m512 v = _mm512_mul_ps(isc, _mm512_sub_ps(X[i], min));
                 v = _mm512_min_ps(_mm512_max_ps(v, fzero), fnmax);
@@ -435,10 +439,128 @@ QB_INLINE void qb_qx(const int n, int nmax, const float *x, const float *qw, flo
 }
 
 QZ_CLONES
-void qz_qx1_batch(int n, int nmax, const float *x, const float *qw, float *scale, int8_t *L)
+static void qx1_generic(int n, int nmax, const float *x, const float *qw, float *scale, int8_t *L)
 {
     if (n == 32)
         qb_qx(32, nmax, x, qw, scale, L);
     else
         qb_qx(16, nmax, x, qw, scale, L);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* make_qx_quants (rmse_type 1) with AVX-512 intrinsics. The level
+ * clamp(nearest(isc * x), -nmax, nmax - 1) is computed in float as
+ * round(clamp(isc * x, -nmax, nmax - 1)) when every lane's |isc * max| (the
+ * largest |v| of the group: |x| <= |max| and rounding is monotonic) is below
+ * 4e6, where both are the same integer; otherwise with ggml's trick. */
+QB_AVX512_INLINE __m512 q5_qx_level(__m512 v, bool sane, __m512 flo, __m512 fhi, __m512i ilo,
+                                    __m512i ihi)
+{
+    if (sane) {
+        const __m512 magic = _mm512_set1_ps(12582912.f);
+        v = _mm512_min_ps(_mm512_max_ps(v, flo), fhi);
+        return _mm512_sub_ps(_mm512_add_ps(v, magic), magic);
+    }
+    return _mm512_cvtepi32_ps(_mm512_min_epi32(_mm512_max_epi32(q5_nearest(v), ilo), ihi));
+}
+
+QB_AVX512_INLINE void q5_qx(const int n, int nmax, const float *x, const float *qw,
+                            float *scale_out, int8_t *L)
+{
+    qb_tile XT, WT;
+    qb_transpose(n, x, qw, &XT, &WT);
+    __m512 X[32], WX[32], W[32];
+    for (int i = 0; i < n; ++i) {
+        X[i] = _mm512_loadu_ps(XT.f[i]);
+        W[i] = _mm512_loadu_ps(WT.f[i]);
+        WX[i] = _mm512_mul_ps(W[i], X[i]);
+    }
+    const __m512 fzero = _mm512_setzero_ps();
+    const __m512 flo = _mm512_set1_ps((float)-nmax), fhi = _mm512_set1_ps((float)(nmax - 1));
+    const __m512i ilo = _mm512_set1_epi32(-nmax), ihi = _mm512_set1_epi32(nmax - 1);
+    __m512 max = fzero, amax = fzero;
+    for (int i = 0; i < n; ++i) {
+        const __m512 ax = q5_abs(X[i]);
+        const __mmask16 gt = _mm512_cmp_ps_mask(ax, amax, _CMP_GT_OQ);
+        amax = q5_sel(gt, ax, amax);
+        max = q5_sel(gt, X[i], max);
+    }
+    const __mmask16 zero_group =
+        _mm512_cmp_ps_mask(amax, _mm512_set1_ps(QZ_GROUP_MAX_EPS), _CMP_LT_OQ);
+    /* a NaN value would round to 0 by ggml's trick but clamp to -nmax in
+     * float: a group with one takes the integer path throughout */
+    __mmask16 nan = 0;
+    for (int i = 0; i < n; ++i)
+        nan |= _mm512_cmp_ps_mask(X[i], X[i], _CMP_UNORD_Q);
+    const __m512 lim = _mm512_set1_ps(4e6f);
+    __m512 iscale = _mm512_div_ps(_mm512_set1_ps((float)-nmax), max);
+    bool sane = !nan &&
+                _mm512_cmp_ps_mask(q5_abs(_mm512_mul_ps(iscale, max)), lim, _CMP_LT_OQ) == 0xFFFF;
+    __m512 sumlx = fzero, suml2 = fzero;
+    for (int i = 0; i < n; ++i) {
+        const __m512 lf = q5_qx_level(_mm512_mul_ps(iscale, X[i]), sane, flo, fhi, ilo, ihi);
+        sumlx = _mm512_add_ps(sumlx, _mm512_mul_ps(WX[i], lf));
+        suml2 = _mm512_add_ps(suml2, _mm512_mul_ps(_mm512_mul_ps(W[i], lf), lf));
+    }
+    /* suml2 ? sumlx / suml2 : 0 (NaN counts as true) */
+    __m512 scale = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(suml2, fzero, _CMP_NEQ_UQ),
+                                       _mm512_div_ps(sumlx, suml2));
+    __m512 best = _mm512_mul_ps(scale, sumlx);
+    __m512 best_isc = iscale;
+    for (int is = -9; is <= 9; ++is) {
+        if (is == 0)
+            continue;
+        const float c = nmax + 0.1f * is;
+        const __m512 isc = _mm512_div_ps(_mm512_set1_ps(-c), max);
+        sane = !nan &&
+               _mm512_cmp_ps_mask(q5_abs(_mm512_mul_ps(isc, max)), lim, _CMP_LT_OQ) == 0xFFFF;
+        sumlx = suml2 = fzero;
+        for (int i = 0; i < n; ++i) {
+            const __m512 lf = q5_qx_level(_mm512_mul_ps(isc, X[i]), sane, flo, fhi, ilo, ihi);
+            sumlx = _mm512_add_ps(sumlx, _mm512_mul_ps(WX[i], lf));
+            suml2 = _mm512_add_ps(suml2, _mm512_mul_ps(_mm512_mul_ps(W[i], lf), lf));
+        }
+        const __mmask16 better =
+            _mm512_cmp_ps_mask(suml2, fzero, _CMP_GT_OQ) &
+            _mm512_cmp_ps_mask(_mm512_mul_ps(sumlx, sumlx), _mm512_mul_ps(best, suml2), _CMP_GT_OQ);
+        const __m512 sc = _mm512_div_ps(sumlx, suml2);
+        scale = q5_sel(better, sc, scale);
+        best = q5_sel(better, _mm512_mul_ps(sc, sumlx), best);
+        best_isc = q5_sel(better, isc, best_isc);
+    }
+    scale = q5_sel(zero_group, fzero, scale);
+    _mm512_storeu_ps(XT.f[0], scale);
+    for (int g = 0; g < QZ_LANES; ++g)
+        scale_out[g] = XT.f[0][g];
+    for (int i = 0; i < n; ++i) {
+        const __m512 v = _mm512_mul_ps(best_isc, X[i]);
+        __m512i l = _mm512_min_epi32(_mm512_max_epi32(q5_nearest(v), ilo), ihi);
+        l = _mm512_maskz_mov_epi32((__mmask16)~zero_group,
+                                   _mm512_add_epi32(l, _mm512_set1_epi32(nmax)));
+        _mm512_storeu_si512(WT.i[i], l);
+    }
+    for (int g = 0; g < QZ_LANES; ++g)
+        for (int i = 0; i < n; ++i)
+            L[g * n + i] = (int8_t)WT.i[i][g];
+}
+
+QB_AVX512 static void qx1_avx512(int n, int nmax, const float *x, const float *qw, float *scale,
+                                 int8_t *L)
+{
+    if (n == 32)
+        q5_qx(32, nmax, x, qw, scale, L);
+    else
+        q5_qx(16, nmax, x, qw, scale, L);
+}
+#endif
+
+void qz_qx1_batch(int n, int nmax, const float *x, const float *qw, float *scale, int8_t *L)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (have_avx512()) {
+        qx1_avx512(n, nmax, x, qw, scale, L);
+        return;
+    }
+#endif
+    qx1_generic(n, nmax, x, qw, scale, L);
 }

@@ -63,6 +63,8 @@ static void fill_block(float *x, uint64_t *s)
         }
         x[i] = (float)(v * sc);
     }
+    if (rng_unit(s) < 0.002) /* now and then a NaN or an infinity */
+        x[rng_next(s) % 16] = rng_unit(s) < 0.5 ? NAN : (rng_unit(s) < 0.5 ? INFINITY : -INFINITY);
 }
 
 static const uint32_t TYPES[] = {GGTYPE_Q4_K, GGTYPE_Q5_K, GGTYPE_Q6_K, GGTYPE_Q2_K,
