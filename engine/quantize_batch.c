@@ -218,134 +218,210 @@ QB_AVX512_INLINE __m512 q5_sel(__mmask16 m, __m512 a, __m512 b) /* m ? a : b */
     return _mm512_mask_blend_ps(m, b, a);
 }
 
-QB_AVX512_INLINE void q5_qkx(const int n, int nmax, const float *x, const float *weights,
-                             float rmin, float rdelta, int nstep, bool use_mad, bool x3,
-                             float *scale_out, float *the_min_out, uint8_t *L)
+/* Sums of one candidate over G tiles (i outer, tiles inner, so the tiles'
+ * sequential sums interleave), levels in float; lo / hi: clamp at 0 / nmax
+ * (left out when the candidate's extremes show no value needs it). */
+QB_AVX512_INLINE void q5_sums_fast(const int G, const int n, __m512 (*X)[32], __m512 (*W)[32],
+                                   const __m512 *isc, const __m512 *min, __m512 fnmax, bool lo,
+                                   bool hi, __m512 (*LF)[32], __m512 *sl, __m512 *sl2,
+                                   __m512 *sxl)
 {
-    qb_tile XT, WT, LT;
-    qb_transpose(n, x, weights, &XT, &WT);
-    __m512 X[32], W[32];
-    for (int i = 0; i < n; ++i) {
-        X[i] = _mm512_loadu_ps(XT.f[i]);
-        W[i] = _mm512_loadu_ps(WT.f[i]);
-    }
-    const __m512 fzero = _mm512_setzero_ps(), fnmax = _mm512_set1_ps((float)nmax);
     const __m512 magic = _mm512_set1_ps(12582912.f);
-    __m512 min = X[0], max = X[0];
-    __m512 sum_w = W[0];
-    __m512 sum_x = _mm512_mul_ps(sum_w, X[0]);
-    for (int i = 1; i < n; ++i) {
-        min = _mm512_min_ps(X[i], min); /* x < min ? x : min */
-        max = _mm512_max_ps(X[i], max); /* x > max ? x : max */
-        sum_w = _mm512_add_ps(sum_w, W[i]);
-        sum_x = _mm512_add_ps(sum_x, _mm512_mul_ps(W[i], X[i]));
-    }
-    /* NaN values: the integer path throughout (see q5_qx) */
-    __mmask16 nan = 0;
-    for (int i = 0; i < n; ++i)
-        nan |= _mm512_cmp_ps_mask(X[i], X[i], _CMP_UNORD_Q);
-    const __m512 xmin = min;
-    min = q5_sel(_mm512_cmp_ps_mask(min, fzero, _CMP_GT_OQ), fzero, min);
-    const __mmask16 degenerate = x3 ? _mm512_cmp_ps_mask(max, min, _CMP_LE_OQ)
-                                    : _mm512_cmp_ps_mask(max, min, _CMP_EQ_OQ);
-    const __m512 min0 = min;
-
-    __m512 iscale = _mm512_div_ps(fnmax, _mm512_sub_ps(max, min));
-    __m512 scale = _mm512_div_ps(_mm512_set1_ps(1.f), iscale);
-    __m512 best_error = fzero;
+    for (int t = 0; t < G; ++t)
+        sl[t] = sl2[t] = sxl[t] = _mm512_setzero_ps();
     for (int i = 0; i < n; ++i) {
-        const __m512 lf =
-            _mm512_cvtepi32_ps(q5_level2(_mm512_mul_ps(iscale, _mm512_sub_ps(X[i], min)), nmax));
-        __m512 diff = _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(scale, lf), min), X[i]);
-        diff = use_mad ? q5_abs(diff) : _mm512_mul_ps(diff, diff);
-        best_error = _mm512_add_ps(best_error, _mm512_mul_ps(W[i], diff));
-    }
-    __m512 best_isc = iscale, best_from = min;
-    __mmask16 won = 0;
-    __m512 LF[32];
-    for (int is = 0; nstep >= 1 && is <= nstep; ++is) {
-        const float c = rmin + rdelta * is + nmax;
-        const __m512 range = _mm512_sub_ps(max, min);
-        const __m512 isc = _mm512_div_ps(_mm512_set1_ps(c), range);
-        __m512 sl = fzero, sl2 = fzero, sxl = fzero;
-        const __m512 vlo = _mm512_mul_ps(isc, _mm512_sub_ps(xmin, min));
-        const __m512 vhi = _mm512_mul_ps(isc, range);
-        const __m512 lim = _mm512_set1_ps(4e6f);
-        const __mmask16 sane = _mm512_cmp_ps_mask(q5_abs(vlo), lim, _CMP_LT_OQ) &
-                               _mm512_cmp_ps_mask(q5_abs(vhi), lim, _CMP_LT_OQ);
-        if (sane == 0xFFFF && !nan) {
-            for (int i = 0; i < n; ++i) {
-                __m512 v = _mm512_mul_ps(isc, _mm512_sub_ps(X[i], min));
-                v = _mm512_min_ps(_mm512_max_ps(v, fzero), fnmax);
-                const __m512 lf = _mm512_sub_ps(_mm512_add_ps(v, magic), magic);
-                LF[i] = lf;
-                const __m512 wl = _mm512_mul_ps(W[i], lf);
-                sl = _mm512_add_ps(sl, wl);
-                sl2 = _mm512_add_ps(sl2, _mm512_mul_ps(wl, lf));
-                sxl = _mm512_add_ps(sxl, _mm512_mul_ps(wl, X[i]));
-            }
-        } else {
-            for (int i = 0; i < n; ++i) {
-                const __m512 v = _mm512_mul_ps(isc, _mm512_sub_ps(X[i], min));
-                const __m512 lf = _mm512_cvtepi32_ps(x3 ? q5_level3(v, nmax) : q5_level2(v, nmax));
-                LF[i] = lf;
-                const __m512 wl = _mm512_mul_ps(W[i], lf);
-                sl = _mm512_add_ps(sl, wl);
-                sl2 = _mm512_add_ps(sl2, _mm512_mul_ps(wl, lf));
-                sxl = _mm512_add_ps(sxl, _mm512_mul_ps(wl, X[i]));
-            }
+        for (int t = 0; t < G; ++t) {
+            __m512 v = _mm512_mul_ps(isc[t], _mm512_sub_ps(X[t][i], min[t]));
+            if (lo)
+                v = _mm512_max_ps(v, _mm512_setzero_ps());
+            if (hi)
+                v = _mm512_min_ps(v, fnmax);
+            const __m512 lf = _mm512_sub_ps(_mm512_add_ps(v, magic), magic);
+            LF[t][i] = lf;
+            const __m512 wl = _mm512_mul_ps(W[t][i], lf);
+            sl[t] = _mm512_add_ps(sl[t], wl);
+            sl2[t] = _mm512_add_ps(sl2[t], _mm512_mul_ps(wl, lf));
+            sxl[t] = _mm512_add_ps(sxl[t], _mm512_mul_ps(wl, X[t][i]));
         }
-        const __m512 D = _mm512_sub_ps(_mm512_mul_ps(sum_w, sl2), _mm512_mul_ps(sl, sl));
-        __m512 sc = _mm512_div_ps(_mm512_sub_ps(_mm512_mul_ps(sum_w, sxl), _mm512_mul_ps(sum_x, sl)), D);
-        __m512 m = _mm512_div_ps(_mm512_sub_ps(_mm512_mul_ps(sl2, sum_x), _mm512_mul_ps(sl, sxl)), D);
-        const __mmask16 pos = _mm512_cmp_ps_mask(m, fzero, _CMP_GT_OQ);
-        sc = q5_sel(pos, _mm512_div_ps(sxl, sl2), sc);
-        m = q5_sel(pos, fzero, m);
-        __m512 err = fzero;
-        for (int i = 0; i < n; ++i) {
-            __m512 diff = _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(sc, LF[i]), m), X[i]);
-            diff = use_mad ? q5_abs(diff) : _mm512_mul_ps(diff, diff);
-            err = _mm512_add_ps(err, _mm512_mul_ps(W[i], diff));
-        }
-        const __mmask16 better = _mm512_cmp_ps_mask(D, fzero, _CMP_GT_OQ) &
-                                 _mm512_cmp_ps_mask(err, best_error, _CMP_LT_OQ);
-        best_error = q5_sel(better, err, best_error);
-        scale = q5_sel(better, sc, scale);
-        best_isc = q5_sel(better, isc, best_isc);
-        best_from = q5_sel(better, min, best_from);
-        won |= better;
-        min = q5_sel(better, m, min);
     }
-    scale = q5_sel(degenerate, fzero, scale);
-    min = q5_sel(degenerate, min0, min);
-    _mm512_storeu_ps(XT.f[0], scale); /* and -min, a sign flip as in C: */
-    _mm512_storeu_ps(XT.f[1], _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(min),
-                                                                  _mm512_set1_epi32(INT32_MIN))));
-    for (int g = 0; g < QZ_LANES; ++g) {
-        scale_out[g] = XT.f[0][g];
-        the_min_out[g] = XT.f[1][g];
-    }
-    for (int i = 0; i < n; ++i) {
-        const __m512 v = _mm512_mul_ps(best_isc, _mm512_sub_ps(X[i], best_from));
-        __m512i l = q5_level2(v, nmax);
-        if (x3)
-            l = _mm512_mask_mov_epi32(l, won, q5_level3(v, nmax));
-        l = _mm512_maskz_mov_epi32((__mmask16)~degenerate, l);
-        _mm512_storeu_si512(LT.i[i], l);
-    }
-    for (int g = 0; g < QZ_LANES; ++g)
-        for (int i = 0; i < n; ++i)
-            L[g * n + i] = (uint8_t)LT.i[i][g];
 }
 
-QB_AVX512 static void qkx_avx512(int n, int nmax, const float *x, const float *weights,
-                                 float rmin, float rdelta, int nstep, bool use_mad, bool x3,
-                                 float *scale, float *the_min, uint8_t *L)
+/* G tiles of 16 groups side by side (G = 2 hides the latency of one tile's
+ * sequential sums behind the other's work). */
+QB_AVX512_INLINE void q5_qkx(const int G, const int n, int nmax, const float *x,
+                             const float *weights, float rmin, float rdelta, int nstep,
+                             bool use_mad, bool x3, float *scale_out, float *the_min_out,
+                             uint8_t *L)
 {
-    if (n == 32)
-        q5_qkx(32, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min, L);
-    else
-        q5_qkx(16, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min, L);
+    qb_tile XT[2], WT[2];
+    __m512 X[2][32], W[2][32], LF[2][32];
+    const __m512 fzero = _mm512_setzero_ps(), fnmax = _mm512_set1_ps((float)nmax);
+    __m512 min[2], max[2], xmin[2], min0[2], sum_w[2], sum_x[2], scale[2], best_error[2];
+    __m512 best_isc[2], best_from[2];
+    __mmask16 degenerate[2], won[2], nan = 0;
+    for (int t = 0; t < G; ++t) {
+        const size_t off = (size_t)t * QZ_LANES * n;
+        qb_transpose(n, x + off, weights ? weights + off : NULL, &XT[t], &WT[t]);
+        for (int i = 0; i < n; ++i) {
+            X[t][i] = _mm512_loadu_ps(XT[t].f[i]);
+            W[t][i] = _mm512_loadu_ps(WT[t].f[i]);
+            /* NaN values: the integer path throughout (see q5_qx) */
+            nan |= _mm512_cmp_ps_mask(X[t][i], X[t][i], _CMP_UNORD_Q);
+        }
+        __m512 mn = X[t][0], mx = X[t][0], sw = W[t][0], sx = _mm512_mul_ps(sw, X[t][0]);
+        for (int i = 1; i < n; ++i) {
+            mn = _mm512_min_ps(X[t][i], mn); /* x < min ? x : min */
+            mx = _mm512_max_ps(X[t][i], mx); /* x > max ? x : max */
+            sw = _mm512_add_ps(sw, W[t][i]);
+            sx = _mm512_add_ps(sx, _mm512_mul_ps(W[t][i], X[t][i]));
+        }
+        xmin[t] = mn;
+        mn = q5_sel(_mm512_cmp_ps_mask(mn, fzero, _CMP_GT_OQ), fzero, mn);
+        degenerate[t] = x3 ? _mm512_cmp_ps_mask(mx, mn, _CMP_LE_OQ)
+                           : _mm512_cmp_ps_mask(mx, mn, _CMP_EQ_OQ);
+        min[t] = min0[t] = mn;
+        max[t] = mx;
+        sum_w[t] = sw;
+        sum_x[t] = sx;
+        /* first fit */
+        const __m512 iscale = _mm512_div_ps(fnmax, _mm512_sub_ps(mx, mn));
+        const __m512 sc = _mm512_div_ps(_mm512_set1_ps(1.f), iscale);
+        __m512 be = fzero;
+        for (int i = 0; i < n; ++i) {
+            const __m512 lf = _mm512_cvtepi32_ps(
+                q5_level2(_mm512_mul_ps(iscale, _mm512_sub_ps(X[t][i], mn)), nmax));
+            __m512 diff = _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(sc, lf), mn), X[t][i]);
+            diff = use_mad ? q5_abs(diff) : _mm512_mul_ps(diff, diff);
+            be = _mm512_add_ps(be, _mm512_mul_ps(W[t][i], diff));
+        }
+        scale[t] = sc;
+        best_error[t] = be;
+        best_isc[t] = iscale;
+        best_from[t] = mn;
+        won[t] = 0;
+    }
+    const __m512 lim = _mm512_set1_ps(4e6f);
+    for (int is = 0; nstep >= 1 && is <= nstep; ++is) {
+        const float c = rmin + rdelta * is + nmax;
+        __m512 isc[2], sl[2], sl2[2], sxl[2];
+        /* v = isc * (x - min) is monotonic in x (isc >= 0): its extremes are
+         * vlo at the data's min and vhi at its max. */
+        __mmask16 sane = 0xFFFF, lo_idle = 0xFFFF, hi_idle = 0xFFFF;
+        for (int t = 0; t < G; ++t) {
+            const __m512 range = _mm512_sub_ps(max[t], min[t]);
+            isc[t] = _mm512_div_ps(_mm512_set1_ps(c), range);
+            const __m512 vlo = _mm512_mul_ps(isc[t], _mm512_sub_ps(xmin[t], min[t]));
+            const __m512 vhi = _mm512_mul_ps(isc[t], range);
+            sane &= _mm512_cmp_ps_mask(q5_abs(vlo), lim, _CMP_LT_OQ) &
+                    _mm512_cmp_ps_mask(q5_abs(vhi), lim, _CMP_LT_OQ);
+            lo_idle &= _mm512_cmp_ps_mask(vlo, fzero, _CMP_GE_OQ);
+            hi_idle &= _mm512_cmp_ps_mask(vhi, fnmax, _CMP_LE_OQ);
+        }
+        if (sane == 0xFFFF && !nan) {
+            const bool lo = lo_idle != 0xFFFF, hi = hi_idle != 0xFFFF;
+            if (!lo && !hi)
+                q5_sums_fast(G, n, X, W, isc, min, fnmax, false, false, LF, sl, sl2, sxl);
+            else if (!lo)
+                q5_sums_fast(G, n, X, W, isc, min, fnmax, false, true, LF, sl, sl2, sxl);
+            else
+                q5_sums_fast(G, n, X, W, isc, min, fnmax, true, true, LF, sl, sl2, sxl);
+        } else {
+            for (int t = 0; t < G; ++t) {
+                __m512 a = fzero, a2 = fzero, ax = fzero;
+                for (int i = 0; i < n; ++i) {
+                    const __m512 v = _mm512_mul_ps(isc[t], _mm512_sub_ps(X[t][i], min[t]));
+                    const __m512 lf =
+                        _mm512_cvtepi32_ps(x3 ? q5_level3(v, nmax) : q5_level2(v, nmax));
+                    LF[t][i] = lf;
+                    const __m512 wl = _mm512_mul_ps(W[t][i], lf);
+                    a = _mm512_add_ps(a, wl);
+                    a2 = _mm512_add_ps(a2, _mm512_mul_ps(wl, lf));
+                    ax = _mm512_add_ps(ax, _mm512_mul_ps(wl, X[t][i]));
+                }
+                sl[t] = a;
+                sl2[t] = a2;
+                sxl[t] = ax;
+            }
+        }
+        __m512 D[2], sc[2], m[2], err[2];
+        for (int t = 0; t < G; ++t) {
+            D[t] = _mm512_sub_ps(_mm512_mul_ps(sum_w[t], sl2[t]), _mm512_mul_ps(sl[t], sl[t]));
+            sc[t] = _mm512_div_ps(
+                _mm512_sub_ps(_mm512_mul_ps(sum_w[t], sxl[t]), _mm512_mul_ps(sum_x[t], sl[t])),
+                D[t]);
+            m[t] = _mm512_div_ps(
+                _mm512_sub_ps(_mm512_mul_ps(sl2[t], sum_x[t]), _mm512_mul_ps(sl[t], sxl[t])),
+                D[t]);
+            const __mmask16 pos = _mm512_cmp_ps_mask(m[t], fzero, _CMP_GT_OQ);
+            sc[t] = q5_sel(pos, _mm512_div_ps(sxl[t], sl2[t]), sc[t]);
+            m[t] = q5_sel(pos, fzero, m[t]);
+            err[t] = fzero;
+        }
+        for (int i = 0; i < n; ++i) {
+            for (int t = 0; t < G; ++t) {
+                __m512 diff =
+                    _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(sc[t], LF[t][i]), m[t]), X[t][i]);
+                diff = use_mad ? q5_abs(diff) : _mm512_mul_ps(diff, diff);
+                err[t] = _mm512_add_ps(err[t], _mm512_mul_ps(W[t][i], diff));
+            }
+        }
+        for (int t = 0; t < G; ++t) {
+            const __mmask16 better = _mm512_cmp_ps_mask(D[t], fzero, _CMP_GT_OQ) &
+                                     _mm512_cmp_ps_mask(err[t], best_error[t], _CMP_LT_OQ);
+            best_error[t] = q5_sel(better, err[t], best_error[t]);
+            scale[t] = q5_sel(better, sc[t], scale[t]);
+            best_isc[t] = q5_sel(better, isc[t], best_isc[t]);
+            best_from[t] = q5_sel(better, min[t], best_from[t]);
+            won[t] |= better;
+            min[t] = q5_sel(better, m[t], min[t]);
+        }
+    }
+    for (int t = 0; t < G; ++t) {
+        const __m512 sc = q5_sel(degenerate[t], fzero, scale[t]);
+        const __m512 mn = q5_sel(degenerate[t], min0[t], min[t]);
+        _mm512_storeu_ps(XT[t].f[0], sc); /* and -min, a sign flip as in C: */
+        _mm512_storeu_ps(XT[t].f[1], _mm512_castsi512_ps(_mm512_xor_si512(
+                                         _mm512_castps_si512(mn), _mm512_set1_epi32(INT32_MIN))));
+        for (int g = 0; g < QZ_LANES; ++g) {
+            scale_out[t * QZ_LANES + g] = XT[t].f[0][g];
+            the_min_out[t * QZ_LANES + g] = XT[t].f[1][g];
+        }
+        for (int i = 0; i < n; ++i) {
+            const __m512 v = _mm512_mul_ps(best_isc[t], _mm512_sub_ps(X[t][i], best_from[t]));
+            __m512i l = q5_level2(v, nmax);
+            if (x3)
+                l = _mm512_mask_mov_epi32(l, won[t], q5_level3(v, nmax));
+            l = _mm512_maskz_mov_epi32((__mmask16)~degenerate[t], l);
+            _mm512_storeu_si512(WT[t].i[i], l);
+        }
+        uint8_t *Lt = L + (size_t)t * QZ_LANES * n;
+        for (int g = 0; g < QZ_LANES; ++g)
+            for (int i = 0; i < n; ++i)
+                Lt[g * n + i] = (uint8_t)WT[t].i[i][g];
+    }
+}
+
+QB_AVX512 static void qkx_avx512(int ntiles, int n, int nmax, const float *x,
+                                 const float *weights, float rmin, float rdelta, int nstep,
+                                 bool use_mad, bool x3, float *scale, float *the_min, uint8_t *L)
+{
+    for (; ntiles >= 2; ntiles -= 2) {
+        if (n == 32)
+            q5_qkx(2, 32, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min, L);
+        else
+            q5_qkx(2, 16, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min, L);
+        x += 2 * QZ_LANES * n;
+        weights = weights ? weights + 2 * QZ_LANES * n : NULL;
+        scale += 2 * QZ_LANES;
+        the_min += 2 * QZ_LANES;
+        L += 2 * QZ_LANES * n;
+    }
+    if (ntiles) {
+        if (n == 32)
+            q5_qkx(1, 32, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min, L);
+        else
+            q5_qkx(1, 16, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min, L);
+    }
 }
 
 static bool have_avx512(void)
@@ -360,16 +436,22 @@ static bool have_avx512(void)
 }
 #endif
 
-void qz_qkx_batch(int n, int nmax, const float *x, const float *weights, float rmin, float rdelta,
-                  int nstep, bool use_mad, bool x3, float *scale, float *the_min, uint8_t *L)
+void qz_qkx_batch(int ntiles, int n, int nmax, const float *x, const float *weights, float rmin,
+                  float rdelta, int nstep, bool use_mad, bool x3, float *scale, float *the_min,
+                  uint8_t *L)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
     if (have_avx512()) {
-        qkx_avx512(n, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min, L);
+        qkx_avx512(ntiles, n, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min,
+                   L);
         return;
     }
 #endif
-    qkx_generic(n, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min, L);
+    for (int t = 0; t < ntiles; ++t) {
+        const size_t off = (size_t)t * QZ_LANES * n;
+        qkx_generic(n, nmax, x + off, weights ? weights + off : NULL, rmin, rdelta, nstep, use_mad,
+                    x3, scale + t * QZ_LANES, the_min + t * QZ_LANES, L + off);
+    }
 }
 
 /* make_qx_quants with rmse_type 1 (weights qw, or x^2 when NULL). */

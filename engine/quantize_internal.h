@@ -113,9 +113,11 @@ float qz_make_qkx_quants(int n, int nmax, const float *x, const float *weights, 
  * at once (quantize_batch.c): group g is x[g*n .. g*n+n), its weights
  * weights[g*n ..] (NULL: x^2), its levels L[g*n ..]; scale[g], the_min[g]
  * as the single-group functions return them. Same bits as the scalar code.
- * qz_qx1_batch is make_qx_quants with rmse_type 1. */
-void qz_qkx_batch(int n, int nmax, const float *x, const float *weights, float rmin, float rdelta,
-                  int nstep, bool use_mad, bool x3, float *scale, float *the_min, uint8_t *L);
+ * qz_qkx_batch does ntiles * QZ_LANES groups (consecutive). qz_qx1_batch is
+ * make_qx_quants with rmse_type 1, QZ_LANES groups. */
+void qz_qkx_batch(int ntiles, int n, int nmax, const float *x, const float *weights, float rmin,
+                  float rdelta, int nstep, bool use_mad, bool x3, float *scale, float *the_min,
+                  uint8_t *L);
 void qz_qx1_batch(int n, int nmax, const float *x, const float *qw, float *scale, int8_t *L);
 
 /* codec_quantize with a choice of search: lanes false = ggml's scalar code

@@ -218,7 +218,7 @@ static void q2_K_ref(const float *x, block_q2_K *y, bool lanes)
         float wall[QK_K];
         for (int l = 0; l < QK_K; ++l)
             wall[l] = fabsf(x[l]);
-        qz_qkx_batch(16, 3, x, wall, -0.5f, 0.1f, 15, true, false, scales, mins, L);
+        qz_qkx_batch(1, 16, 3, x, wall, -0.5f, 0.1f, 15, true, false, scales, mins, L);
     }
     for (int j = 0; j < QK_K / 16; ++j) {
         if (!lanes) {
@@ -283,7 +283,7 @@ static void q2_K_imatrix(const float *x, block_q2_K *y, const float *qw, bool la
                                            0.05f, 36, false, true, false);
     }
     if (lanes)
-        qz_qkx_batch(16, 3, x, wall, -0.9f, 0.05f, 36, false, true, scales, mins, L);
+        qz_qkx_batch(1, 16, 3, x, wall, -0.9f, 0.05f, 36, false, true, scales, mins, L);
     const float dm = make_qp_quants(QK_K / 16, 15, scales, Ls, sw);
     const float mm = make_qp_quants(QK_K / 16, 15, mins, Lm, sw);
     y->d = qz_f16(dm);
@@ -453,14 +453,15 @@ static void k4_weights(const float *x, const float *qw, float *weights, float *s
     }
 }
 
-/* Scales and mins of the 8 sub-blocks of 32 of `nsb` (1 or 2) consecutive
- * super-blocks: make_qkx2_quants (qw NULL) or make_qkx3_quants. With lanes,
- * the 16 sub-blocks are searched together (qz_qkx_batch; one super-block is
- * padded with zeros). */
+/* Scales and mins of the 8 sub-blocks of 32 of `nsb` (1 to K4_BATCH)
+ * consecutive super-blocks: make_qkx2_quants (qw NULL) or make_qkx3_quants.
+ * With lanes, 16 sub-blocks per tile are searched together (qz_qkx_batch;
+ * an odd super-block count is padded with zeros). */
+#define K4_BATCH 4
 static void k4_search(const float *x, const float *qw, int nsb, int nmax, float rmin, float rdelta,
                       int nstep, float *scales, float *mins, float *sw, uint8_t *L, bool lanes)
 {
-    float weights[2 * QK_K];
+    float weights[K4_BATCH * QK_K];
     for (int b = 0; b < nsb; ++b)
         k4_weights(x + QK_K * b, qw ? qw + QK_K * b : NULL, weights + QK_K * b, sw + 8 * b);
     if (qw) { /* the importance path's search */
@@ -469,16 +470,18 @@ static void k4_search(const float *x, const float *qw, int nsb, int nmax, float 
         nstep = 36;
     }
     if (lanes) {
-        float xb[2 * QK_K];
-        uint8_t Lb[2 * QK_K];
-        float sb[16], mb[16];
-        if (nsb < 2) {
-            memcpy(xb, x, QK_K * sizeof(float));
-            memset(xb + QK_K, 0, QK_K * sizeof(float));
-            memset(weights + QK_K, 0, QK_K * sizeof(float));
+        float xb[K4_BATCH * QK_K];
+        uint8_t Lb[K4_BATCH * QK_K];
+        float sb[8 * K4_BATCH], mb[8 * K4_BATCH];
+        const int ntiles = (nsb + 1) / 2;
+        if (nsb & 1) {
+            memcpy(xb, x, (size_t)nsb * QK_K * sizeof(float));
+            memset(xb + QK_K * nsb, 0, QK_K * sizeof(float));
+            memset(weights + QK_K * nsb, 0, QK_K * sizeof(float));
             x = xb;
         }
-        qz_qkx_batch(32, nmax, x, weights, rmin, rdelta, nstep, false, qw != NULL, sb, mb, Lb);
+        qz_qkx_batch(ntiles, 32, nmax, x, weights, rmin, rdelta, nstep, false, qw != NULL, sb, mb,
+                     Lb);
         memcpy(scales, sb, (size_t)nsb * 8 * sizeof(float));
         memcpy(mins, mb, (size_t)nsb * 8 * sizeof(float));
         memcpy(L, Lb, (size_t)nsb * QK_K);
@@ -551,12 +554,14 @@ static void k4_levels(const float *x, const uint8_t *scales12, uint16_t dh, uint
     }
 }
 
-/* Scales, mins and final levels of super-blocks i, i + 1 (nsb of them). */
+/* Scales, mins and final levels of nsb (<= K4_BATCH) consecutive
+ * super-blocks, y0[b].scales/d/dmin being block b's fields (type-agnostic:
+ * Q4_K and Q5_K share the layout of these three fields). */
 static void k4_blocks(const float *x, const float *qw, int nsb, int nmax, float rmin, float rdelta,
-                      int nstep, uint8_t *scales12[2], uint16_t *d[2], uint16_t *dmin[2],
-                      uint8_t *L, bool lanes)
+                      int nstep, uint8_t *scales12[K4_BATCH], uint16_t *d[K4_BATCH],
+                      uint16_t *dmin[K4_BATCH], uint8_t *L, bool lanes)
 {
-    float scales[16], mins[16], sw[16];
+    float scales[8 * K4_BATCH], mins[8 * K4_BATCH], sw[8 * K4_BATCH];
     k4_search(x, qw, nsb, nmax, rmin, rdelta, nstep, scales, mins, sw, L, lanes);
     for (int b = 0; b < nsb; ++b) {
         if (qw)
@@ -569,11 +574,16 @@ static void k4_blocks(const float *x, const float *qw, int nsb, int nmax, float 
 
 void qz_row_q4_K(const float *x, block_q4_K *y, int64_t nb, const float *qw, bool lanes)
 {
-    uint8_t L[2 * QK_K];
-    for (int64_t i = 0; i < nb; i += 2) {
-        const int nsb = nb - i >= 2 ? 2 : 1;
-        uint8_t *sc[2] = {y[i].scales, y[i + nsb - 1].scales};
-        uint16_t *d[2] = {&y[i].d, &y[i + nsb - 1].d}, *dm[2] = {&y[i].dmin, &y[i + nsb - 1].dmin};
+    uint8_t L[K4_BATCH * QK_K];
+    for (int64_t i = 0; i < nb; i += K4_BATCH) {
+        const int nsb = nb - i >= K4_BATCH ? K4_BATCH : (int)(nb - i);
+        uint8_t *sc[K4_BATCH];
+        uint16_t *d[K4_BATCH], *dm[K4_BATCH];
+        for (int b = 0; b < nsb; ++b) {
+            sc[b] = y[i + b].scales;
+            d[b] = &y[i + b].d;
+            dm[b] = &y[i + b].dmin;
+        }
         k4_blocks(x + QK_K * i, qw ? qw + QK_K * i : NULL, nsb, 15, -1.f, 0.1f, 20, sc, d, dm, L,
                   lanes);
         for (int b = 0; b < nsb; ++b) {
@@ -590,11 +600,16 @@ void qz_row_q4_K(const float *x, block_q4_K *y, int64_t nb, const float *qw, boo
 
 void qz_row_q5_K(const float *x, block_q5_K *y, int64_t nb, const float *qw, bool lanes)
 {
-    uint8_t L[2 * QK_K];
-    for (int64_t i = 0; i < nb; i += 2) {
-        const int nsb = nb - i >= 2 ? 2 : 1;
-        uint8_t *sc[2] = {y[i].scales, y[i + nsb - 1].scales};
-        uint16_t *d[2] = {&y[i].d, &y[i + nsb - 1].d}, *dm[2] = {&y[i].dmin, &y[i + nsb - 1].dmin};
+    uint8_t L[K4_BATCH * QK_K];
+    for (int64_t i = 0; i < nb; i += K4_BATCH) {
+        const int nsb = nb - i >= K4_BATCH ? K4_BATCH : (int)(nb - i);
+        uint8_t *sc[K4_BATCH];
+        uint16_t *d[K4_BATCH], *dm[K4_BATCH];
+        for (int b = 0; b < nsb; ++b) {
+            sc[b] = y[i + b].scales;
+            d[b] = &y[i + b].d;
+            dm[b] = &y[i + b].dmin;
+        }
         k4_blocks(x + QK_K * i, qw ? qw + QK_K * i : NULL, nsb, 31, -0.5f, 0.1f, 15, sc, d, dm, L,
                   lanes);
         for (int b = 0; b < nsb; ++b) {
