@@ -646,3 +646,23 @@ void qz_qx1_batch(int n, int nmax, const float *x, const float *qw, float *scale
 #endif
     qx1_generic(n, nmax, x, qw, scale, L);
 }
+
+/* L[i] = off + clamp(nearest((x[i] + dm) / d), lo, hi), n a multiple of
+ * QZ_LANES: the final levels of the K-quants, the scalar operations lane by
+ * lane (a division is exact in any width). */
+QZ_CLONES
+void qz_levels_div(const float *x, int n, float dm, float d, int lo, int hi, int off, uint8_t *L)
+{
+    for (int i = 0; i < n; i += QZ_LANES) {
+        qz_vf xv;
+        memcpy(&xv, x + i, sizeof xv);
+        qz_vi l = QZ_VNEAREST((xv + dm) / d);
+        l = QZ_SELI(l < QZ_VI(lo), QZ_VI(lo), l);
+        l = QZ_SELI(l > QZ_VI(hi), QZ_VI(hi), l);
+        l += off;
+        int32_t lt[QZ_LANES];
+        memcpy(lt, &l, sizeof lt);
+        for (int k = 0; k < QZ_LANES; ++k)
+            L[i + k] = (uint8_t)lt[k];
+    }
+}

@@ -118,6 +118,7 @@ float qz_make_qkx_quants(int n, int nmax, const float *x, const float *weights, 
 void qz_qkx_batch(int ntiles, int n, int nmax, const float *x, const float *weights, float rmin,
                   float rdelta, int nstep, bool use_mad, bool x3, float *scale, float *the_min,
                   uint8_t *L);
+void qz_levels_div(const float *x, int n, float dm, float d, int lo, int hi, int off, uint8_t *L);
 void qz_qx1_batch(int n, int nmax, const float *x, const float *qw, float *scale, int8_t *L);
 
 /* codec_quantize with a choice of search: lanes false = ggml's scalar code

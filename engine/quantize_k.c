@@ -195,11 +195,7 @@ static void q2_K_final(const float *x, block_q2_K *y, uint8_t *L)
         if (!d)
             continue;
         const float dm = qz_f32(y->dmin) * (y->scales[j] >> 4);
-        for (int ii = 0; ii < 16; ++ii) {
-            int l = qz_nearest_int((x[16 * j + ii] + dm) / d);
-            l = QZ_MAX(0, QZ_MIN(3, l));
-            L[16 * j + ii] = (uint8_t)l;
-        }
+        qz_levels_div(x + 16 * j, 16, dm, d, 0, 3, 0, L + 16 * j);
     }
     pack_2bit(y->qs, L);
 }
@@ -546,11 +542,7 @@ static void k4_levels(const float *x, const uint8_t *scales12, uint16_t dh, uint
         if (!d)
             continue;
         const float dm = qz_f32(dminh) * m;
-        for (int ii = 0; ii < 32; ++ii) {
-            int l = qz_nearest_int((x[32 * j + ii] + dm) / d);
-            l = QZ_MAX(0, QZ_MIN(nmax, l));
-            L[32 * j + ii] = (uint8_t)l;
-        }
+        qz_levels_div(x + 32 * j, 32, dm, d, 0, nmax, 0, L + 32 * j);
     }
 }
 
@@ -619,18 +611,10 @@ void qz_row_q5_K(const float *x, block_q5_K *y, int64_t nb, const float *qw, boo
             memset(qh, 0, QK_K / 8);
             uint8_t m1 = 1, m2 = 2;
             for (int n = 0; n < QK_K; n += 64) {
-                for (int j = 0; j < 32; ++j) {
-                    int l1 = Lb[n + j];
-                    if (l1 > 15) {
-                        l1 -= 16;
-                        qh[j] |= m1;
-                    }
-                    int l2 = Lb[n + j + 32];
-                    if (l2 > 15) {
-                        l2 -= 16;
-                        qh[j] |= m2;
-                    }
-                    ql[j] = (uint8_t)(l1 | (l2 << 4));
+                for (int j = 0; j < 32; ++j) { /* levels 0..31: bit 4 to qh */
+                    const int l1 = Lb[n + j], l2 = Lb[n + j + 32];
+                    qh[j] |= (uint8_t)((l1 >> 4) * m1 | (l2 >> 4) * m2);
+                    ql[j] = (uint8_t)((l1 & 15) | ((l2 & 15) << 4));
                 }
                 m1 = (uint8_t)(m1 << 2);
                 m2 = (uint8_t)(m2 << 2);
