@@ -660,11 +660,8 @@ void qz_row_q6_K(const float *x, block_q6_K *y, int64_t nb, const float *qw, boo
             const float d = qz_f32(y->d) * y->scales[j];
             if (!d)
                 continue;
-            for (int ii = 0; ii < 16; ++ii) {
-                int l = qz_nearest_int(x[16 * j + ii] / d);
-                l = QZ_MAX(-32, QZ_MIN(31, l));
-                L[16 * j + ii] = (int8_t)(l + 32);
-            }
+            /* (x + 0) / d rounds like x / d: x + 0 is x, or +0 for -0 */
+            qz_levels_div(x + 16 * j, 16, 0.f, d, -32, 31, 32, (uint8_t *)L + 16 * j);
         }
         uint8_t *ql = y->ql;
         uint8_t *qh = y->qh;
