@@ -324,21 +324,17 @@ static void q3_K_final(const float *x, block_q3_K *y, int8_t *L)
         const float d = qz_f32(y->d) * sc;
         if (!d)
             continue;
-        for (int ii = 0; ii < 16; ++ii) {
-            int l = qz_nearest_int(x[16 * j + ii] / d);
-            l = QZ_MAX(-4, QZ_MIN(3, l));
-            L[16 * j + ii] = (int8_t)(l + 4);
-        }
+        /* (x + 0) / d rounds like x / d: x + 0 is x, or +0 for -0 */
+        qz_levels_div(x + 16 * j, 16, 0.f, d, -4, 3, 4, (uint8_t *)L + 16 * j);
     }
     /* high bit of the first 32 quants in bit 0 of hmask[0..31], etc. */
     memset(y->hmask, 0, QK_K / 8);
     int m = 0;
     uint8_t hm = 1;
     for (int j = 0; j < QK_K; ++j) {
-        if (L[j] > 3) {
-            y->hmask[m] |= hm;
-            L[j] = (int8_t)(L[j] - 4);
-        }
+        const int hi = L[j] >> 2; /* levels 0..7: bit 2 to hmask */
+        y->hmask[m] |= (uint8_t)(hi * hm);
+        L[j] = (int8_t)(L[j] & 3);
         if (++m == QK_K / 8) {
             m = 0;
             hm = (uint8_t)(hm << 1);
