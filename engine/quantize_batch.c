@@ -23,34 +23,26 @@
 
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF
-#else
-/* The helpers below take and return vector values; they are always inlined,
- * so no vector ever crosses a call (the ABI note does not apply). */
-#pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
 #define QB_INLINE static inline __attribute__((always_inline))
 
-/* l = clamp(nearest(v), 0, nmax) (make_qkx2 and the first fit of make_qkx3). */
-QB_INLINE qz_vi qb_level2(qz_vf v, qz_vi inmax)
-{
-    qz_vi l = QZ_VNEAREST(v);
-    const qz_vi izero = QZ_VI(0);
-    l = QZ_SELI(l > izero, l, izero);
-    return QZ_SELI(l < inmax, l, inmax);
-}
-
-/* make_qkx3's level: v > 0 ? nearest(min(v, nmax)) : 0. */
-QB_INLINE qz_vi qb_level3(qz_vf v, qz_vf fnmax)
-{
-    const qz_vf vm = QZ_SELF(v < fnmax, v, fnmax);
-    return QZ_VNEAREST(vm) & (v > QZ_VF(0));
-}
-
-QB_INLINE qz_vf qb_abs(qz_vf v)
-{
-    return (qz_vf)((qz_vi)v & 0x7fffffff);
-}
+/* Macros rather than functions: a vector value never crosses a call (the
+ * code is built for targets without 512-bit registers too).
+ * QB_LEVEL2: l = clamp(nearest(v), 0, nmax) (make_qkx2 and the first fit of
+ * make_qkx3); QB_LEVEL3: make_qkx3's v > 0 ? nearest(min(v, nmax)) : 0. */
+#define QB_LEVEL2(v, inmax)                                                                      \
+    __extension__({                                                                              \
+        qz_vi l_ = QZ_VNEAREST(v);                                                               \
+        l_ = QZ_SELI(l_ > QZ_VI(0), l_, QZ_VI(0));                                               \
+        QZ_SELI(l_ < (inmax), l_, (inmax));                                                      \
+    })
+#define QB_LEVEL3(v, fnmax)                                                                      \
+    __extension__({                                                                              \
+        const qz_vf vm_ = QZ_SELF((v) < (fnmax), (v), (fnmax));                                  \
+        QZ_VNEAREST(vm_) & ((v) > QZ_VF(0));                                                     \
+    })
+#define QB_ABS(v) ((qz_vf)((qz_vi)(v) & 0x7fffffff))
 
 /* 32 vectors of 16 lanes, also seen as floats [element][lane]. */
 typedef union {
@@ -99,9 +91,9 @@ QB_INLINE void qb_qkx(const int n, int nmax, const float *x, const float *weight
     qz_vf scale = 1 / iscale;
     qz_vf best_error = fzero;
     for (int i = 0; i < n; ++i) {
-        const qz_vf lf = QZ_VTOF(qb_level2(iscale * (X[i] - min), inmax));
+        const qz_vf lf = QZ_VTOF(QB_LEVEL2(iscale * (X[i] - min), inmax));
         qz_vf diff = scale * lf + min - X[i];
-        diff = use_mad ? qb_abs(diff) : diff * diff;
+        diff = use_mad ? QB_ABS(diff) : diff * diff;
         best_error += W[i] * diff;
     }
     qz_vf best_isc = iscale, best_from = min; /* the winner's inverse scale and min */
@@ -113,7 +105,7 @@ QB_INLINE void qb_qkx(const int n, int nmax, const float *x, const float *weight
         qz_vf sl = fzero, sl2 = fzero, sxl = fzero;
         for (int i = 0; i < n; ++i) {
             const qz_vf v = isc * (X[i] - min);
-            const qz_vf lf = QZ_VTOF(x3 ? qb_level3(v, fnmax) : qb_level2(v, inmax));
+            const qz_vf lf = QZ_VTOF(x3 ? QB_LEVEL3(v, fnmax) : QB_LEVEL2(v, inmax));
             LF[i] = lf;
             const qz_vf wl = W[i] * lf;
             sl += wl;
@@ -129,7 +121,7 @@ QB_INLINE void qb_qkx(const int n, int nmax, const float *x, const float *weight
         qz_vf err = fzero;
         for (int i = 0; i < n; ++i) {
             qz_vf diff = s * LF[i] + m - X[i];
-            diff = use_mad ? qb_abs(diff) : diff * diff;
+            diff = use_mad ? QB_ABS(diff) : diff * diff;
             err += W[i] * diff;
         }
         const qz_vi better = (D > fzero) & (err < best_error);
@@ -152,7 +144,7 @@ QB_INLINE void qb_qkx(const int n, int nmax, const float *x, const float *weight
     }
     for (int i = 0; i < n; ++i) {
         const qz_vf v = best_isc * (X[i] - best_from);
-        qz_vi l = x3 ? QZ_SELI(won, qb_level3(v, fnmax), qb_level2(v, inmax)) : qb_level2(v, inmax);
+        qz_vi l = x3 ? QZ_SELI(won, QB_LEVEL3(v, fnmax), QB_LEVEL2(v, inmax)) : QB_LEVEL2(v, inmax);
         LF[i] = (qz_vf)(l & ~degenerate);
     }
     for (int g = 0; g < QZ_LANES; ++g)
@@ -465,7 +457,7 @@ QB_INLINE void qb_qx(const int n, int nmax, const float *x, const float *qw, flo
     const qz_vi lo = QZ_VI(-nmax), hi = QZ_VI(nmax - 1);
     qz_vf max = fzero, amax = fzero;
     for (int i = 0; i < n; ++i) {
-        const qz_vf ax = qb_abs(X[i]);
+        const qz_vf ax = QB_ABS(X[i]);
         const qz_vi gt = ax > amax;
         amax = QZ_SELF(gt, ax, amax);
         max = QZ_SELF(gt, X[i], max);
@@ -651,7 +643,8 @@ void qz_qx1_batch(int n, int nmax, const float *x, const float *qw, float *scale
  * QZ_LANES: the final levels of the K-quants, the scalar operations lane by
  * lane (a division is exact in any width). */
 QZ_CLONES
-void qz_levels_div(const float *x, int n, float dm, float d, int lo, int hi, int off, uint8_t *L)
+static void levels_div(const float *x, int n, float dm, float d, int lo, int hi, int off,
+                       uint8_t *L)
 {
     for (int i = 0; i < n; i += QZ_LANES) {
         qz_vf xv;
@@ -665,4 +658,11 @@ void qz_levels_div(const float *x, int n, float dm, float d, int lo, int hi, int
         for (int k = 0; k < QZ_LANES; ++k)
             L[i + k] = (uint8_t)lt[k];
     }
+}
+
+/* (a plain function: clang emits a target_clones resolver only for calls in
+ * the clone's own file) */
+void qz_levels_div(const float *x, int n, float dm, float d, int lo, int hi, int off, uint8_t *L)
+{
+    levels_div(x, n, dm, d, lo, hi, off, L);
 }
