@@ -168,7 +168,7 @@ static void qkx_generic(int n, int nmax, const float *x, const float *weights, f
 
 /* The same search written with AVX-512 intrinsics. Beyond what the generic
  * form does, the candidate loop takes a float shortcut for the levels:
- * v = isc * (x - min) is monotonic in x (isc >= 0), so its extremes over a
+ * v = isc * (x - min) is monotonic in x (rounding is), so its extremes over a
  * group are at the data's min and max. When every lane's |v| stays below
  * 4e6 < 2^22, ggml's nearest_int is exact rounding to nearest even, and
  * clamping to the integers 0 and nmax before or after rounding gives the
@@ -296,8 +296,8 @@ QB_AVX512_INLINE void q5_qkx(const int G, const int n, int nmax, const float *x,
     for (int is = 0; nstep >= 1 && is <= nstep; ++is) {
         const float c = rmin + rdelta * is + nmax;
         __m512 isc[2], sl[2], sl2[2], sxl[2];
-        /* v = isc * (x - min) is monotonic in x (isc >= 0): its extremes are
-         * vlo at the data's min and vhi at its max. */
+        /* v = isc * (x - min) is monotonic in x (float rounding is): its
+         * extremes are vlo at the data's min and vhi at its max. */
         __mmask16 sane = 0xFFFF, lo_idle = 0xFFFF, hi_idle = 0xFFFF;
         for (int t = 0; t < G; ++t) {
             const __m512 range = _mm512_sub_ps(max[t], min[t]);
@@ -306,8 +306,11 @@ QB_AVX512_INLINE void q5_qkx(const int G, const int n, int nmax, const float *x,
             const __m512 vhi = _mm512_mul_ps(isc[t], range);
             sane &= _mm512_cmp_ps_mask(q5_abs(vlo), lim, _CMP_LT_OQ) &
                     _mm512_cmp_ps_mask(q5_abs(vhi), lim, _CMP_LT_OQ);
-            lo_idle &= _mm512_cmp_ps_mask(vlo, fzero, _CMP_GE_OQ);
-            hi_idle &= _mm512_cmp_ps_mask(vhi, fnmax, _CMP_LE_OQ);
+            /* every v lies between vlo and vhi whatever the sign of isc */
+            lo_idle &= _mm512_cmp_ps_mask(vlo, fzero, _CMP_GE_OQ) &
+                       _mm512_cmp_ps_mask(vhi, fzero, _CMP_GE_OQ);
+            hi_idle &= _mm512_cmp_ps_mask(vlo, fnmax, _CMP_LE_OQ) &
+                       _mm512_cmp_ps_mask(vhi, fnmax, _CMP_LE_OQ);
         }
         if (sane == 0xFFFF && !nan) {
             const bool lo = lo_idle != 0xFFFF, hi = hi_idle != 0xFFFF;
