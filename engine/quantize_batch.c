@@ -419,9 +419,13 @@ QB_AVX512 static void qkx_avx512(int ntiles, int n, int nmax, const float *x,
     }
 }
 
+static _Atomic int g_force_generic;
+
 static bool have_avx512(void)
 {
     static int have = -1;
+    if (g_force_generic)
+        return false;
     if (have < 0) {
         __builtin_cpu_init();
         have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -430,6 +434,15 @@ static bool have_avx512(void)
     return have;
 }
 #endif
+
+void qz_batch_force_generic(bool on)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    g_force_generic = on;
+#else
+    (void)on;
+#endif
+}
 
 void qz_qkx_batch(int ntiles, int n, int nmax, const float *x, const float *weights, float rmin,
                   float rdelta, int nstep, bool use_mad, bool x3, float *scale, float *the_min,

@@ -118,6 +118,9 @@ float qz_make_qkx_quants(int n, int nmax, const float *x, const float *weights, 
 void qz_qkx_batch(int ntiles, int n, int nmax, const float *x, const float *weights, float rmin,
                   float rdelta, int nstep, bool use_mad, bool x3, float *scale, float *the_min,
                   uint8_t *L);
+/* Tests only: true makes the batch searches skip their AVX-512 kernels and
+ * run the portable vector code (process-wide). */
+void qz_batch_force_generic(bool on);
 void qz_levels_div(const float *x, int n, float dm, float d, int lo, int hi, int off, uint8_t *L);
 void qz_qx1_batch(int n, int nmax, const float *x, const float *qw, float *scale, int8_t *L);
 

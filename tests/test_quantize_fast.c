@@ -71,12 +71,11 @@ static const uint32_t TYPES[] = {GGTYPE_Q4_K, GGTYPE_Q5_K, GGTYPE_Q6_K, GGTYPE_Q
                                  GGTYPE_Q3_K, GGTYPE_IQ4_NL, GGTYPE_IQ4_XS, GGTYPE_Q4_1,
                                  GGTYPE_Q5_1, GGTYPE_Q4_0, GGTYPE_Q5_0};
 
-static void test_fast_equals_scalar(void **state)
+static bool g_generic; /* the portable batch code is forced */
+
+static void fast_equals_scalar(int R)
 {
-    (void)state;
     enum { N = 4096 };
-    const char *env = getenv("GGSCOPE_QFAST_ROWS");
-    const int R = env ? atoi(env) : 64;
     assert_true(R > 0);
     float *x = malloc((size_t)N * R * sizeof(float)), *w = malloc(N * sizeof(float));
     assert_non_null(x);
@@ -100,14 +99,37 @@ static void test_fast_equals_scalar(void **state)
             assert_int_equal(qz_quantize(type, x, b, R, N, qw, true), rowb * R);
             for (int r = 0; r < R; r++)
                 if (memcmp(a + r * rowb, b + r * rowb, rowb))
-                    fail_msg("%s%s: row %d of %d: fast search differs from ggml's scalar code",
-                             ggtype_name(type), im ? " (imatrix)" : "", r, R);
+                    fail_msg("%s%s%s: row %d of %d: fast search differs from ggml's scalar code",
+                             ggtype_name(type), im ? " (imatrix)" : "",
+                             g_generic ? " (portable code)" : "", r, R);
         }
         free(a);
         free(b);
     }
     free(x);
     free(w);
+}
+
+static int rows(int dflt)
+{
+    const char *env = getenv("GGSCOPE_QFAST_ROWS");
+    return env ? atoi(env) : dflt;
+}
+
+static void test_fast_equals_scalar(void **state)
+{
+    (void)state;
+    fast_equals_scalar(rows(64));
+}
+
+/* The portable vector code of the batch searches (what CPUs without
+ * AVX-512 run) against the scalar code too. */
+static void test_generic_equals_scalar(void **state)
+{
+    (void)state;
+    qz_batch_force_generic(g_generic = true);
+    fast_equals_scalar(rows(16));
+    qz_batch_force_generic(g_generic = false);
 }
 
 /* Rows whose block count is odd (a batch of 2 super-blocks padded with
@@ -138,6 +160,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fast_equals_scalar),
+        cmocka_unit_test(test_generic_equals_scalar),
         cmocka_unit_test(test_odd_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
