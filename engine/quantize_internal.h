@@ -109,6 +109,21 @@ float qz_make_qkx_quants(int n, int nmax, const float *x, const float *weights, 
                          float *the_min, float rmin, float rdelta, int nstep, bool use_mad, bool x3,
                          bool lanes);
 
+/* The same searches for QZ_LANES independent groups of n (16 or 32) values
+ * at once (quantize_batch.c): group g is x[g*n .. g*n+n), its weights
+ * weights[g*n ..] (NULL: x^2), its levels L[g*n ..]; scale[g], the_min[g]
+ * as the single-group functions return them. Same bits as the scalar code.
+ * qz_qkx_batch does ntiles * QZ_LANES groups (consecutive). qz_qx1_batch is
+ * make_qx_quants with rmse_type 1, QZ_LANES groups. */
+void qz_qkx_batch(int ntiles, int n, int nmax, const float *x, const float *weights, float rmin,
+                  float rdelta, int nstep, bool use_mad, bool x3, float *scale, float *the_min,
+                  uint8_t *L);
+/* Tests only: true makes the batch searches skip their AVX-512 kernels and
+ * run the portable vector code (process-wide). */
+void qz_batch_force_generic(bool on);
+void qz_levels_div(const float *x, int n, float dm, float d, int lo, int hi, int off, uint8_t *L);
+void qz_qx1_batch(int n, int nmax, const float *x, const float *qw, float *scale, int8_t *L);
+
 /* codec_quantize with a choice of search: lanes false = ggml's scalar code
  * throughout (the reference the tests hold the lanes to). */
 size_t qz_quantize(uint32_t type, const float *src, void *dst, uint64_t nrows, uint64_t n_per_row,

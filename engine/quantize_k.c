@@ -195,11 +195,7 @@ static void q2_K_final(const float *x, block_q2_K *y, uint8_t *L)
         if (!d)
             continue;
         const float dm = qz_f32(y->dmin) * (y->scales[j] >> 4);
-        for (int ii = 0; ii < 16; ++ii) {
-            int l = qz_nearest_int((x[16 * j + ii] + dm) / d);
-            l = QZ_MAX(0, QZ_MIN(3, l));
-            L[16 * j + ii] = (uint8_t)l;
-        }
+        qz_levels_div(x + 16 * j, 16, dm, d, 0, 3, 0, L + 16 * j);
     }
     pack_2bit(y->qs, L);
 }
@@ -214,11 +210,19 @@ static void q2_K_ref(const float *x, block_q2_K *y, bool lanes)
 
     float max_scale = 0;
     float max_min = 0;
+    if (lanes) { /* the 16 groups at once */
+        float wall[QK_K];
+        for (int l = 0; l < QK_K; ++l)
+            wall[l] = fabsf(x[l]);
+        qz_qkx_batch(1, 16, 3, x, wall, -0.5f, 0.1f, 15, true, false, scales, mins, L);
+    }
     for (int j = 0; j < QK_K / 16; ++j) {
-        for (int l = 0; l < 16; ++l)
-            weights[l] = fabsf(x[16 * j + l]);
-        scales[j] = qz_make_qkx_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], -0.5f,
-                                       0.1f, 15, true, false, lanes);
+        if (!lanes) {
+            for (int l = 0; l < 16; ++l)
+                weights[l] = fabsf(x[16 * j + l]);
+            scales[j] = qz_make_qkx_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j],
+                                           -0.5f, 0.1f, 15, true, false, false);
+        }
         if (scales[j] > max_scale)
             max_scale = scales[j];
         if (mins[j] > max_min)
@@ -261,15 +265,21 @@ static void q2_K_imatrix(const float *x, block_q2_K *y, const float *qw, bool la
     for (int j = 0; j < QK_K; ++j)
         sumx2 += x[j] * x[j];
     const float sigma2 = sumx2 / QK_K;
+    float wall[QK_K];
     for (int j = 0; j < QK_K / 16; ++j) {
         const float *w = qw + 16 * j;
         for (int l = 0; l < 16; ++l)
             weight[l] = w[l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
         for (int l = 0; l < QK_K / 16; ++l)
             sw[j] += weight[l];
-        scales[j] = qz_make_qkx_quants(16, 3, x + 16 * j, weight, L + 16 * j, &mins[j], -0.9f,
-                                       0.05f, 36, false, true, lanes);
+        if (lanes)
+            memcpy(wall + 16 * j, weight, sizeof weight);
+        else
+            scales[j] = qz_make_qkx_quants(16, 3, x + 16 * j, weight, L + 16 * j, &mins[j], -0.9f,
+                                           0.05f, 36, false, true, false);
     }
+    if (lanes)
+        qz_qkx_batch(1, 16, 3, x, wall, -0.9f, 0.05f, 36, false, true, scales, mins, L);
     const float dm = make_qp_quants(QK_K / 16, 15, scales, Ls, sw);
     const float mm = make_qp_quants(QK_K / 16, 15, mins, Lm, sw);
     y->d = qz_f16(dm);
@@ -314,21 +324,17 @@ static void q3_K_final(const float *x, block_q3_K *y, int8_t *L)
         const float d = qz_f32(y->d) * sc;
         if (!d)
             continue;
-        for (int ii = 0; ii < 16; ++ii) {
-            int l = qz_nearest_int(x[16 * j + ii] / d);
-            l = QZ_MAX(-4, QZ_MIN(3, l));
-            L[16 * j + ii] = (int8_t)(l + 4);
-        }
+        /* (x + 0) / d rounds like x / d: x + 0 is x, or +0 for -0 */
+        qz_levels_div(x + 16 * j, 16, 0.f, d, -4, 3, 4, (uint8_t *)L + 16 * j);
     }
     /* high bit of the first 32 quants in bit 0 of hmask[0..31], etc. */
     memset(y->hmask, 0, QK_K / 8);
     int m = 0;
     uint8_t hm = 1;
     for (int j = 0; j < QK_K; ++j) {
-        if (L[j] > 3) {
-            y->hmask[m] |= hm;
-            L[j] = (int8_t)(L[j] - 4);
-        }
+        const int hi = L[j] >> 2; /* levels 0..7: bit 2 to hmask */
+        y->hmask[m] |= (uint8_t)(hi * hm);
+        L[j] = (int8_t)(L[j] & 3);
         if (++m == QK_K / 8) {
             m = 0;
             hm = (uint8_t)(hm << 1);
@@ -408,27 +414,85 @@ void qz_row_q3_K(const float *x, block_q3_K *y, int64_t nb, const float *qw, boo
 
 /* ---- Q4_K and Q5_K ---- */
 
-/* Scales and mins of the 8 sub-blocks of 32 (ggml's reference search), then
- * their 6-bit codes and the super-block d/dmin. */
-static void k4_scales_ref(const float *x, int nmax, float rmin, float rdelta, int nstep,
-                          uint8_t *scales12, uint16_t *d, uint16_t *dmin, uint8_t *L, bool lanes)
+/* Weights of the 8 sub-blocks of a super-block for the Q4_K/Q5_K searches:
+ * ggml's reference choice (qw NULL) or the importance path's; sw receives
+ * the sums of each sub-block's weights (importance path only). */
+static void k4_weights(const float *x, const float *qw, float *weights, float *sw)
 {
-    float weights[32];
-    float mins[QK_K / 32];
-    float scales[QK_K / 32];
-    uint8_t ls[QK_K / 32], lm[QK_K / 32];
+    if (!qw) {
+        for (int j = 0; j < QK_K / 32; ++j) {
+            float sum_x2 = 0;
+            for (int l = 0; l < 32; ++l)
+                sum_x2 += x[32 * j + l] * x[32 * j + l];
+            const float av_x = sqrtf(sum_x2 / 32);
+            for (int l = 0; l < 32; ++l)
+                weights[32 * j + l] = av_x + fabsf(x[32 * j + l]);
+        }
+        return;
+    }
+    float sum_x2 = 0;
+    for (int l = 0; l < QK_K; ++l)
+        sum_x2 += x[l] * x[l];
+    const float sigma2 = 2 * sum_x2 / QK_K;
+    for (int j = 0; j < QK_K / 32; ++j) {
+        const float *w = qw + 32 * j;
+        for (int l = 0; l < 32; ++l)
+            weights[32 * j + l] = w[l] * sqrtf(sigma2 + x[32 * j + l] * x[32 * j + l]);
+        float sumw = 0;
+        for (int l = 0; l < 32; ++l)
+            sumw += weights[32 * j + l];
+        sw[j] = sumw;
+    }
+}
 
+/* Scales and mins of the 8 sub-blocks of 32 of `nsb` (1 to K4_BATCH)
+ * consecutive super-blocks: make_qkx2_quants (qw NULL) or make_qkx3_quants.
+ * With lanes, 16 sub-blocks per tile are searched together (qz_qkx_batch;
+ * an odd super-block count is padded with zeros). */
+#define K4_BATCH 4
+static void k4_search(const float *x, const float *qw, int nsb, int nmax, float rmin, float rdelta,
+                      int nstep, float *scales, float *mins, float *sw, uint8_t *L, bool lanes)
+{
+    float weights[K4_BATCH * QK_K];
+    for (int b = 0; b < nsb; ++b)
+        k4_weights(x + QK_K * b, qw ? qw + QK_K * b : NULL, weights + QK_K * b, sw + 8 * b);
+    if (qw) { /* the importance path's search */
+        rmin = -0.9f;
+        rdelta = 0.05f;
+        nstep = 36;
+    }
+    if (lanes) {
+        float xb[K4_BATCH * QK_K];
+        uint8_t Lb[K4_BATCH * QK_K];
+        float sb[8 * K4_BATCH], mb[8 * K4_BATCH];
+        const int ntiles = (nsb + 1) / 2;
+        if (nsb & 1) {
+            memcpy(xb, x, (size_t)nsb * QK_K * sizeof(float));
+            memset(xb + QK_K * nsb, 0, QK_K * sizeof(float));
+            memset(weights + QK_K * nsb, 0, QK_K * sizeof(float));
+            x = xb;
+        }
+        qz_qkx_batch(ntiles, 32, nmax, x, weights, rmin, rdelta, nstep, false, qw != NULL, sb, mb,
+                     Lb);
+        memcpy(scales, sb, (size_t)nsb * 8 * sizeof(float));
+        memcpy(mins, mb, (size_t)nsb * 8 * sizeof(float));
+        memcpy(L, Lb, (size_t)nsb * QK_K);
+        return;
+    }
+    for (int j = 0; j < nsb * (QK_K / 32); ++j)
+        scales[j] = qz_make_qkx_quants(32, nmax, x + 32 * j, weights + 32 * j, L + 32 * j, &mins[j],
+                                       rmin, rdelta, nstep, false, qw != NULL, false);
+}
+
+/* ggml's reference coding of the 8 scales and mins: 6-bit codes against
+ * the super-block maxima. */
+static void k4_pack_ref(const float *scales, const float *mins, uint8_t *scales12, uint16_t *d,
+                        uint16_t *dmin)
+{
+    uint8_t ls[QK_K / 32], lm[QK_K / 32];
     float max_scale = 0;
     float max_min = 0;
     for (int j = 0; j < QK_K / 32; ++j) {
-        float sum_x2 = 0;
-        for (int l = 0; l < 32; ++l)
-            sum_x2 += x[32 * j + l] * x[32 * j + l];
-        const float av_x = sqrtf(sum_x2 / 32);
-        for (int l = 0; l < 32; ++l)
-            weights[l] = av_x + fabsf(x[32 * j + l]);
-        scales[j] = qz_make_qkx_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], rmin,
-                                       rdelta, nstep, false, false, lanes);
         if (scales[j] > max_scale)
             max_scale = scales[j];
         if (mins[j] > max_min)
@@ -447,31 +511,11 @@ static void k4_scales_ref(const float *x, int nmax, float rmin, float rdelta, in
     *dmin = qz_f16(max_min / 63.f);
 }
 
-/* The importance-path version (make_qkx3_quants + make_qp_quants). */
-static void k4_scales_imatrix(const float *x, const float *qw, int nmax, uint8_t *scales12,
-                              uint16_t *d, uint16_t *dmin, uint8_t *L, bool lanes)
+/* The importance path's coding (make_qp_quants weighted by sw). */
+static void k4_pack_imatrix(const float *scales, const float *mins, const float *sw,
+                            uint8_t *scales12, uint16_t *d, uint16_t *dmin)
 {
     uint8_t Ls[QK_K / 32], Lm[QK_K / 32];
-    float weights[32];
-    float sw[QK_K / 32];
-    float mins[QK_K / 32];
-    float scales[QK_K / 32];
-
-    float sum_x2 = 0;
-    for (int l = 0; l < QK_K; ++l)
-        sum_x2 += x[l] * x[l];
-    const float sigma2 = 2 * sum_x2 / QK_K;
-    for (int j = 0; j < QK_K / 32; ++j) {
-        const float *w = qw + 32 * j;
-        for (int l = 0; l < 32; ++l)
-            weights[l] = w[l] * sqrtf(sigma2 + x[32 * j + l] * x[32 * j + l]);
-        float sumw = 0;
-        for (int l = 0; l < 32; ++l)
-            sumw += weights[l];
-        sw[j] = sumw;
-        scales[j] = qz_make_qkx_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], -0.9f,
-                                       0.05f, 36, false, true, lanes);
-    }
     const float d_block = make_qp_quants(QK_K / 32, 63, scales, Ls, sw);
     const float m_block = make_qp_quants(QK_K / 32, 63, mins, Lm, sw);
     for (int j = 0; j < QK_K / 32; ++j) {
@@ -494,62 +538,84 @@ static void k4_levels(const float *x, const uint8_t *scales12, uint16_t dh, uint
         if (!d)
             continue;
         const float dm = qz_f32(dminh) * m;
-        for (int ii = 0; ii < 32; ++ii) {
-            int l = qz_nearest_int((x[32 * j + ii] + dm) / d);
-            l = QZ_MAX(0, QZ_MIN(nmax, l));
-            L[32 * j + ii] = (uint8_t)l;
-        }
+        qz_levels_div(x + 32 * j, 32, dm, d, 0, nmax, 0, L + 32 * j);
+    }
+}
+
+/* Scales, mins and final levels of nsb (<= K4_BATCH) consecutive
+ * super-blocks, y0[b].scales/d/dmin being block b's fields (type-agnostic:
+ * Q4_K and Q5_K share the layout of these three fields). */
+static void k4_blocks(const float *x, const float *qw, int nsb, int nmax, float rmin, float rdelta,
+                      int nstep, uint8_t *scales12[K4_BATCH], uint16_t *d[K4_BATCH],
+                      uint16_t *dmin[K4_BATCH], uint8_t *L, bool lanes)
+{
+    float scales[8 * K4_BATCH], mins[8 * K4_BATCH], sw[8 * K4_BATCH];
+    k4_search(x, qw, nsb, nmax, rmin, rdelta, nstep, scales, mins, sw, L, lanes);
+    for (int b = 0; b < nsb; ++b) {
+        if (qw)
+            k4_pack_imatrix(scales + 8 * b, mins + 8 * b, sw + 8 * b, scales12[b], d[b], dmin[b]);
+        else
+            k4_pack_ref(scales + 8 * b, mins + 8 * b, scales12[b], d[b], dmin[b]);
+        k4_levels(x + QK_K * b, scales12[b], *d[b], *dmin[b], nmax, L + QK_K * b);
     }
 }
 
 void qz_row_q4_K(const float *x, block_q4_K *y, int64_t nb, const float *qw, bool lanes)
 {
-    uint8_t L[QK_K];
-    for (int64_t i = 0; i < nb; ++i, x += QK_K, ++y) {
-        if (qw)
-            k4_scales_imatrix(x, qw + QK_K * i, 15, y->scales, &y->d, &y->dmin, L, lanes);
-        else
-            k4_scales_ref(x, 15, -1.f, 0.1f, 20, y->scales, &y->d, &y->dmin, L, lanes);
-        k4_levels(x, y->scales, y->d, y->dmin, 15, L);
-        uint8_t *q = y->qs;
-        for (int j = 0; j < QK_K; j += 64) {
-            for (int l = 0; l < 32; ++l)
-                q[l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 4));
-            q += 32;
+    uint8_t L[K4_BATCH * QK_K];
+    for (int64_t i = 0; i < nb; i += K4_BATCH) {
+        const int nsb = nb - i >= K4_BATCH ? K4_BATCH : (int)(nb - i);
+        uint8_t *sc[K4_BATCH];
+        uint16_t *d[K4_BATCH], *dm[K4_BATCH];
+        for (int b = 0; b < nsb; ++b) {
+            sc[b] = y[i + b].scales;
+            d[b] = &y[i + b].d;
+            dm[b] = &y[i + b].dmin;
+        }
+        k4_blocks(x + QK_K * i, qw ? qw + QK_K * i : NULL, nsb, 15, -1.f, 0.1f, 20, sc, d, dm, L,
+                  lanes);
+        for (int b = 0; b < nsb; ++b) {
+            const uint8_t *Lb = L + QK_K * b;
+            uint8_t *q = y[i + b].qs;
+            for (int j = 0; j < QK_K; j += 64) {
+                for (int l = 0; l < 32; ++l)
+                    q[l] = (uint8_t)(Lb[j + l] | (Lb[j + l + 32] << 4));
+                q += 32;
+            }
         }
     }
 }
 
 void qz_row_q5_K(const float *x, block_q5_K *y, int64_t nb, const float *qw, bool lanes)
 {
-    uint8_t L[QK_K];
-    for (int64_t i = 0; i < nb; ++i, x += QK_K, ++y) {
-        if (qw)
-            k4_scales_imatrix(x, qw + QK_K * i, 31, y->scales, &y->d, &y->dmin, L, lanes);
-        else
-            k4_scales_ref(x, 31, -0.5f, 0.1f, 15, y->scales, &y->d, &y->dmin, L, lanes);
-        k4_levels(x, y->scales, y->d, y->dmin, 31, L);
-        uint8_t *qh = y->qh;
-        uint8_t *ql = y->qs;
-        memset(qh, 0, QK_K / 8);
-        uint8_t m1 = 1, m2 = 2;
-        for (int n = 0; n < QK_K; n += 64) {
-            for (int j = 0; j < 32; ++j) {
-                int l1 = L[n + j];
-                if (l1 > 15) {
-                    l1 -= 16;
-                    qh[j] |= m1;
+    uint8_t L[K4_BATCH * QK_K];
+    for (int64_t i = 0; i < nb; i += K4_BATCH) {
+        const int nsb = nb - i >= K4_BATCH ? K4_BATCH : (int)(nb - i);
+        uint8_t *sc[K4_BATCH];
+        uint16_t *d[K4_BATCH], *dm[K4_BATCH];
+        for (int b = 0; b < nsb; ++b) {
+            sc[b] = y[i + b].scales;
+            d[b] = &y[i + b].d;
+            dm[b] = &y[i + b].dmin;
+        }
+        k4_blocks(x + QK_K * i, qw ? qw + QK_K * i : NULL, nsb, 31, -0.5f, 0.1f, 15, sc, d, dm, L,
+                  lanes);
+        for (int b = 0; b < nsb; ++b) {
+            const uint8_t *Lb = L + QK_K * b;
+            uint8_t *qh = y[i + b].qh;
+            uint8_t *ql = y[i + b].qs;
+            memset(qh, 0, QK_K / 8);
+            uint8_t m1 = 1, m2 = 2;
+            for (int n = 0; n < QK_K; n += 64) {
+                for (int j = 0; j < 32; ++j) { /* levels 0..31: bit 4 to qh */
+                    const int l1 = Lb[n + j], l2 = Lb[n + j + 32];
+                    qh[j] |= (uint8_t)((l1 >> 4) * m1 | (l2 >> 4) * m2);
+                    ql[j] = (uint8_t)((l1 & 15) | ((l2 & 15) << 4));
                 }
-                int l2 = L[n + j + 32];
-                if (l2 > 15) {
-                    l2 -= 16;
-                    qh[j] |= m2;
-                }
-                ql[j] = (uint8_t)(l1 | (l2 << 4));
+                m1 = (uint8_t)(m1 << 2);
+                m2 = (uint8_t)(m2 << 2);
+                ql += 32;
             }
-            m1 = (uint8_t)(m1 << 2);
-            m2 = (uint8_t)(m2 << 2);
-            ql += 32;
         }
     }
 }
@@ -564,10 +630,13 @@ void qz_row_q6_K(const float *x, block_q6_K *y, int64_t nb, const float *qw, boo
     for (int64_t i = 0; i < nb; ++i, x += QK_K, ++y) {
         float max_scale = 0;
         float max_abs_scale = 0;
+        if (lanes) /* the 16 groups at once */
+            qz_qx1_batch(16, 32, x, qw ? qw + QK_K * i : NULL, scales, L);
         for (int ib = 0; ib < QK_K / 16; ++ib) {
-            const float scale = qz_make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, 1,
-                                                  qw ? qw + QK_K * i + 16 * ib : NULL, lanes);
-            scales[ib] = scale;
+            if (!lanes)
+                scales[ib] = qz_make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, 1,
+                                               qw ? qw + QK_K * i + 16 * ib : NULL, false);
+            const float scale = scales[ib];
             const float abs_scale = fabsf(scale);
             if (abs_scale > max_abs_scale) {
                 max_abs_scale = abs_scale;
@@ -587,11 +656,8 @@ void qz_row_q6_K(const float *x, block_q6_K *y, int64_t nb, const float *qw, boo
             const float d = qz_f32(y->d) * y->scales[j];
             if (!d)
                 continue;
-            for (int ii = 0; ii < 16; ++ii) {
-                int l = qz_nearest_int(x[16 * j + ii] / d);
-                l = QZ_MAX(-32, QZ_MIN(31, l));
-                L[16 * j + ii] = (int8_t)(l + 32);
-            }
+            /* (x + 0) / d rounds like x / d: x + 0 is x, or +0 for -0 */
+            qz_levels_div(x + 16 * j, 16, 0.f, d, -32, 31, 32, (uint8_t *)L + 16 * j);
         }
         uint8_t *ql = y->ql;
         uint8_t *qh = y->qh;
