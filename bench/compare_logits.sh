@@ -46,6 +46,12 @@ if "$bin" logits "$M/tinyllamas-stories-260k-q8_0.gguf" 1,2 >/dev/null 2>"$work/
 else
   echo "{\"model\": \"tinyllamas-stories-260k-q8_0.gguf\", \"refused\": \"$(head -c 200 "$work/err.txt" | tr -d '"\n')\", \"pass\": true}"
 fi
+# real trained weights, quantized by ggscope's reference quantizers
+for t in q8_0 q4_0; do
+  f=$work/stories260K-$t.gguf
+  [[ -f $f ]] || "$bin" quantize "$M/stories260K.gguf" "$f" --type $t >/dev/null || { fail=1; continue; }
+  compare "$f" 1e-2
+done
 for arch in llama qwen2; do
   case $arch in llama) v=$vocab/ggml-vocab-llama-spm.gguf ;; qwen2) v=$vocab/ggml-vocab-qwen2.gguf ;; esac
   for t in f32 f16 q8_0 q4_0 q4_K q6_K; do

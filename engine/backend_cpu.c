@@ -22,6 +22,7 @@ struct backend_buf {
 };
 
 static float g_f16_table[65536];
+static bool g_attn_simd;
 static int g_f16_ready;
 
 static void f16_table_init(void)
@@ -31,6 +32,8 @@ static void f16_table_init(void)
         return;
     for (uint32_t i = 0; i < 65536; i++)
         g_f16_table[i] = codec_f16_to_f32((uint16_t)i);
+    const char *e = getenv("GGSCOPE_SIMD");
+    g_attn_simd = backend_cpu_attn_simd_available() && !(e && !strcmp(e, "scalar"));
     __atomic_store_n(&g_f16_ready, 1, __ATOMIC_RELEASE);
 }
 
@@ -314,6 +317,7 @@ typedef struct {
     float *out;
     uint32_t n_tok, pos0, n_head, n_head_kv, head_dim;
     float scale;
+    bool simd;   /* AVX2/F16C inner loops (same results) */
 } attn_job;
 
 /* One (token, head) pair, with the arithmetic of ggml's CPU flash attention
@@ -332,25 +336,37 @@ static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *acc, floa
         acc[d] = 0.0f;
     }
     float S = 0.0f, M = -INFINITY;
+    const bool simd = j->simd && hd % 8 == 0;
     for (uint32_t p = 0; p < n_kv; p++) {
         const uint16_t *k = j->k + (size_t)p * kvrow + (size_t)kvh * hd;
         const uint16_t *v = j->v + (size_t)p * kvrow + (size_t)kvh * hd;
         double sd = 0.0;
-        for (uint32_t d = 0; d < hd; d++)
-            sd += (double)(qh[d] * h2f(k[d]));
+        if (simd) {
+            sd = backend_cpu_attn_dot(qh, k, hd);
+        } else {
+            for (uint32_t d = 0; d < hd; d++)
+                sd += (double)(qh[d] * h2f(k[d]));
+        }
         float s = (float)sd * j->scale;
         float ms = 1.0f, vs = 1.0f;
+        bool rescale = false;
         if (s > M) {
             float Mold = M;
             M = s;
             ms = expf(Mold - M);
-            for (uint32_t d = 0; d < hd; d++)
-                acc[d] = round_f16(acc[d] * ms);
+            rescale = true;
         } else {
             vs = expf(s - M);
         }
-        for (uint32_t d = 0; d < hd; d++)
-            acc[d] = round_f16(fmaf(h2f(v[d]), vs, acc[d]));
+        if (simd) {
+            backend_cpu_attn_mad(acc, v, ms, rescale, vs, hd);
+        } else {
+            for (uint32_t d = 0; d < hd; d++) {
+                if (rescale)
+                    acc[d] = round_f16(acc[d] * ms);
+                acc[d] = round_f16(fmaf(h2f(v[d]), vs, acc[d]));
+            }
+        }
         S = S * ms + vs;
     }
     float inv = S == 0.0f ? 0.0f : 1.0f / S;
@@ -383,7 +399,7 @@ static int cpu_attention(void *ctx, backend_view q, backend_view k, backend_view
     attn_job j = {
         .q = f32_at(q, qn), .k = f16_at(k, kvn), .v = f16_at(v, kvn), .out = f32_at(out, qn),
         .n_tok = n_tok, .pos0 = pos0, .n_head = n_head, .n_head_kv = n_head_kv,
-        .head_dim = head_dim, .scale = scale,
+        .head_dim = head_dim, .scale = scale, .simd = g_attn_simd,
     };
     if (!j.q || !j.k || !j.v || !j.out || q.buf == out.buf)
         return BACKEND_EARG;

@@ -22,4 +22,11 @@ bool backend_cpu_matmul_supports(uint32_t type);
 /* y (n_tok x w->ne1) = x (n_tok x w->ne0) . W^T. Arguments already checked. */
 int backend_cpu_matmul(void *ctx, const backend_weight *w, const float *x, uint32_t n_tok, float *y);
 
+/* Attention inner loops with AVX2/FMA/F16C (backend_cpu_attn.c); same results
+ * as the scalar code. Usable when backend_cpu_attn_simd_available() and the
+ * head dimension is a multiple of 8. */
+bool backend_cpu_attn_simd_available(void);
+double backend_cpu_attn_dot(const float *q, const uint16_t *k, uint32_t n);
+void backend_cpu_attn_mad(float *acc, const uint16_t *v, float ms, bool rescale, float vs, uint32_t n);
+
 #endif
