@@ -46,6 +46,15 @@ wait_for() {   # wait_for TEXT [SECONDS]
     echo "FAIL: waited ${limit}s for: $text"; echo "---- screen ----"; screen; echo "----------------"
     fails=$((fails + 1)); return 1
 }
+wait_re() {    # wait_re EXTENDED-REGEX [SECONDS]
+    local re=$1 limit=${2:-15} t0=$SECONDS
+    while (( SECONDS - t0 < limit )); do
+        screen | grep -qE -- "$re" && return 0
+        sleep 0.03
+    done
+    echo "FAIL: waited ${limit}s for /$re/"; echo "---- screen ----"; screen; echo "----------------"
+    fails=$((fails + 1)); return 1
+}
 wait_gone() {
     local text=$1 limit=${2:-15} t0=$SECONDS
     while (( SECONDS - t0 < limit )); do
@@ -87,6 +96,10 @@ keys "/re"
 wait_for "Tab: /regen" && echo "ok: / offers completion"
 keys Tab
 wait_for "/regen" ; keys Enter
+# the old reply's "end of turn" and "2 messages" are still on screen until the
+# new reply replaces it: wait for the regenerated reply's own info line, which
+# reuses the cached prompt (the first reply reused nothing)
+wait_re 'prompt [0-9]+ tokens: [1-9][0-9]* reused'
 wait_for "end of turn"
 wait_for "2 messages" && check "/regen replaces the reply (one copy)" test "$(count "$DEMO_START")" -eq 1
 
