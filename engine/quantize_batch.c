@@ -210,6 +210,57 @@ QB_AVX512_INLINE __m512 q5_sel(__mmask16 m, __m512 a, __m512 b) /* m ? a : b */
     return _mm512_mask_blend_ps(m, b, a);
 }
 
+/* r[j] = row j of a 16x16 float matrix -> r[j] = column j. */
+QB_AVX512_INLINE void q5_tr16(__m512 r[16])
+{
+    __m512 t[16];
+    for (int k = 0; k < 8; ++k) {
+        t[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+        t[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+#define Q5_PD(f, a, b) _mm512_castpd_ps(f(_mm512_castps_pd(a), _mm512_castps_pd(b)))
+    for (int k = 0; k < 4; ++k) {
+        r[4 * k] = Q5_PD(_mm512_unpacklo_pd, t[4 * k], t[4 * k + 2]);
+        r[4 * k + 1] = Q5_PD(_mm512_unpackhi_pd, t[4 * k], t[4 * k + 2]);
+        r[4 * k + 2] = Q5_PD(_mm512_unpacklo_pd, t[4 * k + 1], t[4 * k + 3]);
+        r[4 * k + 3] = Q5_PD(_mm512_unpackhi_pd, t[4 * k + 1], t[4 * k + 3]);
+    }
+#undef Q5_PD
+    for (int h = 0; h < 2; ++h)
+        for (int k = 0; k < 4; ++k) {
+            t[8 * h + k] = _mm512_shuffle_f32x4(r[8 * h + k], r[8 * h + k + 4], 0x88);
+            t[8 * h + k + 4] = _mm512_shuffle_f32x4(r[8 * h + k], r[8 * h + k + 4], 0xdd);
+        }
+    for (int k = 0; k < 8; ++k) {
+        r[k] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0x88);
+        r[k + 8] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0xdd);
+    }
+}
+
+/* X[i] = (x[g*n + i] for the 16 lanes g), W likewise from w (NULL: x*x). */
+QB_AVX512_INLINE void q5_load_t(const int n, const float *x, const float *w, __m512 *X,
+                                __m512 *W)
+{
+    for (int i0 = 0; i0 < n; i0 += 16) {
+        __m512 r[16];
+        for (int g = 0; g < 16; ++g)
+            r[g] = _mm512_loadu_ps(x + g * n + i0);
+        q5_tr16(r);
+        for (int j = 0; j < 16; ++j)
+            X[i0 + j] = r[j];
+        if (w) {
+            for (int g = 0; g < 16; ++g)
+                r[g] = _mm512_loadu_ps(w + g * n + i0);
+            q5_tr16(r);
+            for (int j = 0; j < 16; ++j)
+                W[i0 + j] = r[j];
+        } else {
+            for (int j = 0; j < 16; ++j)
+                W[i0 + j] = _mm512_mul_ps(X[i0 + j], X[i0 + j]);
+        }
+    }
+}
+
 /* Sums of one candidate over G tiles (i outer, tiles inner, so the tiles'
  * sequential sums interleave), levels in float; lo / hi: clamp at 0 / nmax
  * (left out when the candidate's extremes show no value needs it). */
@@ -245,7 +296,7 @@ QB_AVX512_INLINE void q5_qkx(const int G, const int n, int nmax, const float *x,
                              bool use_mad, bool x3, float *scale_out, float *the_min_out,
                              uint8_t *L)
 {
-    qb_tile XT[2], WT[2];
+    qb_tile XT[2], WT[2]; /* scratch for the results */
     __m512 X[2][32], W[2][32], LF[2][32];
     const __m512 fzero = _mm512_setzero_ps(), fnmax = _mm512_set1_ps((float)nmax);
     __m512 min[2], max[2], xmin[2], min0[2], sum_w[2], sum_x[2], scale[2], best_error[2];
@@ -253,10 +304,8 @@ QB_AVX512_INLINE void q5_qkx(const int G, const int n, int nmax, const float *x,
     __mmask16 degenerate[2], won[2], nan = 0;
     for (int t = 0; t < G; ++t) {
         const size_t off = (size_t)t * QZ_LANES * n;
-        qb_transpose(n, x + off, weights ? weights + off : NULL, &XT[t], &WT[t]);
+        q5_load_t(n, x + off, weights ? weights + off : NULL, X[t], W[t]);
         for (int i = 0; i < n; ++i) {
-            X[t][i] = _mm512_loadu_ps(XT[t].f[i]);
-            W[t][i] = _mm512_loadu_ps(WT[t].f[i]);
             /* NaN values: the integer path throughout (see q5_qx) */
             nan |= _mm512_cmp_ps_mask(X[t][i], X[t][i], _CMP_UNORD_Q);
         }
@@ -390,9 +439,15 @@ QB_AVX512_INLINE void q5_qkx(const int G, const int n, int nmax, const float *x,
             _mm512_storeu_si512(WT[t].i[i], l);
         }
         uint8_t *Lt = L + (size_t)t * QZ_LANES * n;
-        for (int g = 0; g < QZ_LANES; ++g)
-            for (int i = 0; i < n; ++i)
-                Lt[g * n + i] = (uint8_t)WT[t].i[i][g];
+        for (int i0 = 0; i0 < n; i0 += 16) {
+            __m512 r[16];
+            for (int j = 0; j < 16; ++j)
+                r[j] = _mm512_loadu_ps(WT[t].f[i0 + j]);
+            q5_tr16(r);
+            for (int g = 0; g < QZ_LANES; ++g)
+                _mm_storeu_si128((__m128i *)(Lt + g * n + i0),
+                                 _mm512_cvtepi32_epi8(_mm512_castps_si512(r[g])));
+        }
     }
 }
 
