@@ -342,6 +342,7 @@ QB_AVX512_INLINE void q5_qkx(const int G, const int n, int nmax, const float *x,
         won[t] = 0;
     }
     const __m512 lim = _mm512_set1_ps(4e6f);
+    const __m512 flo = _mm512_set1_ps(-0.5f), fhi = _mm512_set1_ps((float)nmax + 0.5f);
     for (int is = 0; nstep >= 1 && is <= nstep; ++is) {
         const float c = rmin + rdelta * is + nmax;
         __m512 isc[2], sl[2], sl2[2], sxl[2];
@@ -355,11 +356,13 @@ QB_AVX512_INLINE void q5_qkx(const int G, const int n, int nmax, const float *x,
             const __m512 vhi = _mm512_mul_ps(isc[t], range);
             sane &= _mm512_cmp_ps_mask(q5_abs(vlo), lim, _CMP_LT_OQ) &
                     _mm512_cmp_ps_mask(q5_abs(vhi), lim, _CMP_LT_OQ);
-            /* every v lies between vlo and vhi whatever the sign of isc */
-            lo_idle &= _mm512_cmp_ps_mask(vlo, fzero, _CMP_GE_OQ) &
-                       _mm512_cmp_ps_mask(vhi, fzero, _CMP_GE_OQ);
-            hi_idle &= _mm512_cmp_ps_mask(vlo, fnmax, _CMP_LE_OQ) &
-                       _mm512_cmp_ps_mask(vhi, fnmax, _CMP_LE_OQ);
+            /* every v lies between vlo and vhi whatever the sign of isc; a v
+             * in (-0.5, 0) rounds to +0 like max(v, 0), one in (nmax, nmax +
+             * 0.5) to nmax like min(v, nmax): no clamp needed there */
+            lo_idle &= _mm512_cmp_ps_mask(vlo, flo, _CMP_GT_OQ) &
+                       _mm512_cmp_ps_mask(vhi, flo, _CMP_GT_OQ);
+            hi_idle &= _mm512_cmp_ps_mask(vlo, fhi, _CMP_LT_OQ) &
+                       _mm512_cmp_ps_mask(vhi, fhi, _CMP_LT_OQ);
         }
         if (sane == 0xFFFF && !nan) {
             const bool lo = lo_idle != 0xFFFF, hi = hi_idle != 0xFFFF;
