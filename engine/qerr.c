@@ -14,6 +14,7 @@
 #include "ggtype.h"
 
 #define CHUNK_TARGET 65536u
+#define RELEASE_GROUP 16u /* chunks whose pages are released together */
 
 struct qerr_report {
     qerr_result *res;      /* n_items slots */
@@ -566,10 +567,14 @@ static int do_chunk(worker *w, item *it, uint64_t c)
             return -1;
     }
     qerr_acc_add(&w->acc, w->hist, w->a, w->b, (size_t)n);
-    if (w->rc->o->release_pages) {
-        release(it->src, e0, n);
+    /* pages go back RELEASE_GROUP chunks at a time (each madvise costs a TLB
+     * shootdown on every CPU): when chunk c ends a group or the tensor, from
+     * the group's first element to c's last */
+    if (w->rc->o->release_pages && ((c + 1) % RELEASE_GROUP == 0 || c + 1 == it->n_chunks)) {
+        uint64_t g0 = c / RELEASE_GROUP * RELEASE_GROUP * it->chunk;
+        release(it->src, g0, e0 + n - g0);
         if (it->ref)
-            release(it->ref, e0, n);
+            release(it->ref, g0, e0 + n - g0);
     }
     return 0;
 }
