@@ -293,8 +293,8 @@ QB_AVX512_INLINE void q5_sums_fast(const int G, const int n, __m512 (*X)[32], __
  * sequential sums behind the other's work). */
 QB_AVX512_INLINE void q5_qkx(const int G, const int n, int nmax, const float *x,
                              const float *weights, float rmin, float rdelta, int nstep,
-                             bool use_mad, bool x3, float *scale_out, float *the_min_out,
-                             uint8_t *L)
+                             bool use_mad, bool x3, bool avw, float *scale_out,
+                             float *the_min_out, uint8_t *L)
 {
     qb_tile XT[2], WT[2]; /* scratch for the results */
     __m512 X[2][32], W[2][32], LF[2][32];
@@ -304,7 +304,15 @@ QB_AVX512_INLINE void q5_qkx(const int G, const int n, int nmax, const float *x,
     __mmask16 degenerate[2], won[2], nan = 0;
     for (int t = 0; t < G; ++t) {
         const size_t off = (size_t)t * QZ_LANES * n;
-        q5_load_t(n, x + off, weights ? weights + off : NULL, X[t], W[t]);
+        q5_load_t(n, x + off, avw || !weights ? NULL : weights + off, X[t], W[t]);
+        if (avw) { /* ggml's Q4_K/Q5_K weights: sqrt(sum x^2 / n) + |x| */
+            __m512 s2 = _mm512_add_ps(_mm512_setzero_ps(), W[t][0]);
+            for (int i = 1; i < n; ++i)
+                s2 = _mm512_add_ps(s2, W[t][i]);
+            const __m512 av = _mm512_sqrt_ps(_mm512_div_ps(s2, _mm512_set1_ps((float)n)));
+            for (int i = 0; i < n; ++i)
+                W[t][i] = _mm512_add_ps(av, q5_abs(X[t][i]));
+        }
         for (int i = 0; i < n; ++i) {
             /* NaN values: the integer path throughout (see q5_qx) */
             nan |= _mm512_cmp_ps_mask(X[t][i], X[t][i], _CMP_UNORD_Q);
@@ -454,15 +462,16 @@ QB_AVX512_INLINE void q5_qkx(const int G, const int n, int nmax, const float *x,
     }
 }
 
-QB_AVX512 static void qkx_avx512(int ntiles, int n, int nmax, const float *x,
-                                 const float *weights, float rmin, float rdelta, int nstep,
-                                 bool use_mad, bool x3, float *scale, float *the_min, uint8_t *L)
+QB_AVX512_INLINE void qkx_avx512_body(int ntiles, int n, int nmax, const float *x,
+                                      const float *weights, float rmin, float rdelta, int nstep,
+                                      bool use_mad, bool x3, bool avw, float *scale,
+                                      float *the_min, uint8_t *L)
 {
     for (; ntiles >= 2; ntiles -= 2) {
         if (n == 32)
-            q5_qkx(2, 32, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min, L);
+            q5_qkx(2, 32, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, avw, scale, the_min, L);
         else
-            q5_qkx(2, 16, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min, L);
+            q5_qkx(2, 16, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, avw, scale, the_min, L);
         x += 2 * QZ_LANES * n;
         weights = weights ? weights + 2 * QZ_LANES * n : NULL;
         scale += 2 * QZ_LANES;
@@ -471,10 +480,26 @@ QB_AVX512 static void qkx_avx512(int ntiles, int n, int nmax, const float *x,
     }
     if (ntiles) {
         if (n == 32)
-            q5_qkx(1, 32, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min, L);
+            q5_qkx(1, 32, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, avw, scale, the_min, L);
         else
-            q5_qkx(1, 16, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min, L);
+            q5_qkx(1, 16, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, avw, scale, the_min, L);
     }
+}
+
+QB_AVX512 static void qkx_avx512(int ntiles, int n, int nmax, const float *x,
+                                 const float *weights, float rmin, float rdelta, int nstep,
+                                 bool use_mad, bool x3, float *scale, float *the_min, uint8_t *L)
+{
+    qkx_avx512_body(ntiles, n, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, false, scale,
+                    the_min, L);
+}
+
+QB_AVX512 static void qkx2_avw_avx512(int ntiles, int nmax, const float *x, float rmin,
+                                      float rdelta, int nstep, float *scale, float *the_min,
+                                      uint8_t *L)
+{
+    qkx_avx512_body(ntiles, 32, nmax, x, NULL, rmin, rdelta, nstep, false, false, true, scale,
+                    the_min, L);
 }
 
 static _Atomic int g_force_generic;
@@ -517,6 +542,31 @@ void qz_qkx_batch(int ntiles, int n, int nmax, const float *x, const float *weig
         const size_t off = (size_t)t * QZ_LANES * n;
         qkx_generic(n, nmax, x + off, weights ? weights + off : NULL, rmin, rdelta, nstep, use_mad,
                     x3, scale + t * QZ_LANES, the_min + t * QZ_LANES, L + off);
+    }
+}
+
+void qz_qkx2_batch_avw(int ntiles, int nmax, const float *x, float rmin, float rdelta, int nstep,
+                       float *scale, float *the_min, uint8_t *L)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (have_avx512()) {
+        qkx2_avw_avx512(ntiles, nmax, x, rmin, rdelta, nstep, scale, the_min, L);
+        return;
+    }
+#endif
+    float w[QZ_LANES * 32];
+    for (int t = 0; t < ntiles; ++t) {
+        const float *xt = x + (size_t)t * QZ_LANES * 32;
+        for (int g = 0; g < QZ_LANES; ++g) {
+            float sum_x2 = 0;
+            for (int l = 0; l < 32; ++l)
+                sum_x2 += xt[32 * g + l] * xt[32 * g + l];
+            const float av_x = sqrtf(sum_x2 / 32);
+            for (int l = 0; l < 32; ++l)
+                w[32 * g + l] = av_x + fabsf(xt[32 * g + l]);
+        }
+        qkx_generic(32, nmax, xt, w, rmin, rdelta, nstep, false, false, scale + t * QZ_LANES,
+                    the_min + t * QZ_LANES, L + (size_t)t * QZ_LANES * 32);
     }
 }
 
