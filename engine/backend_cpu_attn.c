@@ -7,17 +7,17 @@
 #include <stdint.h>
 
 #include "backend_cpu_internal.h"
+#include "kernels.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
 #define TGT __attribute__((target("avx2,fma,f16c")))
 
+/* The kernels' CPUID check (clang 14's __builtin_cpu_supports lacks "f16c"). */
 bool backend_cpu_attn_simd_available(void)
 {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+    return kern_simd_available(KERN_SIMD_AVX2_PLAIN);
 }
 
 /* sum_d q[d] * f32(k[d]) for n a multiple of 8, summed in double. */
