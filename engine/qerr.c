@@ -14,6 +14,7 @@
 #include "ggtype.h"
 
 #define CHUNK_TARGET 65536u
+#define RELEASE_GROUP 16u /* chunks whose pages are released together */
 
 struct qerr_report {
     qerr_result *res;      /* n_items slots */
@@ -132,10 +133,129 @@ static inline uint32_t abs_bucket(float a)
     return (b & 0x7fffffffu) >> (23 - QERR_HIST_MANT);
 }
 
+static void hist_add_generic(uint64_t *hist, const float *ref, const float *meas, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        hist[abs_bucket(meas[i] - ref[i])]++;
+}
+
+#ifdef HAVE_AVX512_PATH
+#include <immintrin.h>
+#if QERR_HIST_BINS > 65536
+#error "the AVX-512 histogram path keeps bucket numbers in 16 bits"
+#endif
+/* acc_sums and hist_add_generic in one pass, 16 pairs at a time: the sums in
+ * double with fused multiply-adds (two sets of accumulators, the low and high
+ * 8 pairs), the buckets from the float difference (the same bits as
+ * abs_bucket) into a small buffer, then counted. */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) static void
+acc_fused_avx512(const float *ref, const float *meas, size_t n, double out[5], uint64_t *hist)
+{
+    enum { BLK = 512 };
+    uint16_t idx[BLK] __attribute__((aligned(64)));
+    const __m512i absm = _mm512_set1_epi32(0x7fffffff);
+    const __m512d absd = _mm512_castsi512_pd(_mm512_set1_epi64(0x7fffffffffffffffLL));
+    __m512d se0 = _mm512_setzero_pd(), sr0 = se0, sm0 = se0, sd0 = se0, mx0 = se0;
+    __m512d se1 = se0, sr1 = se0, sm1 = se0, sd1 = se0, mx1 = se0;
+    size_t i = 0;
+    while (i + 16 <= n) {
+        size_t m = n - i;
+        if (m > BLK)
+            m = BLK;
+        m &= ~(size_t)15;
+        for (size_t j = 0; j < m; j += 16) {
+            const __m512 r = _mm512_loadu_ps(ref + i + j), q = _mm512_loadu_ps(meas + i + j);
+            const __m512d r0 = _mm512_cvtps_pd(_mm512_castps512_ps256(r));
+            const __m512d r1 = _mm512_cvtps_pd(
+                _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(r), 1)));
+            const __m512d q0 = _mm512_cvtps_pd(_mm512_castps512_ps256(q));
+            const __m512d q1 = _mm512_cvtps_pd(
+                _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(q), 1)));
+            const __m512d e0 = _mm512_sub_pd(q0, r0), e1 = _mm512_sub_pd(q1, r1);
+            se0 = _mm512_fmadd_pd(e0, e0, se0);
+            se1 = _mm512_fmadd_pd(e1, e1, se1);
+            sr0 = _mm512_fmadd_pd(r0, r0, sr0);
+            sr1 = _mm512_fmadd_pd(r1, r1, sr1);
+            sm0 = _mm512_fmadd_pd(q0, q0, sm0);
+            sm1 = _mm512_fmadd_pd(q1, q1, sm1);
+            sd0 = _mm512_fmadd_pd(r0, q0, sd0);
+            sd1 = _mm512_fmadd_pd(r1, q1, sd1);
+            mx0 = _mm512_max_pd(mx0, _mm512_and_pd(e0, absd));
+            mx1 = _mm512_max_pd(mx1, _mm512_and_pd(e1, absd));
+            const __m512 e = _mm512_sub_ps(q, r);
+            const __m512i bk = _mm512_srli_epi32(
+                _mm512_and_si512(_mm512_castps_si512(e), absm), 23 - QERR_HIST_MANT);
+            _mm256_store_si256((__m256i *)(idx + j), _mm512_cvtepi32_epi16(bk));
+        }
+        if (hist)
+            for (size_t j = 0; j < m; j += 4) {
+                hist[idx[j]]++;
+                hist[idx[j + 1]]++;
+                hist[idx[j + 2]]++;
+                hist[idx[j + 3]]++;
+            }
+        i += m;
+    }
+    double sv[5][16];
+    _mm512_storeu_pd(sv[0], se0);
+    _mm512_storeu_pd(sv[0] + 8, se1);
+    _mm512_storeu_pd(sv[1], sr0);
+    _mm512_storeu_pd(sv[1] + 8, sr1);
+    _mm512_storeu_pd(sv[2], sm0);
+    _mm512_storeu_pd(sv[2] + 8, sm1);
+    _mm512_storeu_pd(sv[3], sd0);
+    _mm512_storeu_pd(sv[3] + 8, sd1);
+    _mm512_storeu_pd(sv[4], mx0);
+    _mm512_storeu_pd(sv[4] + 8, mx1);
+    double s[5] = {0, 0, 0, 0, 0};
+    for (int k = 0; k < 16; k++) {
+        for (int c = 0; c < 4; c++)
+            s[c] += sv[c][k];
+        if (sv[4][k] > s[4])
+            s[4] = sv[4][k];
+    }
+    for (; i < n; i++) {
+        double rd = ref[i], md = meas[i], e = md - rd;
+        s[0] += e * e;
+        s[1] += rd * rd;
+        s[2] += md * md;
+        s[3] += rd * md;
+        if (fabs(e) > s[4])
+            s[4] = fabs(e);
+        if (hist)
+            hist[abs_bucket(meas[i] - ref[i])]++;
+    }
+    memcpy(out, s, sizeof s);
+}
+#endif
+
+/* The sums of acc_sums; when hist is not NULL, also counts every pair's
+ * bucket into hist (returns true) or leaves hist alone (false). */
+static bool acc_sums_hist(const float *ref, const float *meas, size_t n, double out[5],
+                          uint64_t *hist)
+{
+#ifdef HAVE_AVX512_PATH
+    static _Atomic int have = -1;
+    if (have < 0) {
+        const char *e = getenv("GGSCOPE_SIMD");
+        have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("fma") &&
+               !(e && (!strcmp(e, "scalar") || !strcmp(e, "avx2")));
+    }
+    if (have) {
+        acc_fused_avx512(ref, meas, n, out, hist);
+        return hist != NULL;
+    }
+#endif
+    acc_sums(ref, meas, n, out);
+    return false;
+}
+
 void qerr_acc_add(qerr_acc *acc, uint64_t *hist, const float *ref, const float *meas, size_t n)
 {
     double s[5];
-    acc_sums(ref, meas, n, s);
+    const bool counted = acc_sums_hist(ref, meas, n, s, hist);
     if (isfinite(s[0]) && isfinite(s[1]) && isfinite(s[2]) && isfinite(s[3])) {
         acc->n += n;
         acc->sum_err2 += s[0];
@@ -144,11 +264,13 @@ void qerr_acc_add(qerr_acc *acc, uint64_t *hist, const float *ref, const float *
         acc->sum_dot += s[3];
         if (s[4] > acc->max_abs)
             acc->max_abs = s[4];
-        if (hist)
-            for (size_t i = 0; i < n; i++)
-                hist[abs_bucket(meas[i] - ref[i])]++;
+        if (hist && !counted)
+            hist_add_generic(hist, ref, meas, n);
         return;
     }
+    if (counted) /* take the pairs back out: the slow path counts the finite ones */
+        for (size_t i = 0; i < n; i++)
+            hist[abs_bucket(meas[i] - ref[i])]--;
     /* some value is NaN or Inf: the slow path skips those pairs */
     for (size_t i = 0; i < n; i++) {
         if (!isfinite(ref[i]) || !isfinite(meas[i])) {
@@ -445,10 +567,14 @@ static int do_chunk(worker *w, item *it, uint64_t c)
             return -1;
     }
     qerr_acc_add(&w->acc, w->hist, w->a, w->b, (size_t)n);
-    if (w->rc->o->release_pages) {
-        release(it->src, e0, n);
+    /* pages go back RELEASE_GROUP chunks at a time (each madvise costs a TLB
+     * shootdown on every CPU): when chunk c ends a group or the tensor, from
+     * the group's first element to c's last */
+    if (w->rc->o->release_pages && ((c + 1) % RELEASE_GROUP == 0 || c + 1 == it->n_chunks)) {
+        uint64_t g0 = c / RELEASE_GROUP * RELEASE_GROUP * it->chunk;
+        release(it->src, g0, e0 + n - g0);
         if (it->ref)
-            release(it->ref, e0, n);
+            release(it->ref, g0, e0 + n - g0);
     }
     return 0;
 }

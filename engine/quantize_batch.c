@@ -210,6 +210,57 @@ QB_AVX512_INLINE __m512 q5_sel(__mmask16 m, __m512 a, __m512 b) /* m ? a : b */
     return _mm512_mask_blend_ps(m, b, a);
 }
 
+/* r[j] = row j of a 16x16 float matrix -> r[j] = column j. */
+QB_AVX512_INLINE void q5_tr16(__m512 r[16])
+{
+    __m512 t[16];
+    for (int k = 0; k < 8; ++k) {
+        t[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+        t[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+#define Q5_PD(f, a, b) _mm512_castpd_ps(f(_mm512_castps_pd(a), _mm512_castps_pd(b)))
+    for (int k = 0; k < 4; ++k) {
+        r[4 * k] = Q5_PD(_mm512_unpacklo_pd, t[4 * k], t[4 * k + 2]);
+        r[4 * k + 1] = Q5_PD(_mm512_unpackhi_pd, t[4 * k], t[4 * k + 2]);
+        r[4 * k + 2] = Q5_PD(_mm512_unpacklo_pd, t[4 * k + 1], t[4 * k + 3]);
+        r[4 * k + 3] = Q5_PD(_mm512_unpackhi_pd, t[4 * k + 1], t[4 * k + 3]);
+    }
+#undef Q5_PD
+    for (int h = 0; h < 2; ++h)
+        for (int k = 0; k < 4; ++k) {
+            t[8 * h + k] = _mm512_shuffle_f32x4(r[8 * h + k], r[8 * h + k + 4], 0x88);
+            t[8 * h + k + 4] = _mm512_shuffle_f32x4(r[8 * h + k], r[8 * h + k + 4], 0xdd);
+        }
+    for (int k = 0; k < 8; ++k) {
+        r[k] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0x88);
+        r[k + 8] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0xdd);
+    }
+}
+
+/* X[i] = (x[g*n + i] for the 16 lanes g), W likewise from w (NULL: x*x). */
+QB_AVX512_INLINE void q5_load_t(const int n, const float *x, const float *w, __m512 *X,
+                                __m512 *W)
+{
+    for (int i0 = 0; i0 < n; i0 += 16) {
+        __m512 r[16];
+        for (int g = 0; g < 16; ++g)
+            r[g] = _mm512_loadu_ps(x + g * n + i0);
+        q5_tr16(r);
+        for (int j = 0; j < 16; ++j)
+            X[i0 + j] = r[j];
+        if (w) {
+            for (int g = 0; g < 16; ++g)
+                r[g] = _mm512_loadu_ps(w + g * n + i0);
+            q5_tr16(r);
+            for (int j = 0; j < 16; ++j)
+                W[i0 + j] = r[j];
+        } else {
+            for (int j = 0; j < 16; ++j)
+                W[i0 + j] = _mm512_mul_ps(X[i0 + j], X[i0 + j]);
+        }
+    }
+}
+
 /* Sums of one candidate over G tiles (i outer, tiles inner, so the tiles'
  * sequential sums interleave), levels in float; lo / hi: clamp at 0 / nmax
  * (left out when the candidate's extremes show no value needs it). */
@@ -242,10 +293,10 @@ QB_AVX512_INLINE void q5_sums_fast(const int G, const int n, __m512 (*X)[32], __
  * sequential sums behind the other's work). */
 QB_AVX512_INLINE void q5_qkx(const int G, const int n, int nmax, const float *x,
                              const float *weights, float rmin, float rdelta, int nstep,
-                             bool use_mad, bool x3, float *scale_out, float *the_min_out,
-                             uint8_t *L)
+                             bool use_mad, bool x3, bool avw, float *scale_out,
+                             float *the_min_out, uint8_t *L)
 {
-    qb_tile XT[2], WT[2];
+    qb_tile XT[2], WT[2]; /* scratch for the results */
     __m512 X[2][32], W[2][32], LF[2][32];
     const __m512 fzero = _mm512_setzero_ps(), fnmax = _mm512_set1_ps((float)nmax);
     __m512 min[2], max[2], xmin[2], min0[2], sum_w[2], sum_x[2], scale[2], best_error[2];
@@ -253,10 +304,16 @@ QB_AVX512_INLINE void q5_qkx(const int G, const int n, int nmax, const float *x,
     __mmask16 degenerate[2], won[2], nan = 0;
     for (int t = 0; t < G; ++t) {
         const size_t off = (size_t)t * QZ_LANES * n;
-        qb_transpose(n, x + off, weights ? weights + off : NULL, &XT[t], &WT[t]);
+        q5_load_t(n, x + off, avw || !weights ? NULL : weights + off, X[t], W[t]);
+        if (avw) { /* ggml's Q4_K/Q5_K weights: sqrt(sum x^2 / n) + |x| */
+            __m512 s2 = _mm512_add_ps(_mm512_setzero_ps(), W[t][0]);
+            for (int i = 1; i < n; ++i)
+                s2 = _mm512_add_ps(s2, W[t][i]);
+            const __m512 av = _mm512_sqrt_ps(_mm512_div_ps(s2, _mm512_set1_ps((float)n)));
+            for (int i = 0; i < n; ++i)
+                W[t][i] = _mm512_add_ps(av, q5_abs(X[t][i]));
+        }
         for (int i = 0; i < n; ++i) {
-            X[t][i] = _mm512_loadu_ps(XT[t].f[i]);
-            W[t][i] = _mm512_loadu_ps(WT[t].f[i]);
             /* NaN values: the integer path throughout (see q5_qx) */
             nan |= _mm512_cmp_ps_mask(X[t][i], X[t][i], _CMP_UNORD_Q);
         }
@@ -293,6 +350,7 @@ QB_AVX512_INLINE void q5_qkx(const int G, const int n, int nmax, const float *x,
         won[t] = 0;
     }
     const __m512 lim = _mm512_set1_ps(4e6f);
+    const __m512 flo = _mm512_set1_ps(-0.5f), fhi = _mm512_set1_ps((float)nmax + 0.5f);
     for (int is = 0; nstep >= 1 && is <= nstep; ++is) {
         const float c = rmin + rdelta * is + nmax;
         __m512 isc[2], sl[2], sl2[2], sxl[2];
@@ -306,11 +364,13 @@ QB_AVX512_INLINE void q5_qkx(const int G, const int n, int nmax, const float *x,
             const __m512 vhi = _mm512_mul_ps(isc[t], range);
             sane &= _mm512_cmp_ps_mask(q5_abs(vlo), lim, _CMP_LT_OQ) &
                     _mm512_cmp_ps_mask(q5_abs(vhi), lim, _CMP_LT_OQ);
-            /* every v lies between vlo and vhi whatever the sign of isc */
-            lo_idle &= _mm512_cmp_ps_mask(vlo, fzero, _CMP_GE_OQ) &
-                       _mm512_cmp_ps_mask(vhi, fzero, _CMP_GE_OQ);
-            hi_idle &= _mm512_cmp_ps_mask(vlo, fnmax, _CMP_LE_OQ) &
-                       _mm512_cmp_ps_mask(vhi, fnmax, _CMP_LE_OQ);
+            /* every v lies between vlo and vhi whatever the sign of isc; a v
+             * in (-0.5, 0) rounds to +0 like max(v, 0), one in (nmax, nmax +
+             * 0.5) to nmax like min(v, nmax): no clamp needed there */
+            lo_idle &= _mm512_cmp_ps_mask(vlo, flo, _CMP_GT_OQ) &
+                       _mm512_cmp_ps_mask(vhi, flo, _CMP_GT_OQ);
+            hi_idle &= _mm512_cmp_ps_mask(vlo, fhi, _CMP_LT_OQ) &
+                       _mm512_cmp_ps_mask(vhi, fhi, _CMP_LT_OQ);
         }
         if (sane == 0xFFFF && !nan) {
             const bool lo = lo_idle != 0xFFFF, hi = hi_idle != 0xFFFF;
@@ -390,21 +450,28 @@ QB_AVX512_INLINE void q5_qkx(const int G, const int n, int nmax, const float *x,
             _mm512_storeu_si512(WT[t].i[i], l);
         }
         uint8_t *Lt = L + (size_t)t * QZ_LANES * n;
-        for (int g = 0; g < QZ_LANES; ++g)
-            for (int i = 0; i < n; ++i)
-                Lt[g * n + i] = (uint8_t)WT[t].i[i][g];
+        for (int i0 = 0; i0 < n; i0 += 16) {
+            __m512 r[16];
+            for (int j = 0; j < 16; ++j)
+                r[j] = _mm512_loadu_ps(WT[t].f[i0 + j]);
+            q5_tr16(r);
+            for (int g = 0; g < QZ_LANES; ++g)
+                _mm_storeu_si128((__m128i *)(Lt + g * n + i0),
+                                 _mm512_cvtepi32_epi8(_mm512_castps_si512(r[g])));
+        }
     }
 }
 
-QB_AVX512 static void qkx_avx512(int ntiles, int n, int nmax, const float *x,
-                                 const float *weights, float rmin, float rdelta, int nstep,
-                                 bool use_mad, bool x3, float *scale, float *the_min, uint8_t *L)
+QB_AVX512_INLINE void qkx_avx512_body(int ntiles, int n, int nmax, const float *x,
+                                      const float *weights, float rmin, float rdelta, int nstep,
+                                      bool use_mad, bool x3, bool avw, float *scale,
+                                      float *the_min, uint8_t *L)
 {
     for (; ntiles >= 2; ntiles -= 2) {
         if (n == 32)
-            q5_qkx(2, 32, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min, L);
+            q5_qkx(2, 32, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, avw, scale, the_min, L);
         else
-            q5_qkx(2, 16, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min, L);
+            q5_qkx(2, 16, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, avw, scale, the_min, L);
         x += 2 * QZ_LANES * n;
         weights = weights ? weights + 2 * QZ_LANES * n : NULL;
         scale += 2 * QZ_LANES;
@@ -413,10 +480,26 @@ QB_AVX512 static void qkx_avx512(int ntiles, int n, int nmax, const float *x,
     }
     if (ntiles) {
         if (n == 32)
-            q5_qkx(1, 32, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min, L);
+            q5_qkx(1, 32, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, avw, scale, the_min, L);
         else
-            q5_qkx(1, 16, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, scale, the_min, L);
+            q5_qkx(1, 16, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, avw, scale, the_min, L);
     }
+}
+
+QB_AVX512 static void qkx_avx512(int ntiles, int n, int nmax, const float *x,
+                                 const float *weights, float rmin, float rdelta, int nstep,
+                                 bool use_mad, bool x3, float *scale, float *the_min, uint8_t *L)
+{
+    qkx_avx512_body(ntiles, n, nmax, x, weights, rmin, rdelta, nstep, use_mad, x3, false, scale,
+                    the_min, L);
+}
+
+QB_AVX512 static void qkx2_avw_avx512(int ntiles, int nmax, const float *x, float rmin,
+                                      float rdelta, int nstep, float *scale, float *the_min,
+                                      uint8_t *L)
+{
+    qkx_avx512_body(ntiles, 32, nmax, x, NULL, rmin, rdelta, nstep, false, false, true, scale,
+                    the_min, L);
 }
 
 static _Atomic int g_force_generic;
@@ -459,6 +542,31 @@ void qz_qkx_batch(int ntiles, int n, int nmax, const float *x, const float *weig
         const size_t off = (size_t)t * QZ_LANES * n;
         qkx_generic(n, nmax, x + off, weights ? weights + off : NULL, rmin, rdelta, nstep, use_mad,
                     x3, scale + t * QZ_LANES, the_min + t * QZ_LANES, L + off);
+    }
+}
+
+void qz_qkx2_batch_avw(int ntiles, int nmax, const float *x, float rmin, float rdelta, int nstep,
+                       float *scale, float *the_min, uint8_t *L)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (have_avx512()) {
+        qkx2_avw_avx512(ntiles, nmax, x, rmin, rdelta, nstep, scale, the_min, L);
+        return;
+    }
+#endif
+    float w[QZ_LANES * 32];
+    for (int t = 0; t < ntiles; ++t) {
+        const float *xt = x + (size_t)t * QZ_LANES * 32;
+        for (int g = 0; g < QZ_LANES; ++g) {
+            float sum_x2 = 0;
+            for (int l = 0; l < 32; ++l)
+                sum_x2 += xt[32 * g + l] * xt[32 * g + l];
+            const float av_x = sqrtf(sum_x2 / 32);
+            for (int l = 0; l < 32; ++l)
+                w[32 * g + l] = av_x + fabsf(xt[32 * g + l]);
+        }
+        qkx_generic(32, nmax, xt, w, rmin, rdelta, nstep, false, false, scale + t * QZ_LANES,
+                    the_min + t * QZ_LANES, L + (size_t)t * QZ_LANES * 32);
     }
 }
 

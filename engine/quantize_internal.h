@@ -118,6 +118,10 @@ float qz_make_qkx_quants(int n, int nmax, const float *x, const float *weights, 
 void qz_qkx_batch(int ntiles, int n, int nmax, const float *x, const float *weights, float rmin,
                   float rdelta, int nstep, bool use_mad, bool x3, float *scale, float *the_min,
                   uint8_t *L);
+/* qz_qkx_batch for n = 32, make_qkx2 (no mad, not x3) with ggml's Q4_K/Q5_K
+ * weights sqrt(sum x^2 / 32) + |x| of each group computed inside. */
+void qz_qkx2_batch_avw(int ntiles, int nmax, const float *x, float rmin, float rdelta, int nstep,
+                       float *scale, float *the_min, uint8_t *L);
 /* Tests only: true makes the batch searches skip their AVX-512 kernels and
  * run the portable vector code (process-wide). */
 void qz_batch_force_generic(bool on);

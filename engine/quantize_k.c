@@ -454,6 +454,21 @@ static void k4_search(const float *x, const float *qw, int nsb, int nmax, float 
                       int nstep, float *scales, float *mins, float *sw, uint8_t *L, bool lanes)
 {
     float weights[K4_BATCH * QK_K];
+    if (lanes && !qw) { /* the weights are computed inside the batch search */
+        float xb[K4_BATCH * QK_K];
+        uint8_t Lb[K4_BATCH * QK_K];
+        float sb[8 * K4_BATCH], mb[8 * K4_BATCH];
+        if (nsb & 1) {
+            memcpy(xb, x, (size_t)nsb * QK_K * sizeof(float));
+            memset(xb + QK_K * nsb, 0, QK_K * sizeof(float));
+            x = xb;
+        }
+        qz_qkx2_batch_avw((nsb + 1) / 2, nmax, x, rmin, rdelta, nstep, sb, mb, Lb);
+        memcpy(scales, sb, (size_t)nsb * 8 * sizeof(float));
+        memcpy(mins, mb, (size_t)nsb * 8 * sizeof(float));
+        memcpy(L, Lb, (size_t)nsb * QK_K);
+        return;
+    }
     for (int b = 0; b < nsb; ++b)
         k4_weights(x + QK_K * b, qw ? qw + QK_K * b : NULL, weights + QK_K * b, sw + 8 * b);
     if (qw) { /* the importance path's search */
