@@ -1005,6 +1005,22 @@ static bool name_selected(const regex_t *re, const char *name)
     return !re || regexec(re, name, 0, NULL, 0) == 0;
 }
 
+/* Compile the options' --filter regex, if any. Returns false (error set) on a bad one. */
+static bool compile_filter(const qerr_opts *o, regex_t *re, bool *have_re, qerr_status *st, char *err, size_t cap)
+{
+    *have_re = false;
+    if (!o->filter || !*o->filter)
+        return true;
+    if (regcomp(re, o->filter, REG_EXTENDED | REG_NOSUB) != 0) {
+        set_err(err, cap, "bad regular expression '%s'", o->filter);
+        if (st)
+            *st = QERR_EARG;
+        return false;
+    }
+    *have_re = true;
+    return true;
+}
+
 qerr_report *qerr_requant(const gguf_file *f, const qerr_opts *o, qerr_status *st, char *err,
                           size_t cap)
 {
@@ -1022,16 +1038,9 @@ qerr_report *qerr_requant(const gguf_file *f, const qerr_opts *o, qerr_status *s
             return NULL;
         }
     regex_t re;
-    bool have_re = false;
-    if (o->filter && *o->filter) {
-        if (regcomp(&re, o->filter, REG_EXTENDED | REG_NOSUB) != 0) {
-            set_err(err, cap, "bad regular expression '%s'", o->filter);
-            if (st)
-                *st = QERR_EARG;
-            return NULL;
-        }
-        have_re = true;
-    }
+    bool have_re;
+    if (!compile_filter(o, &re, &have_re, st, err, cap))
+        return NULL;
     uint64_t nt = gguf_tensor_count(f);
     size_t max_items = (size_t)nt * o->n_types;
     qerr_report *rep = report_new(max_items, o->n_types);
@@ -1132,16 +1141,9 @@ qerr_report *qerr_compare(const gguf_file *f, const gguf_file *parent, const qer
         return NULL;
     }
     regex_t re;
-    bool have_re = false;
-    if (o->filter && *o->filter) {
-        if (regcomp(&re, o->filter, REG_EXTENDED | REG_NOSUB) != 0) {
-            set_err(err, cap, "bad regular expression '%s'", o->filter);
-            if (st)
-                *st = QERR_EARG;
-            return NULL;
-        }
-        have_re = true;
-    }
+    bool have_re;
+    if (!compile_filter(o, &re, &have_re, st, err, cap))
+        return NULL;
     uint64_t nt = gguf_tensor_count(f);
     qerr_report *rep = report_new((size_t)nt, 1);
     item *items = calloc(nt ? (size_t)nt : 1, sizeof *items);
