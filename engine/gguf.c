@@ -384,6 +384,17 @@ static bool diagnose_not_gguf(const uint8_t *p, uint64_t size, const char *path,
     return false;
 }
 
+/* A tensor's data offset and index, for the overlap check. */
+typedef struct {
+    uint64_t offset, idx;
+} span;
+
+static int span_cmp(const void *x, const void *y)
+{
+    const span *a = x, *b = y;
+    return a->offset < b->offset ? -1 : a->offset > b->offset ? 1 : (a->idx > b->idx) - (a->idx < b->idx);
+}
+
 /* Parse the header, metadata and tensor infos of one shard into f (appending tensors). */
 static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool first)
 {
@@ -633,36 +644,18 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
     }
     /* Overlap: sort this shard's known tensors by offset and compare neighbours. */
     if (n_tensors > 1) {
-        uint64_t *ord = malloc(n_tensors * sizeof *ord), m = 0;
+        span *ord = malloc(n_tensors * sizeof *ord);
+        uint64_t m = 0;
         if (!ord) {
             set_err(err, GGUF_ENOMEM, sh->path, 0, "out of memory");
             return false;
         }
         for (uint64_t i = 0; i < n_tensors; i++)
             if (f->tensors[base_idx + i].type_known)
-                ord[m++] = base_idx + i;
-        /* insertion sort is quadratic; use a simple heap sort instead */
-        for (uint64_t k = m / 2; k-- > 0;) {
-            for (uint64_t r = k;;) {
-                uint64_t ch = 2 * r + 1;
-                if (ch >= m) break;
-                if (ch + 1 < m && f->tensors[ord[ch + 1]].offset > f->tensors[ord[ch]].offset) ch++;
-                if (f->tensors[ord[r]].offset >= f->tensors[ord[ch]].offset) break;
-                uint64_t tmpi = ord[r]; ord[r] = ord[ch]; ord[ch] = tmpi; r = ch;
-            }
-        }
-        for (uint64_t end = m; end-- > 1;) {
-            uint64_t tmpi = ord[0]; ord[0] = ord[end]; ord[end] = tmpi;
-            for (uint64_t r = 0;;) {
-                uint64_t ch = 2 * r + 1;
-                if (ch >= end) break;
-                if (ch + 1 < end && f->tensors[ord[ch + 1]].offset > f->tensors[ord[ch]].offset) ch++;
-                if (f->tensors[ord[r]].offset >= f->tensors[ord[ch]].offset) break;
-                tmpi = ord[r]; ord[r] = ord[ch]; ord[ch] = tmpi; r = ch;
-            }
-        }
+                ord[m++] = (span){f->tensors[base_idx + i].offset, base_idx + i};
+        qsort(ord, (size_t)m, sizeof *ord, span_cmp);
         for (uint64_t k = 1; k < m; k++) {
-            const gguf_tensor *a = &f->tensors[ord[k - 1]], *b = &f->tensors[ord[k]];
+            const gguf_tensor *a = &f->tensors[ord[k - 1].idx], *b = &f->tensors[ord[k].idx];
             if (a->offset + a->n_bytes > b->offset) {
                 char na[80], nb[80];
                 cur_fail(&c, b->info_offset, "tensor '%s' (data %llu..%llu) overlaps tensor '%s' (data from %llu)",
