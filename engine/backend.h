@@ -137,9 +137,12 @@ typedef struct backend_ops {
     int (*attention)(void *ctx, backend_view q, backend_view k, backend_view v,
                      backend_view out, uint32_t n_tok, uint32_t pos0, uint32_t n_head,
                      uint32_t n_head_kv, uint32_t head_dim, float scale);
-    /* dst[i] = silu(gate[i]) * up[i] for n elements, silu(x) = x / (1 + exp(-x)).
-     * dst may alias gate or up. */
-    int (*silu_mul)(void *ctx, backend_view gate, backend_view up, backend_view dst, size_t n);
+    /* dst[i] = silu(gate[i]) * up[i] over n_rows rows of n_cols elements,
+     * silu(x) = x / (1 + exp(-x)). dst may alias gate or up. (Rows matter to
+     * the CPU backend only: ggml's SwiGLU treats the last n_cols % 16 of a row
+     * apart.) */
+    int (*silu_mul)(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
+                    uint32_t n_cols);
     /* Softmax of each of n_rows rows of n_cols floats, in place. */
     int (*softmax)(void *ctx, backend_view x, uint32_t n_rows, uint32_t n_cols);
 

@@ -1,10 +1,12 @@
 /* backend_cpu: the CPU reference backend.
  *
- * Plain C, written to follow ggml's CPU arithmetic closely (the peer oracle is
- * llama.cpp): RMS sums in double, RoPE angles by repeated multiplication,
- * queries and attention weights rounded to F16 before their products with the
- * F16 KV cache, F16 weights multiplied with F16-rounded activations, quantized
- * weights through kern_matmul (activations quantized on the fly). */
+ * Plain C that follows ggml's CPU arithmetic operation by operation (the peer
+ * oracle is llama.cpp; docs/engine.md lists the orders): RMS sums in double,
+ * RoPE angles by repeated multiplication and a fused rotation, one-chunk and
+ * tiled flash attention as ggml computes them, SwiGLU with ggml's vectorised
+ * expf, F16 weights multiplied with F16-rounded activations, quantized weights
+ * through kern_matmul (activations quantized on the fly). With the AVX-512
+ * kernels, logits are bit-identical to llama.cpp's x86-64 build. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,8 +273,9 @@ static void rope_row(float *x, uint32_t n_head, uint32_t head_dim, float p,
                 b = i0 + 1;
             }
             float x0 = v[a], x1 = v[b];
-            v[a] = x0 * c - x1 * s;
-            v[b] = x0 * s + x1 * c;
+            /* as ggml's build computes it (GCC contracts the first product) */
+            v[a] = fmaf(x0, c, -(x1 * s));
+            v[b] = fmaf(x0, s, x1 * c);
         }
     }
 }
@@ -340,14 +343,8 @@ static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *acc, floa
     for (uint32_t p = 0; p < n_kv; p++) {
         const uint16_t *k = j->k + (size_t)p * kvrow + (size_t)kvh * hd;
         const uint16_t *v = j->v + (size_t)p * kvrow + (size_t)kvh * hd;
-        double sd = 0.0;
-        if (simd) {
-            sd = backend_cpu_attn_dot(qh, k, hd);
-        } else {
-            for (uint32_t d = 0; d < hd; d++)
-                sd += (double)(qh[d] * h2f(k[d]));
-        }
-        float s = (float)sd * j->scale;
+        float sd = simd ? backend_cpu_dot_f16(qh, k, hd) : backend_cpu_dot_f16_ref(qh, k, hd);
+        float s = sd * j->scale;
         float ms = 1.0f, vs = 1.0f;
         bool rescale = false;
         if (s > M) {
@@ -367,13 +364,14 @@ static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *acc, floa
                 acc[d] = round_f16(fmaf(h2f(v[d]), vs, acc[d]));
             }
         }
-        S = S * ms + vs;
+        S = S * ms + vs; /* not fused in ggml's build either */
     }
     float inv = S == 0.0f ? 0.0f : 1.0f / S;
     float *o = j->out + ((size_t)t * j->n_head + h) * hd;
     for (uint32_t d = 0; d < hd; d++)
         o[d] = acc[d] * inv;
 }
+
 
 static void attn_task(void *arg, int ith, int nth)
 {
@@ -383,8 +381,24 @@ static void attn_task(void *arg, int ith, int nth)
     if (!sc)
         return; /* checked by the caller through the sentinel below */
     float *qh = sc + j->head_dim;
-    for (uint32_t i = (uint32_t)ith; i < total; i += (uint32_t)nth)
-        attn_one(j, i / j->n_head, i % j->n_head, sc, qh);
+    /* ggml's tiled form for batches of 64 or more queries, else one chunk */
+    const bool tiled = j->n_tok >= 64 && j->head_dim % 16 == 0;
+    const uint32_t hd = j->head_dim, kvrow = j->n_head_kv * hd;
+    for (uint32_t i = (uint32_t)ith; i < total; i += (uint32_t)nth) {
+        uint32_t t = i / j->n_head, h = i % j->n_head;
+        if (!tiled) {
+            attn_one(j, t, h, sc, qh);
+            continue;
+        }
+        const uint32_t kvh = h / (j->n_head / j->n_head_kv);
+        const float *q = j->q + ((size_t)t * j->n_head + h) * hd;
+        float *o = j->out + ((size_t)t * j->n_head + h) * hd;
+        const uint16_t *k = j->k + (size_t)kvh * hd, *v = j->v + (size_t)kvh * hd;
+        if (j->simd)
+            backend_cpu_attn_tiled(q, k, v, kvrow, j->pos0 + t + 1, hd, j->scale, sc, o);
+        else
+            backend_cpu_attn_tiled_ref(q, k, v, kvrow, j->pos0 + t + 1, hd, j->scale, sc, o);
+    }
     free(sc);
 }
 
@@ -413,15 +427,31 @@ static int cpu_attention(void *ctx, backend_view q, backend_view k, backend_view
     return 0;
 }
 
-static int cpu_silu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, size_t n)
+/* ggml's SwiGLU per row: the first n_cols & ~15 elements with its vectorised
+ * expf, the rest with libm's expf. */
+static int cpu_silu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
+                        uint32_t n_cols)
 {
     (void)ctx;
+    size_t n = (size_t)n_rows * n_cols;
     const float *g = f32_at(gate, n), *u = f32_at(up, n);
     float *d = f32_at(dst, n);
     if (!g || !u || !d)
         return BACKEND_EARG;
-    for (size_t i = 0; i < n; i++)
-        d[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    const size_t nv = n_cols & ~(size_t)15;
+    for (size_t r = 0; r < n_rows; r++) {
+        const float *gr = g + r * n_cols, *ur = u + r * n_cols;
+        float *dr = d + r * n_cols;
+        size_t i = 0;
+        if (g_attn_simd) {
+            backend_cpu_silu_mul(gr, ur, dr, nv);
+        } else {
+            for (; i < nv; i++)
+                dr[i] = gr[i] / (1.0f + backend_cpu_v_expf(-gr[i])) * ur[i];
+        }
+        for (i = nv; i < n_cols; i++)
+            dr[i] = gr[i] / (1.0f + expf(-gr[i])) * ur[i];
+    }
     return 0;
 }
 

@@ -1,13 +1,121 @@
-/* backend_cpu_attn: the inner loops of the CPU backend's attention with
- * AVX2 + FMA + F16C (chosen at run time), computing exactly what the scalar
- * code in backend_cpu.c computes: the F16 conversions round to nearest even
- * in both, products of F16 values are exact in float and the score sums are
- * kept in double. */
+/* backend_cpu_attn: the arithmetic the CPU backend shares with ggml's CPU
+ * backend (llama.cpp's x86-64 AVX-512 build) so that logits agree bit for
+ * bit: its F16 dot product order, its two flash-attention forms, its
+ * vectorised expf and SwiGLU. Each piece exists as plain C (the reference,
+ * used without AVX2) and as AVX2 + FMA + F16C code chosen at run time; both
+ * give the same bits, because both follow ggml's order of float operations
+ * (a 16-lane ggml vector is two 8-lane AVX2 vectors here).
+ *
+ * Orders, from llama.cpp's ggml-cpu sources (vec.h, ops.cpp, simd-mappings.h):
+ *  - F16 dot (one-chunk attention scores): 4 accumulators x 16 lanes of FMAs
+ *    over 64-element steps; then (a0 + a2) + (a1 + a3) lane-wise and the
+ *    16 lanes summed as (l, l+8), (l, l+4), (l, l+2), (l, l+1); leftovers
+ *    added in double.
+ *  - tiled attention (batches of 64 or more queries): each score one fma
+ *    chain over the head dimension from +0; KV in tiles of 64 cells; the
+ *    tile's weights from the vectorised expf, summed per 16 as above into a
+ *    double; V accumulated by one fma chain per output element.
+ *  - vectorised expf: an Arm optimized-routines polynomial with its
+ *    published coefficients, scaled by 2^n at the end. */
+#include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "backend_cpu_internal.h"
+#include "codec.h"
 #include "kernels.h"
+
+/* ---- plain C ---- */
+
+float backend_cpu_v_expf(float x)
+{
+    float z = fmaf(x, 0x1.715476p+0f, 0x1.8p23f);
+    float n = z - 0x1.8p23f;
+    float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    if (fabsf(n) > 192.0f)
+        return n <= 0.0f ? 0.0f : INFINITY;
+    float u = b * b;
+    float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                   u, fmaf(0x1.ffffecp-1f, b, 1.0f));
+    return ldexpf(j, (int)n);
+}
+
+/* ggml's sum of 16 lanes: (l, l+8), then (l, l+4), (l, l+2), (l, l+1). */
+static float reduce16(const float *a)
+{
+    float b[8], c[4];
+    for (int l = 0; l < 8; l++)
+        b[l] = a[l] + a[l + 8];
+    for (int l = 0; l < 4; l++)
+        c[l] = b[l] + b[l + 4];
+    return (c[0] + c[2]) + (c[1] + c[3]);
+}
+
+static inline float h2f(uint16_t h) { return codec_f16_to_f32(h); }
+
+float backend_cpu_dot_f16_ref(const float *q, const uint16_t *k, uint32_t n)
+{
+    float acc[4][16] = {{0}};
+    uint32_t np = n & ~63u;
+    for (uint32_t i = 0; i < np; i += 64)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 16; l++)
+                acc[j][l] = fmaf(h2f(k[i + 16 * j + l]), q[i + 16 * j + l], acc[j][l]);
+    float a[16];
+    for (int l = 0; l < 16; l++)
+        a[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+    double s = reduce16(a);
+    for (uint32_t i = np; i < n; i++)
+        s += (double)(q[i] * h2f(k[i]));
+    return (float)s;
+}
+
+void backend_cpu_attn_tiled_ref(const float *q, const uint16_t *k, const uint16_t *v, size_t stride,
+                                uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out)
+{
+    for (uint32_t d = 0; d < hd; d++)
+        acc[d] = 0.0f;
+    float S = 0.0f, M = -INFINITY, kq[64], P[64];
+    for (uint32_t ic = 0; ic < n_kv; ic += 64) {
+        uint32_t nt = n_kv - ic < 64 ? n_kv - ic : 64;
+        float tmax = -INFINITY;
+        for (uint32_t t = 0; t < 64; t++) {
+            kq[t] = -INFINITY;
+            if (t >= nt)
+                continue;
+            const uint16_t *kr = k + (size_t)(ic + t) * stride;
+            float a = 0.0f;
+            for (uint32_t d = 0; d < hd; d++)
+                a = fmaf(q[d], h2f(kr[d]), a);
+            kq[t] = a * scale;
+            tmax = kq[t] > tmax ? kq[t] : tmax;
+        }
+        float Mn = fmaxf(M, tmax);
+        if (Mn > M) {
+            float ms = expf(M - Mn);
+            for (uint32_t d = 0; d < hd; d++)
+                acc[d] *= ms;
+            S *= ms;
+        }
+        M = Mn;
+        double sum = 0.0;
+        for (int b = 0; b < 4; b++) {
+            for (int l = 0; l < 16; l++)
+                P[16 * b + l] = backend_cpu_v_expf(kq[16 * b + l] - M);
+            sum += (double)reduce16(P + 16 * b);
+        }
+        S = (float)((double)S + sum);
+        for (uint32_t t = 0; t < nt; t++) {
+            const uint16_t *vr = v + (size_t)(ic + t) * stride;
+            for (uint32_t d = 0; d < hd; d++)
+                acc[d] = fmaf(P[t], h2f(vr[d]), acc[d]);
+        }
+    }
+    float inv = S == 0.0f ? 0.0f : 1.0f / S;
+    for (uint32_t d = 0; d < hd; d++)
+        out[d] = acc[d] * inv;
+}
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -20,19 +128,154 @@ bool backend_cpu_attn_simd_available(void)
     return kern_simd_available(KERN_SIMD_AVX2_PLAIN);
 }
 
-/* sum_d q[d] * f32(k[d]) for n a multiple of 8, summed in double. */
-TGT double backend_cpu_attn_dot(const float *q, const uint16_t *k, uint32_t n)
+/* The 16-lane sum of reduce16 over lo (lanes 0-7) and hi (lanes 8-15). */
+TGT static inline float hsum16(__m256 lo, __m256 hi)
 {
-    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
-    for (uint32_t d = 0; d < n; d += 8) {
-        __m256 kf = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + d)));
-        __m256 p = _mm256_mul_ps(_mm256_loadu_ps(q + d), kf);
-        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(p)));
-        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(p, 1)));
+    __m256 b = _mm256_add_ps(lo, hi);
+    __m128 c = _mm_add_ps(_mm256_castps256_ps128(b), _mm256_extractf128_ps(b, 1));
+    __m128 d = _mm_add_ps(c, _mm_movehl_ps(c, c));
+    return _mm_cvtss_f32(_mm_add_ss(d, _mm_movehdup_ps(d)));
+}
+
+TGT static inline __m256 ld8h(const uint16_t *p)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+TGT float backend_cpu_dot_f16(const float *q, const uint16_t *k, uint32_t n)
+{
+    __m256 a[8];
+    for (int i = 0; i < 8; i++)
+        a[i] = _mm256_setzero_ps();
+    uint32_t np = n & ~63u;
+    for (uint32_t i = 0; i < np; i += 64)
+        for (int j = 0; j < 8; j++) /* ggml accumulator j/2, lanes 8*(j%2).. */
+            a[j] = _mm256_fmadd_ps(ld8h(k + i + 8 * j), _mm256_loadu_ps(q + i + 8 * j), a[j]);
+    __m256 lo = _mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6]));
+    __m256 hi = _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7]));
+    double s = hsum16(lo, hi);
+    for (uint32_t i = np; i < n; i++)
+        s += (double)(q[i] * h2f(k[i]));
+    return (float)s;
+}
+
+/* 2^n * j for the lanes of ggml's expf, exact when the result is normal;
+ * other lanes (|n| > 125) go through the plain C form. */
+TGT static __m256 v_expf8(__m256 x)
+{
+    const __m256 r = _mm256_set1_ps(0x1.8p23f);
+    const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r);
+    const __m256 n = _mm256_sub_ps(z, r);
+    const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
+                                      _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+    const __m256 u = _mm256_mul_ps(b, b);
+    const __m256 j = _mm256_fmadd_ps(
+        _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
+                        _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
+        u, _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), b, _mm256_set1_ps(1.0f)));
+    const __m256 absn = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), n);
+    const __m256 big = _mm256_cmp_ps(absn, _mm256_set1_ps(125.0f), _CMP_GT_OQ);
+    __m256i e = _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23);
+    __m256 res = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(j), e));
+    if (_mm256_movemask_ps(big)) {
+        float xs[8], rs[8];
+        _mm256_storeu_ps(xs, x);
+        _mm256_storeu_ps(rs, res);
+        int m = _mm256_movemask_ps(big);
+        for (int l = 0; l < 8; l++)
+            if (m & (1 << l))
+                rs[l] = backend_cpu_v_expf(xs[l]);
+        res = _mm256_loadu_ps(rs);
     }
-    __m256d s = _mm256_add_pd(s0, s1);
-    __m128d h = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
-    return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+    return res;
+}
+
+TGT float backend_cpu_v_expf_simd(float x)
+{
+    float r[8];
+    _mm256_storeu_ps(r, v_expf8(_mm256_set1_ps(x)));
+    return r[0];
+}
+
+TGT void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_t *v, size_t stride,
+                                uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out)
+{
+    for (uint32_t d = 0; d < hd; d++)
+        acc[d] = 0.0f;
+    float S = 0.0f, M = -INFINITY;
+    float kq[64] __attribute__((aligned(32))), P[64] __attribute__((aligned(32)));
+    const int32_t rs = (int32_t)(stride * 2); /* bytes between cells */
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (uint32_t ic = 0; ic < n_kv; ic += 64) {
+        uint32_t nt = n_kv - ic < 64 ? n_kv - ic : 64;
+        /* scores, 8 cells at a time: lane c holds cell ic+g+c's fma chain;
+         * two dimensions per 32-bit gather */
+        for (uint32_t g = 0; g < 64; g += 8) {
+            if (g >= nt) {
+                _mm256_storeu_ps(kq + g, _mm256_set1_ps(-INFINITY));
+                continue;
+            }
+            int nv = (int)(nt - g < 8 ? nt - g : 8);
+            __m256i valid = _mm256_cmpgt_epi32(_mm256_set1_epi32(nv), lane);
+            __m256i off = _mm256_mullo_epi32(lane, _mm256_set1_epi32(rs));
+            const uint16_t *kb = k + (size_t)(ic + g) * stride;
+            __m256 a = _mm256_setzero_ps();
+            for (uint32_t d = 0; d < hd; d += 2) {
+                __m256i w = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)(kb + d), off,
+                                                        valid, 1);
+                /* low halves: dimension d, high halves: d + 1; packed to 8 + 8 halves */
+                __m256i pk = _mm256_packus_epi32(_mm256_and_si256(w, _mm256_set1_epi32(0xFFFF)),
+                                                 _mm256_srli_epi32(w, 16));
+                pk = _mm256_permute4x64_epi64(pk, 0xD8);
+                __m128i lo16 = _mm256_castsi256_si128(pk), hi16 = _mm256_extracti128_si256(pk, 1);
+                a = _mm256_fmadd_ps(_mm256_set1_ps(q[d]), _mm256_cvtph_ps(lo16), a);
+                a = _mm256_fmadd_ps(_mm256_set1_ps(q[d + 1]), _mm256_cvtph_ps(hi16), a);
+            }
+            a = _mm256_mul_ps(a, _mm256_set1_ps(scale));
+            a = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), a, _mm256_castsi256_ps(valid));
+            _mm256_storeu_ps(kq + g, a);
+        }
+        float tmax = -INFINITY;
+        for (uint32_t t = 0; t < nt; t++)
+            tmax = kq[t] > tmax ? kq[t] : tmax;
+        float Mn = fmaxf(M, tmax);
+        if (Mn > M) {
+            float ms = expf(M - Mn);
+            __m256 vms = _mm256_set1_ps(ms);
+            for (uint32_t d = 0; d < hd; d += 8)
+                _mm256_storeu_ps(acc + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), vms));
+            S *= ms;
+        }
+        M = Mn;
+        double sum = 0.0;
+        const __m256 vM = _mm256_set1_ps(M);
+        for (int b = 0; b < 4; b++) {
+            __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+            if ((uint32_t)(16 * b) < nt) {
+                lo = v_expf8(_mm256_sub_ps(_mm256_loadu_ps(kq + 16 * b), vM));
+                hi = v_expf8(_mm256_sub_ps(_mm256_loadu_ps(kq + 16 * b + 8), vM));
+                /* masked cells: exactly 0, as ggml's expf gives for -inf */
+                lo = _mm256_and_ps(lo, _mm256_cmp_ps(_mm256_loadu_ps(kq + 16 * b), _mm256_set1_ps(-INFINITY),
+                                                     _CMP_NEQ_OQ));
+                hi = _mm256_and_ps(hi, _mm256_cmp_ps(_mm256_loadu_ps(kq + 16 * b + 8),
+                                                     _mm256_set1_ps(-INFINITY), _CMP_NEQ_OQ));
+            }
+            _mm256_storeu_ps(P + 16 * b, lo);
+            _mm256_storeu_ps(P + 16 * b + 8, hi);
+            sum += (double)hsum16(lo, hi);
+        }
+        S = (float)((double)S + sum);
+        for (uint32_t d = 0; d < hd; d += 8) {
+            __m256 a = _mm256_loadu_ps(acc + d);
+            for (uint32_t t = 0; t < nt; t++)
+                a = _mm256_fmadd_ps(_mm256_set1_ps(P[t]), ld8h(v + (size_t)(ic + t) * stride + d), a);
+            _mm256_storeu_ps(acc + d, a);
+        }
+    }
+    float inv = S == 0.0f ? 0.0f : 1.0f / S;
+    __m256 vinv = _mm256_set1_ps(inv);
+    for (uint32_t d = 0; d < hd; d += 8)
+        _mm256_storeu_ps(out + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), vinv));
 }
 
 /* acc[d] = f16(acc[d] * ms) when rescale, then acc[d] = f16(fma(f32(v[d]), vs, acc[d])). */
@@ -44,20 +287,40 @@ TGT void backend_cpu_attn_mad(float *acc, const uint16_t *v, float ms, bool resc
         __m256 a = _mm256_loadu_ps(acc + d);
         if (rescale)
             a = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_mul_ps(a, vms), _MM_FROUND_TO_NEAREST_INT));
-        __m256 vf = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + d)));
-        a = _mm256_fmadd_ps(vf, vvs, a);
+        a = _mm256_fmadd_ps(ld8h(v + d), vvs, a);
         _mm256_storeu_ps(acc + d, _mm256_cvtph_ps(_mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT)));
+    }
+}
+
+/* d[i] = silu(g[i]) * u[i] for i < n8 (a multiple of 8): ggml's x / (1 + expf(-x)) * u. */
+TGT void backend_cpu_silu_mul(const float *g, const float *u, float *d, size_t n8)
+{
+    const __m256 one = _mm256_set1_ps(1.0f);
+    for (size_t i = 0; i < n8; i += 8) {
+        __m256 x = _mm256_loadu_ps(g + i);
+        __m256 e = v_expf8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+        __m256 s = _mm256_div_ps(x, _mm256_add_ps(one, e));
+        _mm256_storeu_ps(d + i, _mm256_mul_ps(s, _mm256_loadu_ps(u + i)));
     }
 }
 #else
 bool backend_cpu_attn_simd_available(void) { return false; }
-double backend_cpu_attn_dot(const float *q, const uint16_t *k, uint32_t n)
+float backend_cpu_dot_f16(const float *q, const uint16_t *k, uint32_t n)
 {
-    (void)q, (void)k, (void)n;
-    return 0;
+    return backend_cpu_dot_f16_ref(q, k, n);
+}
+void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_t *v, size_t stride,
+                            uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out)
+{
+    backend_cpu_attn_tiled_ref(q, k, v, stride, n_kv, hd, scale, acc, out);
 }
 void backend_cpu_attn_mad(float *acc, const uint16_t *v, float ms, bool rescale, float vs, uint32_t n)
 {
     (void)acc, (void)v, (void)ms, (void)rescale, (void)vs, (void)n;
 }
+void backend_cpu_silu_mul(const float *g, const float *u, float *d, size_t n8)
+{
+    (void)g, (void)u, (void)d, (void)n8;
+}
+float backend_cpu_v_expf_simd(float x) { return backend_cpu_v_expf(x); }
 #endif

@@ -4,6 +4,7 @@
 #define GGSCOPE_BACKEND_CPU_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "backend.h"
@@ -22,11 +23,26 @@ bool backend_cpu_matmul_supports(uint32_t type);
 /* y (n_tok x w->ne1) = x (n_tok x w->ne0) . W^T. Arguments already checked. */
 int backend_cpu_matmul(void *ctx, const backend_weight *w, const float *x, uint32_t n_tok, float *y);
 
-/* Attention inner loops with AVX2/FMA/F16C (backend_cpu_attn.c); same results
- * as the scalar code. Usable when backend_cpu_attn_simd_available() and the
+/* ggml's CPU arithmetic (backend_cpu_attn.c): each function in plain C
+ * (_ref) and with AVX2/FMA/F16C, the same bits; the latter usable when
+ * backend_cpu_attn_simd_available() and, for the two attention pieces, the
  * head dimension is a multiple of 8. */
 bool backend_cpu_attn_simd_available(void);
-double backend_cpu_attn_dot(const float *q, const uint16_t *k, uint32_t n);
+/* ggml_vec_dot_f16 of an F16-rounded query (as floats) with an F16 key. */
+float backend_cpu_dot_f16_ref(const float *q, const uint16_t *k, uint32_t n);
+float backend_cpu_dot_f16(const float *q, const uint16_t *k, uint32_t n);
+/* One query row of ggml's tiled flash attention (batches of 64+ queries):
+ * keys/values k[c * stride + d], cells 0..n_kv-1, acc scratch of hd floats. */
+void backend_cpu_attn_tiled_ref(const float *q, const uint16_t *k, const uint16_t *v, size_t stride,
+                                uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out);
+void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_t *v, size_t stride,
+                            uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out);
+/* One-chunk flash attention's F16 accumulator step. */
 void backend_cpu_attn_mad(float *acc, const uint16_t *v, float ms, bool rescale, float vs, uint32_t n);
+/* ggml's vectorised expf, one element; and the SIMD form (for tests). */
+float backend_cpu_v_expf(float x);
+float backend_cpu_v_expf_simd(float x);
+/* d = silu(g) * u over n8 (a multiple of 8) elements, ggml's arithmetic. */
+void backend_cpu_silu_mul(const float *g, const float *u, float *d, size_t n8);
 
 #endif

@@ -17,6 +17,8 @@
 
 static kern_tile_fn g_tab[4][GGTYPE_COUNT];
 static kern_gemm_fn g_gemm[4][GGTYPE_COUNT]; /* batched GEMM, where a path has one */
+static kern_tile_fn g_vec[4][GGTYPE_COUNT];  /* single-token tiles in ggml's order */
+static kern_tile_fn g_vec_plain[4][GGTYPE_COUNT]; /* the same for weights ggml does not repack */
 static kern_q8_fn g_q8[4];    /* activation quantizers per path (NULL: scalar) */
 static kern_q8k_fn g_q8k[4];
 static kern_f16_ops g_f16[4]; /* F16 row helpers per path (NULL members: scalar) */
@@ -101,6 +103,7 @@ static void simd_init(void)
         memcpy(g_tab[KERN_SIMD_AVX512], g_tab[KERN_SIMD_AVX2], sizeof g_tab[0]);
         kern_fill_avx512(g_tab[KERN_SIMD_AVX512]);
         kern_fill_gemm_avx512(g_gemm[KERN_SIMD_AVX512]);
+        kern_fill_vec_avx512(g_vec[KERN_SIMD_AVX512], g_vec_plain[KERN_SIMD_AVX512]);
         g_simd = KERN_SIMD_AVX512;
     }
     const char *env = getenv("GGSCOPE_SIMD");
@@ -199,17 +202,18 @@ size_t kern_matmul_scratch_size(uint32_t wtype, int64_t n_cols, int64_t n_tok)
     return total + 64;
 }
 
-/* ---- activation quantization (ggml's reference rounding) ---- */
+/* ---- activation quantization (ggml's x86 rounding) ---- */
 
 static void quant_q8_32(const float *x, int8_t *qs, float *d_out, int32_t *s_out)
 {
     float amax = 0;
     for (int j = 0; j < 32; j++)
         amax = fmaxf(amax, fabsf(x[j]));
-    float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    /* ggml's x86 quantize_row_q8_0: 127/amax (not 1/d), rounded half to even */
+    float d = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
     int32_t s = 0;
     for (int j = 0; j < 32; j++) {
-        qs[j] = (int8_t)roundf(x[j] * id);
+        qs[j] = (int8_t)lrintf(x[j] * id);
         s += qs[j];
     }
     *d_out = d;
@@ -327,6 +331,7 @@ typedef struct {
     atomic_int err;
     kern_tile_fn f32_tile;       /* generic path: dot of a dequantized row */
     kern_gemm_fn gemm;           /* batched path: chunks of KERN_GEMM_ROWS rows */
+    bool plain;                  /* n_rows % 8 != 0 (see kern_gemm_fn) */
     kern_pool *pool;             /* for its per-thread work buffers */
 } mm_ctx;
 
@@ -344,9 +349,10 @@ static void run_chunk(mm_ctx *c, int64_t chunk, float *rowbuf)
     int64_t r1 = r0 + c->rc < c->n_rows ? r0 + c->rc : c->n_rows;
     int64_t t1 = t0 + c->tc < c->n_tok ? t0 + c->tc : c->n_tok;
     if (c->gemm) {
+        int64_t tg = c->n_tok - c->n_tok % 4 - t0;
         c->gemm(c->W + (size_t)r0 * c->row_bytes, c->row_bytes, (int)(r1 - r0),
                 c->act + (size_t)t0 * c->act_stride, c->act_stride, t1 - t0, c->n_cols,
-                c->y + t0 * c->n_rows + r0, c->n_rows, rowbuf);
+                c->y + t0 * c->n_rows + r0, c->n_rows, rowbuf, tg < 0 ? 0 : tg, c->plain);
         return;
     }
     if (rowbuf) {
@@ -425,7 +431,14 @@ int kern_matmul(kern_pool *pool, uint32_t wtype, const void *W, size_t row_bytes
     c.x = x;
     c.n_tok = n_tok;
     c.y = y;
-    c.tile = g_tab[simd][wtype];
+    const bool plain = n_rows % 8 != 0;
+    kern_tile_fn vec = plain && g_vec_plain[simd][wtype] ? g_vec_plain[simd][wtype] : g_vec[simd][wtype];
+    /* ggml's batched F32/F16 kernel (tinyBLAS) needs 16 | K and 4 | rows;
+     * without it, and for one token, it sums in its mat-vec order */
+    const bool fl = wtype == GGTYPE_F32 || wtype == GGTYPE_F16;
+    const bool use_vec = n_tok == 1 || (fl && (n_cols % 16 != 0 || n_rows % 4 != 0));
+    c.tile = use_vec && vec ? vec : g_tab[simd][wtype];
+    c.plain = plain;
     c.f32_tile = g_tab[simd][GGTYPE_F32];
     c.pool = pool;
     atomic_init(&c.err, 0);
@@ -458,7 +471,11 @@ int kern_matmul(kern_pool *pool, uint32_t wtype, const void *W, size_t row_bytes
     /* Chunks: few rows for mat-vec (balance), row x token blocks that stay
      * in L2 for prompt batches. */
     int nth = kern_pool_threads(pool);
-    if (n_tok >= KERN_GEMM_MIN_TOK && g_gemm[simd][wtype] && !getenv("GGSCOPE_NO_GEMM"))
+    /* The GEMM follows ggml's float order for Q4_0, Q8_0, Q4_K and Q6_K, so
+     * it takes every batch of those (ggml's batched kernels start at 2). */
+    const bool exact = wtype == GGTYPE_Q4_0 || wtype == GGTYPE_Q8_0 || wtype == GGTYPE_Q4_K ||
+                       wtype == GGTYPE_Q6_K;
+    if (n_tok >= (exact ? 2 : KERN_GEMM_MIN_TOK) && g_gemm[simd][wtype] && !getenv("GGSCOPE_NO_GEMM"))
         c.gemm = g_gemm[simd][wtype];
     c.tc = n_tok <= 64 ? n_tok : 64;
     int64_t want = (n_rows + (int64_t)nth * 8 - 1) / ((int64_t)nth * 8);

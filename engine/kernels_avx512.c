@@ -323,6 +323,11 @@ K5 void rp_row(const uint8_t *row, int64_t nb32, const rp_buf *rb, int r, const 
                     lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(hb, 4), m10));
                     hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(hb, 3), m10));
                 }
+                if (kind == RP_Q4_K) { /* integer scale and min, then the super-block's d and dmin */
+                    rp_put(rb, 8 * B + 2 * j, r, lo, sc[2 * j], mn[2 * j], d, dmin);
+                    rp_put(rb, 8 * B + 2 * j + 1, r, hi, sc[2 * j + 1], mn[2 * j + 1], d, dmin);
+                    continue;
+                }
                 rp_put(rb, 8 * B + 2 * j, r, lo, d * sc[2 * j], -dmin * mn[2 * j], 0, 0);
                 rp_put(rb, 8 * B + 2 * j + 1, r, hi, d * sc[2 * j + 1], -dmin * mn[2 * j + 1], 0, 0);
             }
@@ -387,8 +392,8 @@ K5 void rp_row(const uint8_t *row, int64_t nb32, const rp_buf *rb, int r, const 
                                        _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
                 for (int jj = 0; jj < 4; jj++) {
                     int k = 4 * n + jj;
-                    float s0 = d * (float)x->scales[2 * k], s1 = d * (float)x->scales[2 * k + 1];
-                    rp_put(rb, 8 * B + k, r, u[jj], s0, -32.0f * s0, s1, -32.0f * s1);
+                    /* integer scales of the two 16-groups; the super-block's d */
+                    rp_put(rb, 8 * B + k, r, u[jj], (float)x->scales[2 * k], d, (float)x->scales[2 * k + 1], d);
                 }
             }
         }
@@ -494,10 +499,262 @@ K5 void gemm_core(const rp_buf *rb, int64_t nb32, const uint8_t *act, size_t as,
         _mm512_mask_storeu_ps(y + t * ys, m, acc[t]);
 }
 
-K5 void gemm_any(const uint8_t *w, size_t rbytes, int nr, const uint8_t *act, size_t as,
-                 int64_t nt, int64_t n_cols, float *y, int64_t ys, void *tmp, const int kind)
+/* ---- ggml's float order (see docs/kernels.md, "Matching llama.cpp bit for bit") ----
+ * The integer sums are exact whatever the order; what must match llama.cpp's
+ * x86 kernels is where they become floats and how those are accumulated:
+ *   Q4_0 (repacked 8x8 in ggml): per block one fma of the 32-element sum
+ *        with fl(dw*dx) into a single accumulator;
+ *   Q8_0 (tinyBLAS / vec_dot): per block one fma per 4-element lane group
+ *        into 8 accumulators, then the 8 summed as (l, l+4), (0,2)(1,3), (0,1);
+ *   Q6_K (vec_dot): per super-block 8 lane sums (scaled by the int8 group
+ *        scales; the -32 offset taken from the bsums, chunk c's in lane c)
+ *        times fl(dx*d), then the same 8-lane sum;
+ *   Q4_K (repacked 8x8): per pair of sub-blocks (gemm rows) or per
+ *        super-block (the trailing mat-vec rows) one fma for the scales and
+ *        one for the mins, the two subtracted at the end. */
+K5 int32_t sum4(const int8_t *p) { return p[0] + p[1] + p[2] + p[3]; }
+
+K5 __m512 hsum8v(const __m512 *a)
 {
-    const int H = kind == RP_Q6_K || kind == RP_Q2_K || kind == RP_Q3_K ? 2 : 1;
+    __m512 b0 = _mm512_add_ps(a[0], a[4]), b1 = _mm512_add_ps(a[1], a[5]);
+    __m512 b2 = _mm512_add_ps(a[2], a[6]), b3 = _mm512_add_ps(a[3], a[7]);
+    return _mm512_add_ps(_mm512_add_ps(b0, b2), _mm512_add_ps(b1, b3));
+}
+
+K5 __m512i dot4(__m512i w, const int8_t *x)
+{
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, _mm512_set1_epi32(ld32(x)));
+}
+
+K5 void gemm_exact_tok(const rp_buf *rb, int64_t nb32, const uint8_t *a, float *y, __mmask16 m,
+                       const int kind, const bool gemv, const int plain)
+{
+    __m512 acc[8], accm = _mm512_setzero_ps();
+    for (int l = 0; l < 8; l++)
+        acc[l] = _mm512_setzero_ps();
+    if (kind == RP_Q4_0 || kind == RP_Q8_0) {
+        const kq8 *A = (const kq8 *)a;
+        for (int64_t b = 0; b < nb32; b++) {
+            const uint8_t *R = rb->R + b * 512;
+            __m512 s = _mm512_mul_ps(_mm512_loadu_ps(rb->dw + b * rb->H * 16), _mm512_set1_ps(A[b].d));
+            const int8_t *xq = A[b].qs;
+            if (kind == RP_Q4_0 && plain) { /* tinyBLAS: 8 lanes of 4 */
+                for (int g = 0; g < 8; g++) {
+                    __m512i p = _mm512_sub_epi32(dot4(_mm512_loadu_si512(R + 64 * g), xq + 4 * g),
+                                                 _mm512_set1_epi32(8 * sum4(xq + 4 * g)));
+                    acc[g] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(p), acc[g]);
+                }
+            } else if (kind == RP_Q4_0) {
+                __m512i p = _mm512_setzero_si512();
+                for (int g = 0; g < 8; g++)
+                    p = _mm512_dpbusd_epi32(p, _mm512_loadu_si512(R + 64 * g), _mm512_set1_epi32(ld32(xq + 4 * g)));
+                p = _mm512_sub_epi32(p, _mm512_set1_epi32(8 * A[b].s));
+                acc[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), s, acc[0]);
+            } else {
+                for (int g = 0; g < 8; g++) {
+                    __m512i p = _mm512_sub_epi32(dot4(_mm512_loadu_si512(R + 64 * g), xq + 4 * g),
+                                                 _mm512_set1_epi32(128 * sum4(xq + 4 * g)));
+                    acc[g] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(p), acc[g]);
+                }
+            }
+        }
+        _mm512_mask_storeu_ps(y, m, kind == RP_Q4_0 && !plain ? acc[0] : hsum8v(acc));
+        return;
+    }
+    const kq8k *A = (const kq8k *)a;
+    __m512 am[4];
+    for (int k = 0; k < 4; k++)
+        am[k] = _mm512_setzero_ps();
+    for (int64_t B = 0; B < nb32 / 8; B++) {
+        const float dx = A[B].q.d;
+        const int8_t *xs = A[B].q.qs;
+        if (kind == RP_Q6_K) {
+            __m512i I[8];
+            for (int l = 0; l < 8; l++)
+                I[l] = _mm512_setzero_si512();
+            for (int c = 0; c < 8; c++) {
+                int64_t b = 8 * B + c;
+                const uint8_t *R = rb->R + b * 512;
+                __m512i sc0 = _mm512_cvtps_epi32(_mm512_loadu_ps(rb->dw + b * 32));
+                __m512i sc1 = _mm512_cvtps_epi32(_mm512_loadu_ps(rb->dw + b * 32 + 16));
+                const int8_t *xq = xs + 32 * c;
+                for (int g = 0; g < 8; g++) {
+                    __m512i p = dot4(_mm512_loadu_si512(R + 64 * g), xq + 4 * g);
+                    I[g] = _mm512_add_epi32(I[g], _mm512_mullo_epi32(g < 4 ? sc0 : sc1, p));
+                }
+                /* ggml subtracts the -32 offset per lane from the bsums: lane c
+                 * takes 32 * (sc[2c] bsums[2c] + sc[2c+1] bsums[2c+1]) */
+                __m512i off = _mm512_add_epi32(_mm512_mullo_epi32(sc0, _mm512_set1_epi32(A[B].q.bsums[2 * c])),
+                                               _mm512_mullo_epi32(sc1, _mm512_set1_epi32(A[B].q.bsums[2 * c + 1])));
+                I[c] = _mm512_sub_epi32(I[c], _mm512_slli_epi32(off, 5));
+            }
+            __m512 d = _mm512_mul_ps(_mm512_set1_ps(dx), _mm512_loadu_ps(rb->mw + 8 * B * 32));
+            for (int l = 0; l < 8; l++)
+                acc[l] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(I[l]), acc[l]);
+            continue;
+        }
+        if (plain) { /* Q4_K, ggml_vec_dot_q4_K_q8_K: 8 scaled lanes, 4 min lanes */
+            __m512 d = _mm512_mul_ps(_mm512_set1_ps(dx), _mm512_loadu_ps(rb->dw + 8 * B * 32 + 16));
+            __m512 dmin = _mm512_sub_ps(_mm512_setzero_ps(),
+                                        _mm512_mul_ps(_mm512_set1_ps(dx), _mm512_loadu_ps(rb->mw + 8 * B * 32 + 16)));
+            __m512i I[8];
+            for (int l = 0; l < 8; l++)
+                I[l] = _mm512_setzero_si512();
+            for (int sb = 0; sb < 8; sb++) {
+                int64_t b = 8 * B + sb;
+                const uint8_t *R = rb->R + b * 512;
+                __m512i sc = _mm512_cvtps_epi32(_mm512_loadu_ps(rb->dw + b * 32));
+                for (int g = 0; g < 8; g++)
+                    I[g] = _mm512_add_epi32(I[g], _mm512_mullo_epi32(sc, dot4(_mm512_loadu_si512(R + 64 * g),
+                                                                              xs + 32 * sb + 4 * g)));
+            }
+            for (int k = 0; k < 4; k++) {
+                const int16_t *bs = A[B].q.bsums;
+                __m512i mn0 = _mm512_cvtps_epi32(_mm512_loadu_ps(rb->mw + (8 * B + 2 * k) * 32));
+                __m512i mn1 = _mm512_cvtps_epi32(_mm512_loadu_ps(rb->mw + (8 * B + 2 * k + 1) * 32));
+                __m512i prod = _mm512_add_epi32(_mm512_mullo_epi32(mn0, _mm512_set1_epi32(bs[4 * k] + bs[4 * k + 1])),
+                                                _mm512_mullo_epi32(mn1, _mm512_set1_epi32(bs[4 * k + 2] + bs[4 * k + 3])));
+                am[k] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(prod), am[k]);
+            }
+            for (int l = 0; l < 8; l++)
+                acc[l] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(I[l]), acc[l]);
+            continue;
+        }
+        /* Q4_K */
+        __m512 ddx = _mm512_mul_ps(_mm512_loadu_ps(rb->dw + 8 * B * 32 + 16), _mm512_set1_ps(dx));
+        __m512 mdx = _mm512_mul_ps(_mm512_loadu_ps(rb->mw + 8 * B * 32 + 16), _mm512_set1_ps(dx));
+        __m512i S = _mm512_setzero_si512(), Mi = _mm512_setzero_si512();
+        for (int sb = 0; sb < 4; sb++) {
+            for (int h = 0; h < 2; h++) {
+                int64_t b = 8 * B + 2 * sb + h;
+                const uint8_t *R = rb->R + b * 512;
+                const int8_t *xq = xs + 32 * (2 * sb + h);
+                __m512i p = _mm512_setzero_si512();
+                for (int g = 0; g < 8; g++)
+                    p = _mm512_dpbusd_epi32(p, _mm512_loadu_si512(R + 64 * g), _mm512_set1_epi32(ld32(xq + 4 * g)));
+                int bs = A[B].q.bsums[2 * (2 * sb + h)] + A[B].q.bsums[2 * (2 * sb + h) + 1];
+                S = _mm512_add_epi32(S, _mm512_mullo_epi32(_mm512_cvtps_epi32(_mm512_loadu_ps(rb->dw + b * 32)), p));
+                Mi = _mm512_add_epi32(Mi, _mm512_mullo_epi32(_mm512_cvtps_epi32(_mm512_loadu_ps(rb->mw + b * 32)),
+                                                             _mm512_set1_epi32(bs)));
+            }
+            if (!gemv) {
+                acc[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), ddx, acc[0]);
+                accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Mi), mdx, accm);
+                S = Mi = _mm512_setzero_si512();
+            }
+        }
+        if (gemv) {
+            acc[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), ddx, acc[0]);
+            accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Mi), mdx, accm);
+        }
+    }
+    if (kind == RP_Q4_K && plain) {
+        __m512 mm = _mm512_add_ps(_mm512_add_ps(am[0], am[2]), _mm512_add_ps(am[1], am[3]));
+        _mm512_mask_storeu_ps(y, m, _mm512_add_ps(hsum8v(acc), mm));
+        return;
+    }
+    _mm512_mask_storeu_ps(y, m, kind == RP_Q6_K ? hsum8v(acc) : _mm512_sub_ps(acc[0], accm));
+}
+
+/* The same orders as gemm_exact_tok, several tokens per pass over the
+ * unpacked weights (Q4_0 and Q4_K repacked, Q8_0). */
+K5 void gemm_exact_q4_0(const rp_buf *rb, int64_t nb32, const uint8_t *act, size_t as, float *y,
+                        int64_t ys, __mmask16 m, const int NT)
+{
+    __m512 acc[4];
+    for (int t = 0; t < NT; t++)
+        acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb32; b++) {
+        const uint8_t *R = rb->R + b * 512;
+        __m512i W[8];
+        for (int g = 0; g < 8; g++)
+            W[g] = _mm512_loadu_si512(R + 64 * g);
+        __m512 dw = _mm512_loadu_ps(rb->dw + b * 16);
+        for (int t = 0; t < NT; t++) {
+            const kq8 *A = (const kq8 *)(act + (size_t)t * as) + b;
+            __m512i p = _mm512_setzero_si512();
+            for (int g = 0; g < 8; g++)
+                p = _mm512_dpbusd_epi32(p, W[g], _mm512_set1_epi32(ld32(A->qs + 4 * g)));
+            p = _mm512_sub_epi32(p, _mm512_set1_epi32(8 * A->s));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_set1_ps(A->d)), acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++)
+        _mm512_mask_storeu_ps(y + t * ys, m, acc[t]);
+}
+
+K5 void gemm_exact_q8_0(const rp_buf *rb, int64_t nb32, const uint8_t *act, size_t as, float *y,
+                        int64_t ys, __mmask16 m, const int NT)
+{
+    __m512 acc[2][8];
+    for (int t = 0; t < NT; t++)
+        for (int g = 0; g < 8; g++)
+            acc[t][g] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb32; b++) {
+        const uint8_t *R = rb->R + b * 512;
+        __m512 dw = _mm512_loadu_ps(rb->dw + b * 16);
+        for (int g = 0; g < 8; g++) {
+            __m512i W = _mm512_loadu_si512(R + 64 * g);
+            for (int t = 0; t < NT; t++) {
+                const kq8 *A = (const kq8 *)(act + (size_t)t * as) + b;
+                __m512i p = _mm512_sub_epi32(dot4(W, A->qs + 4 * g), _mm512_set1_epi32(128 * sum4(A->qs + 4 * g)));
+                acc[t][g] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(A->d)), _mm512_cvtepi32_ps(p), acc[t][g]);
+            }
+        }
+    }
+    for (int t = 0; t < NT; t++)
+        _mm512_mask_storeu_ps(y + t * ys, m, hsum8v(acc[t]));
+}
+
+K5 void gemm_exact_q4_K(const rp_buf *rb, int64_t nb32, const uint8_t *act, size_t as, float *y,
+                        int64_t ys, __mmask16 m, const int NT)
+{
+    __m512 acc[4], accm[4];
+    for (int t = 0; t < NT; t++)
+        acc[t] = accm[t] = _mm512_setzero_ps();
+    for (int64_t B = 0; B < nb32 / 8; B++) {
+        __m512 D = _mm512_loadu_ps(rb->dw + 8 * B * 32 + 16), Dm = _mm512_loadu_ps(rb->mw + 8 * B * 32 + 16);
+        for (int sb = 0; sb < 4; sb++) {
+            __m512i S[4], Mi[4];
+            for (int t = 0; t < NT; t++)
+                S[t] = Mi[t] = _mm512_setzero_si512();
+            for (int h = 0; h < 2; h++) {
+                int64_t b = 8 * B + 2 * sb + h;
+                const uint8_t *R = rb->R + b * 512;
+                __m512i W[8];
+                for (int g = 0; g < 8; g++)
+                    W[g] = _mm512_loadu_si512(R + 64 * g);
+                __m512i sc = _mm512_cvtps_epi32(_mm512_loadu_ps(rb->dw + b * 32));
+                __m512i mn = _mm512_cvtps_epi32(_mm512_loadu_ps(rb->mw + b * 32));
+                for (int t = 0; t < NT; t++) {
+                    const kq8k *A = (const kq8k *)(act + (size_t)t * as) + B;
+                    const int8_t *xq = A->q.qs + 32 * (2 * sb + h);
+                    __m512i p = _mm512_setzero_si512();
+                    for (int g = 0; g < 8; g++)
+                        p = _mm512_dpbusd_epi32(p, W[g], _mm512_set1_epi32(ld32(xq + 4 * g)));
+                    int j = 2 * sb + h;
+                    int bs = A->q.bsums[2 * j] + A->q.bsums[2 * j + 1];
+                    S[t] = _mm512_add_epi32(S[t], _mm512_mullo_epi32(sc, p));
+                    Mi[t] = _mm512_add_epi32(Mi[t], _mm512_mullo_epi32(mn, _mm512_set1_epi32(bs)));
+                }
+            }
+            for (int t = 0; t < NT; t++) {
+                __m512 dx = _mm512_set1_ps(((const kq8k *)(act + (size_t)t * as) + B)->q.d);
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[t]), _mm512_mul_ps(D, dx), acc[t]);
+                accm[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Mi[t]), _mm512_mul_ps(Dm, dx), accm[t]);
+            }
+        }
+    }
+    for (int t = 0; t < NT; t++)
+        _mm512_mask_storeu_ps(y + t * ys, m, _mm512_sub_ps(acc[t], accm[t]));
+}
+
+K5 void gemm_any(const uint8_t *w, size_t rbytes, int nr, const uint8_t *act, size_t as,
+                 int64_t nt, int64_t n_cols, float *y, int64_t ys, void *tmp, int64_t t_gemv,
+                 int plain, const int kind)
+{
+    const bool exact = kind == RP_Q4_0 || kind == RP_Q8_0 || kind == RP_Q4_K || kind == RP_Q6_K;
+    const int H = kind == RP_Q6_K || kind == RP_Q2_K || kind == RP_Q3_K || kind == RP_Q4_K ? 2 : 1;
     const int KQ = kind >= RP_Q4_K;
     int64_t nb32 = n_cols / 32;
     uint8_t *base = (uint8_t *)(((uintptr_t)tmp + 63) & ~(uintptr_t)63);
@@ -505,6 +762,24 @@ K5 void gemm_any(const uint8_t *w, size_t rbytes, int nr, const uint8_t *act, si
     for (int r = 0; r < 16; r++) /* missing rows repeat the last one; their lanes are not stored */
         rp_row(w + (size_t)(r < nr ? r : nr - 1) * rbytes, nb32, &rb, r, kind);
     __mmask16 m = (__mmask16)((1u << nr) - 1);
+    if (exact) {
+        int64_t t = 0;
+        /* several tokens at a time where the order allows it (Q4_K: only
+         * rows before t_gemv take the pairwise order) */
+        if (kind == RP_Q4_0 && !plain) {
+            for (; t + 4 <= nt; t += 4)
+                gemm_exact_q4_0(&rb, nb32, act + (size_t)t * as, as, y + t * ys, ys, m, 4);
+        } else if (kind == RP_Q8_0) {
+            for (; t + 2 <= nt; t += 2)
+                gemm_exact_q8_0(&rb, nb32, act + (size_t)t * as, as, y + t * ys, ys, m, 2);
+        } else if (kind == RP_Q4_K && !plain) {
+            for (; t + 4 <= nt && t + 4 <= t_gemv; t += 4)
+                gemm_exact_q4_K(&rb, nb32, act + (size_t)t * as, as, y + t * ys, ys, m, 4);
+        }
+        for (; t < nt; t++)
+            gemm_exact_tok(&rb, nb32, act + (size_t)t * as, y + t * ys, m, kind, t >= t_gemv, plain);
+        return;
+    }
     int64_t t = 0;
     for (; t + 4 <= nt; t += 4)
         gemm_core(&rb, nb32, act + (size_t)t * as, as, y + t * ys, ys, m, 4, H, KQ);
@@ -519,9 +794,9 @@ K5 void gemm_any(const uint8_t *w, size_t rbytes, int nr, const uint8_t *act, si
 #define GEMM_FN(fname, kind)                                                                  \
     static KTARGET void fname(const uint8_t *w, size_t rb, int nr, const uint8_t *act,        \
                               size_t as, int64_t nt, int64_t n_cols, float *y, int64_t ys,    \
-                              void *tmp)                                                      \
+                              void *tmp, int64_t t_gemv, int plain)                           \
     {                                                                                         \
-        gemm_any(w, rb, nr, act, as, nt, n_cols, y, ys, tmp, kind);                           \
+        gemm_any(w, rb, nr, act, as, nt, n_cols, y, ys, tmp, t_gemv, plain, kind);            \
     }
 
 GEMM_FN(gemm_q4_0, RP_Q4_0)

@@ -45,7 +45,12 @@ typedef void (*kern_tile_fn)(const uint8_t *w, size_t row_bytes, int nr, const u
  * for r < nr <= KERN_GEMM_ROWS, t < nt (any count). n_cols: elements per row. */
 typedef void (*kern_gemm_fn)(const uint8_t *w, size_t row_bytes, int nr, const uint8_t *act,
                              size_t act_stride, int64_t nt, int64_t n_cols, float *y,
-                             int64_t y_stride, void *tmp);
+                             int64_t y_stride, void *tmp, int64_t t_gemv, int plain);
+/* t_gemv: the token rows from t_gemv on are the ones ggml's repacked kernels
+ * compute with their mat-vec form (the last n_tok % 4 of the whole product),
+ * which for Q4_K sums in a different order. plain: the weight has a row
+ * count that is not a multiple of 8, which ggml does not repack: Q4_0 and
+ * Q4_K then take its plain kernels' order (tinyBLAS / vec_dot). */
 #define KERN_GEMM_ROWS 16
 #define KERN_GEMM_MIN_TOK 8
 static inline size_t kern_gemm_tmp_size(int64_t n_cols)
@@ -78,6 +83,9 @@ void *kern_pool_thread_buf(struct kern_pool *p, int ith, size_t size);
 void kern_fill_scalar(kern_tile_fn tab[GGTYPE_COUNT]);
 void kern_fill_avx2(kern_tile_fn tab[GGTYPE_COUNT], int vnni);
 void kern_fill_avx512(kern_tile_fn tab[GGTYPE_COUNT]);
+/* Single-token tiles in ggml's float order (kernels_exact.c; AVX-512 + VNNI);
+ * plain: those for weights ggml does not repack (row count not a multiple of 8). */
+void kern_fill_vec_avx512(kern_tile_fn tab[GGTYPE_COUNT], kern_tile_fn plain[GGTYPE_COUNT]);
 
 /* Half conversions (ggml's: round to nearest even, denormals, inf/nan). */
 static inline float kern_h2f(uint16_t h)

@@ -187,14 +187,23 @@ static int forward_chunk(session *s, const int32_t *tokens, uint32_t n, uint32_t
                          hp->n_head, hp->n_head_kv, HD, kq_scale));
         TRY(o->matmul(c, &ly->wo, V(s->att, 0), n, V(s->xb, 0)));
         TRY(o->add(c, V(s->x, 0), V(s->xb, 0), V(s->x, 0), (size_t)n * E));
-        /* feed-forward */
-        TRY(o->rms_norm(c, V(s->x, 0), V(s->xb, 0), n, E, hp->rms_eps));
-        TRY(o->mul_w(c, V(s->xb, 0), &ly->ffn_norm, V(s->xb, 0), n, E));
-        TRY(o->matmul(c, &ly->ffn_gate, V(s->xb, 0), n, V(s->g, 0)));
-        TRY(o->matmul(c, &ly->ffn_up, V(s->xb, 0), n, V(s->u, 0)));
-        TRY(o->silu_mul(c, V(s->g, 0), V(s->u, 0), V(s->g, 0), (size_t)n * F));
-        TRY(o->matmul(c, &ly->ffn_down, V(s->g, 0), n, V(s->xb, 0)));
-        TRY(o->add(c, V(s->x, 0), V(s->xb, 0), V(s->x, 0), (size_t)n * E));
+        /* feed-forward; in the last layer only on the rows that give logits
+         * (as llama.cpp does: it changes which kernels, hence which float
+         * order, compute them) */
+        uint32_t f0 = 0;
+        if (il == (int)hp->n_layer - 1 && !all)
+            f0 = logits && last_chunk ? n - 1 : n;
+        const uint32_t nf = n - f0;
+        if (nf) {
+            const size_t xo = (size_t)f0 * E;
+            TRY(o->rms_norm(c, V(s->x, xo), V(s->xb, 0), nf, E, hp->rms_eps));
+            TRY(o->mul_w(c, V(s->xb, 0), &ly->ffn_norm, V(s->xb, 0), nf, E));
+            TRY(o->matmul(c, &ly->ffn_gate, V(s->xb, 0), nf, V(s->g, 0)));
+            TRY(o->matmul(c, &ly->ffn_up, V(s->xb, 0), nf, V(s->u, 0)));
+            TRY(o->silu_mul(c, V(s->g, 0), V(s->u, 0), V(s->g, 0), nf, F));
+            TRY(o->matmul(c, &ly->ffn_down, V(s->g, 0), nf, V(s->xb, 0)));
+            TRY(o->add(c, V(s->x, xo), V(s->xb, 0), V(s->x, xo), (size_t)nf * E));
+        }
         if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
             return set_err(s, BACKEND_ECANCELLED, "cancelled");
     }
@@ -203,8 +212,15 @@ static int forward_chunk(session *s, const int32_t *tokens, uint32_t n, uint32_t
     /* output head on the rows asked for, LOGIT_ROWS at a time */
     const uint32_t nv = hp->n_vocab;
     uint32_t r0 = all ? 0 : n - 1;
-    for (uint32_t r = r0; r < n; r += LOGIT_ROWS) {
-        uint32_t nr = n - r < LOGIT_ROWS ? n - r : LOGIT_ROWS;
+    for (uint32_t r = r0, nr; r < n; r += nr) {
+        /* slices of 16 rows; never a last slice of one row when more were
+         * asked for (a one-row product takes ggml's mat-vec order, the
+         * others its batched order), and every slice but the last a
+         * multiple of 4 (ggml's repacked kernels treat the last n % 4 rows
+         * of a product apart) */
+        nr = n - r < LOGIT_ROWS ? n - r : LOGIT_ROWS;
+        if (n - r - nr == 1)
+            nr -= 4;
         TRY(o->rms_norm(c, V(s->x, (size_t)r * E), V(s->xb, 0), nr, E, hp->rms_eps));
         TRY(o->mul_w(c, V(s->xb, 0), &m->output_norm, V(s->xb, 0), nr, E));
         TRY(o->matmul(c, &m->output, V(s->xb, 0), nr, V(s->lg, 0)));

@@ -108,7 +108,7 @@ static void test_elementwise(void **state)
     for (int i = 0; i < R * C; i++)
         want[i] = (double)x[i] + y[i];
     expect_close(out, want, R * C, 1e-7, "add");
-    assert_int_equal(O->silu_mul(B->ctx, V(bx), V(by), V(bo), R * C), 0);
+    assert_int_equal(O->silu_mul(B->ctx, V(bx), V(by), V(bo), R, C), 0);
     read_back(bo, out, R * C);
     for (int i = 0; i < R * C; i++)
         want[i] = x[i] / (1 + exp(-(double)x[i])) * y[i];

@@ -91,14 +91,17 @@ static void test_chunks_and_reuse(void **state)
     assert_true(rel_diff(all2, all, (size_t)nv * NT) < 1e-5);
     assert_int_equal(session_used(a), NT);
 
-    /* token by token gives the same rows */
+    /* token by token gives the same rows, up to float order: like
+     * llama.cpp, one-token products sum in ggml's mat-vec order and batches
+     * in its batched order, and the F16 KV cache turns those last-bit
+     * differences into ~1e-4 (a wrong position or cache row gives O(1)) */
     session_kv_truncate(b, 0);
     assert_int_equal(session_used(b), 0);
     session_reset_stats(b);
     for (int i = 0; i < NT; i++) {
         assert_int_equal(session_eval(b, &ids[i], 1, (uint32_t)i, last, false), 0);
         double d = rel_diff(last, all + (size_t)i * nv, nv);
-        if (d > 1e-5)
+        if (d > 1e-3)
             fail_msg("position %d: token-by-token logits differ from the batch (rel %g)", i, d);
     }
     session_stats st = session_get_stats(b);

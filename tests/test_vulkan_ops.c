@@ -308,7 +308,7 @@ static void run_elem(fixture *f, eop op, uint32_t rows, uint32_t cols, bool in_p
         case OP_MULW: assert_int_equal(b->ops->mul_w(c, va, &w, vd, rows, cols), 0); break;
         case OP_ADDW: assert_int_equal(b->ops->add_w(c, va, &w, vd, rows, cols), 0); break;
         case OP_ADD: assert_int_equal(b->ops->add(c, va, vb, vd, n), 0); break;
-        case OP_SILU: assert_int_equal(b->ops->silu_mul(c, va, vb, vd, n), 0); break;
+        case OP_SILU: assert_int_equal(b->ops->silu_mul(c, va, vb, vd, rows, cols), 0); break;
         case OP_SOFTMAX:
             vd = va;
             assert_int_equal(b->ops->softmax(c, va, rows, cols), 0);
@@ -510,7 +510,7 @@ static void test_chain(void **state)
             assert_int_equal(b->ops->rms_norm(c, (backend_view){bx, 0}, (backend_view){t1, 0}, n, E, 1e-6f), 0);
             assert_int_equal(b->ops->matmul(c, &w1, (backend_view){t1, 0}, n, (backend_view){t2, 0}), 0);
             assert_int_equal(b->ops->silu_mul(c, (backend_view){t2, 0}, (backend_view){t1, 0}, (backend_view){t2, 0},
-                                              (size_t)n * E), 0);
+                                              n, E), 0);
             assert_int_equal(b->ops->matmul(c, &w2, (backend_view){t2, 0}, n, (backend_view){t1, 0}), 0);
             assert_int_equal(b->ops->add(c, (backend_view){bx, 0}, (backend_view){t1, 0}, (backend_view){bx, 0},
                                          (size_t)n * E), 0);

@@ -238,7 +238,8 @@ int vk_op_store_f16(void *ctx, backend_view src, uint32_t n_rows, uint32_t n_col
 int vk_op_attention(void *ctx, backend_view q, backend_view k, backend_view v, backend_view out,
                     uint32_t n_tok, uint32_t pos0, uint32_t n_head, uint32_t n_head_kv, uint32_t head_dim,
                     float scale);
-int vk_op_silu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, size_t n);
+int vk_op_silu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
+                   uint32_t n_cols);
 int vk_op_softmax(void *ctx, backend_view x, uint32_t n_rows, uint32_t n_cols);
 
 #endif

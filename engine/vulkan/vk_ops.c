@@ -351,9 +351,10 @@ int vk_op_add(void *ctx, backend_view a, backend_view b, backend_view dst, size_
     return binary(ctx, "add", a, NULL, 0, b, dst, n, 1);
 }
 
-int vk_op_silu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, size_t n)
+int vk_op_silu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
+                   uint32_t n_cols)
 {
-    return binary(ctx, "silu_mul", gate, NULL, 0, up, dst, n, 1);
+    return binary(ctx, "silu_mul", gate, NULL, 0, up, dst, (size_t)n_rows * n_cols, 1);
 }
 
 static uint64_t fnv(uint64_t h, const void *data, size_t n)
