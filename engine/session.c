@@ -70,7 +70,7 @@ session *session_new(const model *m, const session_params *p, char *msg, size_t 
     const model_hparams *hp = &m->hp;
     s->m = m;
     s->n_ctx = p->n_ctx ? p->n_ctx : (hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
-    s->n_batch = p->n_batch ? p->n_batch : 256;
+    s->n_batch = p->n_batch ? p->n_batch : 512; /* llama.cpp's ubatch: the same kernel choices */
     if (s->n_batch > s->n_ctx)
         s->n_batch = s->n_ctx;
     atomic_init(&s->cancel, false);

@@ -17,7 +17,7 @@ typedef struct session session;
 
 typedef struct {
     uint32_t n_ctx;       /* KV cache positions (0 = min(model's context_length, 4096)) */
-    uint32_t n_batch;     /* max tokens per forward chunk (0 = 256) */
+    uint32_t n_batch;     /* max tokens per forward chunk (0 = 512, llama.cpp's ubatch) */
     int n_threads;        /* CPU threads when the session makes its own CPU backend (0 = all cores) */
     backend *be;          /* backend to use (not owned), or NULL: a CPU backend of n_threads */
 } session_params;
