@@ -5,8 +5,8 @@
  * RoPE angles by repeated multiplication and a fused rotation, one-chunk and
  * tiled flash attention as ggml computes them, SwiGLU with ggml's vectorised
  * expf, F16 weights multiplied with F16-rounded activations, quantized weights
- * through kern_matmul (activations quantized on the fly). With the AVX-512
- * kernels, logits are bit-identical to llama.cpp's x86-64 build. */
+ * through kern_matmul (activations quantized on the fly). With the AVX2 or
+ * AVX-512 kernels, logits are bit-identical to llama.cpp's x86-64 build. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

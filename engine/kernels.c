@@ -19,6 +19,7 @@ static kern_tile_fn g_tab[4][GGTYPE_COUNT];
 static kern_gemm_fn g_gemm[4][GGTYPE_COUNT]; /* batched GEMM, where a path has one */
 static kern_tile_fn g_vec[4][GGTYPE_COUNT];  /* single-token tiles in ggml's order */
 static kern_tile_fn g_vec_plain[4][GGTYPE_COUNT]; /* the same for weights ggml does not repack */
+static kern_tile_fn g_bat[4][GGTYPE_COUNT];  /* batch tiles in ggml's order (AVX2 paths) */
 static kern_q8_fn g_q8[4];    /* activation quantizers per path (NULL: scalar) */
 static kern_q8k_fn g_q8k[4];
 static kern_f16_ops g_f16[4]; /* F16 row helpers per path (NULL members: scalar) */
@@ -96,6 +97,9 @@ static void simd_init(void)
         g_q8[KERN_SIMD_AVX2_PLAIN] = g_q8[KERN_SIMD_AVX512] = g_q8[KERN_SIMD_AVX2];
         g_q8k[KERN_SIMD_AVX2_PLAIN] = g_q8k[KERN_SIMD_AVX512] = g_q8k[KERN_SIMD_AVX2];
         kern_f16_avx2(&g_f16[KERN_SIMD_AVX2]);
+        kern_fill_exact_avx2(g_vec[KERN_SIMD_AVX2], g_bat[KERN_SIMD_AVX2], g_vec_plain[KERN_SIMD_AVX2]);
+        kern_fill_exact_avx2(g_vec[KERN_SIMD_AVX2_PLAIN], g_bat[KERN_SIMD_AVX2_PLAIN],
+                             g_vec_plain[KERN_SIMD_AVX2_PLAIN]);
         g_f16[KERN_SIMD_AVX2_PLAIN] = g_f16[KERN_SIMD_AVX512] = g_f16[KERN_SIMD_AVX2];
         g_simd = KERN_SIMD_AVX2;
     }
@@ -103,7 +107,7 @@ static void simd_init(void)
         memcpy(g_tab[KERN_SIMD_AVX512], g_tab[KERN_SIMD_AVX2], sizeof g_tab[0]);
         kern_fill_avx512(g_tab[KERN_SIMD_AVX512]);
         kern_fill_gemm_avx512(g_gemm[KERN_SIMD_AVX512]);
-        kern_fill_vec_avx512(g_vec[KERN_SIMD_AVX512], g_vec_plain[KERN_SIMD_AVX512]);
+        kern_fill_exact_avx512(g_vec[KERN_SIMD_AVX512], g_vec_plain[KERN_SIMD_AVX512]);
         g_simd = KERN_SIMD_AVX512;
     }
     const char *env = getenv("GGSCOPE_SIMD");
@@ -330,6 +334,8 @@ typedef struct {
     atomic_llong next;
     atomic_int err;
     kern_tile_fn f32_tile;       /* generic path: dot of a dequantized row */
+    kern_tile_fn tile_tail;      /* tokens from t_tail on (Q4_K: ggml's mat-vec order) */
+    int64_t t_tail;
     kern_gemm_fn gemm;           /* batched path: chunks of KERN_GEMM_ROWS rows */
     bool plain;                  /* n_rows % 8 != 0 (see kern_gemm_fn) */
     kern_pool *pool;             /* for its per-thread work buffers */
@@ -371,12 +377,20 @@ static void run_chunk(mm_ctx *c, int64_t chunk, float *rowbuf)
         }
         return;
     }
-    for (int64_t t = t0; t < t1; t += KERN_TILE_T) {
-        int nt = (int)(t1 - t < KERN_TILE_T ? t1 - t : KERN_TILE_T);
+    for (int64_t t = t0, nt; t < t1; t += nt) {
+        kern_tile_fn tile = c->tile;
+        int64_t lim = t1;
+        if (c->tile_tail) {
+            if (t < c->t_tail)
+                lim = t1 < c->t_tail ? t1 : c->t_tail;
+            else
+                tile = c->tile_tail;
+        }
+        nt = lim - t < KERN_TILE_T ? lim - t : KERN_TILE_T;
         for (int64_t r = r0; r < r1; r += KERN_TILE_R) {
             int nr = (int)(r1 - r < KERN_TILE_R ? r1 - r : KERN_TILE_R);
-            c->tile(c->W + (size_t)r * c->row_bytes, c->row_bytes, nr,
-                    c->act + (size_t)t * c->act_stride, c->act_stride, nt, c->nb,
+            tile(c->W + (size_t)r * c->row_bytes, c->row_bytes, nr,
+                 c->act + (size_t)t * c->act_stride, c->act_stride, (int)nt, c->nb,
                     c->y + t * c->n_rows + r, c->n_rows);
         }
     }
@@ -437,7 +451,18 @@ int kern_matmul(kern_pool *pool, uint32_t wtype, const void *W, size_t row_bytes
      * without it, and for one token, it sums in its mat-vec order */
     const bool fl = wtype == GGTYPE_F32 || wtype == GGTYPE_F16;
     const bool use_vec = n_tok == 1 || (fl && (n_cols % 16 != 0 || n_rows % 4 != 0));
-    c.tile = use_vec && vec ? vec : g_tab[simd][wtype];
+    kern_tile_fn bat = plain && g_vec_plain[simd][wtype] ? g_vec_plain[simd][wtype] : g_bat[simd][wtype];
+    if (use_vec && vec) {
+        c.tile = vec;
+    } else if (bat) {
+        c.tile = bat;
+        if (wtype == GGTYPE_Q4_K && !plain && vec) { /* ggml's last n % 4 rows: mat-vec order */
+            c.tile_tail = vec;
+            c.t_tail = n_tok - n_tok % 4;
+        }
+    } else {
+        c.tile = g_tab[simd][wtype];
+    }
     c.plain = plain;
     c.f32_tile = g_tab[simd][GGTYPE_F32];
     c.pool = pool;

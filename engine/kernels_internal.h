@@ -83,9 +83,12 @@ void *kern_pool_thread_buf(struct kern_pool *p, int ith, size_t size);
 void kern_fill_scalar(kern_tile_fn tab[GGTYPE_COUNT]);
 void kern_fill_avx2(kern_tile_fn tab[GGTYPE_COUNT], int vnni);
 void kern_fill_avx512(kern_tile_fn tab[GGTYPE_COUNT]);
-/* Single-token tiles in ggml's float order (kernels_exact.c; AVX-512 + VNNI);
- * plain: those for weights ggml does not repack (row count not a multiple of 8). */
-void kern_fill_vec_avx512(kern_tile_fn tab[GGTYPE_COUNT], kern_tile_fn plain[GGTYPE_COUNT]);
+/* Tiles in ggml's float order (kernels_exact.c): vec for one token, bat for
+ * batches (AVX2 only: AVX-512 batches go through the GEMM), plain for weights
+ * ggml does not repack (row count not a multiple of 8). */
+void kern_fill_exact_avx512(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn plain[GGTYPE_COUNT]);
+void kern_fill_exact_avx2(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn bat[GGTYPE_COUNT],
+                          kern_tile_fn plain[GGTYPE_COUNT]);
 
 /* Half conversions (ggml's: round to nearest even, denormals, inf/nan). */
 static inline float kern_h2f(uint16_t h)
