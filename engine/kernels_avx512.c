@@ -526,41 +526,14 @@ K5 __m512i dot4(__m512i w, const int8_t *x)
     return _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, _mm512_set1_epi32(ld32(x)));
 }
 
+/* One token of the K-quants: Q6_K, Q4_K in ggml's mat-vec order (the last
+ * n % 4 rows of a product) and Q4_K not repacked (plain). */
 K5 void gemm_exact_tok(const rp_buf *rb, int64_t nb32, const uint8_t *a, float *y, __mmask16 m,
-                       const int kind, const bool gemv, const int plain)
+                       const int kind, const int plain)
 {
     __m512 acc[8], accm = _mm512_setzero_ps();
     for (int l = 0; l < 8; l++)
         acc[l] = _mm512_setzero_ps();
-    if (kind == RP_Q4_0 || kind == RP_Q8_0) {
-        const kq8 *A = (const kq8 *)a;
-        for (int64_t b = 0; b < nb32; b++) {
-            const uint8_t *R = rb->R + b * 512;
-            __m512 s = _mm512_mul_ps(_mm512_loadu_ps(rb->dw + b * rb->H * 16), _mm512_set1_ps(A[b].d));
-            const int8_t *xq = A[b].qs;
-            if (kind == RP_Q4_0 && plain) { /* tinyBLAS: 8 lanes of 4 */
-                for (int g = 0; g < 8; g++) {
-                    __m512i p = _mm512_sub_epi32(dot4(_mm512_loadu_si512(R + 64 * g), xq + 4 * g),
-                                                 _mm512_set1_epi32(8 * sum4(xq + 4 * g)));
-                    acc[g] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(p), acc[g]);
-                }
-            } else if (kind == RP_Q4_0) {
-                __m512i p = _mm512_setzero_si512();
-                for (int g = 0; g < 8; g++)
-                    p = _mm512_dpbusd_epi32(p, _mm512_loadu_si512(R + 64 * g), _mm512_set1_epi32(ld32(xq + 4 * g)));
-                p = _mm512_sub_epi32(p, _mm512_set1_epi32(8 * A[b].s));
-                acc[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), s, acc[0]);
-            } else {
-                for (int g = 0; g < 8; g++) {
-                    __m512i p = _mm512_sub_epi32(dot4(_mm512_loadu_si512(R + 64 * g), xq + 4 * g),
-                                                 _mm512_set1_epi32(128 * sum4(xq + 4 * g)));
-                    acc[g] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(p), acc[g]);
-                }
-            }
-        }
-        _mm512_mask_storeu_ps(y, m, kind == RP_Q4_0 && !plain ? acc[0] : hsum8v(acc));
-        return;
-    }
     const kq8k *A = (const kq8k *)a;
     __m512 am[4];
     for (int k = 0; k < 4; k++)
@@ -620,7 +593,7 @@ K5 void gemm_exact_tok(const rp_buf *rb, int64_t nb32, const uint8_t *a, float *
                 acc[l] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(I[l]), acc[l]);
             continue;
         }
-        /* Q4_K */
+        /* Q4_K, mat-vec order: one fma per super-block for scales and mins */
         __m512 ddx = _mm512_mul_ps(_mm512_loadu_ps(rb->dw + 8 * B * 32 + 16), _mm512_set1_ps(dx));
         __m512 mdx = _mm512_mul_ps(_mm512_loadu_ps(rb->mw + 8 * B * 32 + 16), _mm512_set1_ps(dx));
         __m512i S = _mm512_setzero_si512(), Mi = _mm512_setzero_si512();
@@ -637,16 +610,9 @@ K5 void gemm_exact_tok(const rp_buf *rb, int64_t nb32, const uint8_t *a, float *
                 Mi = _mm512_add_epi32(Mi, _mm512_mullo_epi32(_mm512_cvtps_epi32(_mm512_loadu_ps(rb->mw + b * 32)),
                                                              _mm512_set1_epi32(bs)));
             }
-            if (!gemv) {
-                acc[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), ddx, acc[0]);
-                accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Mi), mdx, accm);
-                S = Mi = _mm512_setzero_si512();
-            }
         }
-        if (gemv) {
-            acc[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), ddx, acc[0]);
-            accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Mi), mdx, accm);
-        }
+        acc[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), ddx, acc[0]);
+        accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Mi), mdx, accm);
     }
     if (kind == RP_Q4_K && plain) {
         __m512 mm = _mm512_add_ps(_mm512_add_ps(am[0], am[2]), _mm512_add_ps(am[1], am[3]));
@@ -656,8 +622,9 @@ K5 void gemm_exact_tok(const rp_buf *rb, int64_t nb32, const uint8_t *a, float *
     _mm512_mask_storeu_ps(y, m, kind == RP_Q6_K ? hsum8v(acc) : _mm512_sub_ps(acc[0], accm));
 }
 
-/* The same orders as gemm_exact_tok, several tokens per pass over the
- * unpacked weights (Q4_0 and Q4_K repacked, Q8_0). */
+/* ggml's orders for Q4_0 (repacked: one fma of the block sum), Q8_0 and
+ * Q4_0 not repacked (8 lanes), Q4_K repacked (pairs of sub-blocks), several
+ * tokens per pass over the unpacked weights. */
 K5 void gemm_exact_q4_0(const rp_buf *rb, int64_t nb32, const uint8_t *act, size_t as, float *y,
                         int64_t ys, __mmask16 m, const int NT)
 {
@@ -683,8 +650,10 @@ K5 void gemm_exact_q4_0(const rp_buf *rb, int64_t nb32, const uint8_t *act, size
         _mm512_mask_storeu_ps(y + t * ys, m, acc[t]);
 }
 
-K5 void gemm_exact_q8_0(const rp_buf *rb, int64_t nb32, const uint8_t *act, size_t as, float *y,
-                        int64_t ys, __mmask16 m, const int NT)
+/* The 8-lane form of tinyBLAS / vec_dot: Q8_0 (quants stored +128) and
+ * Q4_0 not repacked (nibbles, +8). */
+K5 void gemm_exact_lanes8(const rp_buf *rb, int64_t nb32, const uint8_t *act, size_t as, float *y,
+                          int64_t ys, __mmask16 m, const int NT, const int off)
 {
     __m512 acc[2][8];
     for (int t = 0; t < NT; t++)
@@ -697,7 +666,7 @@ K5 void gemm_exact_q8_0(const rp_buf *rb, int64_t nb32, const uint8_t *act, size
             __m512i W = _mm512_loadu_si512(R + 64 * g);
             for (int t = 0; t < NT; t++) {
                 const kq8 *A = (const kq8 *)(act + (size_t)t * as) + b;
-                __m512i p = _mm512_sub_epi32(dot4(W, A->qs + 4 * g), _mm512_set1_epi32(128 * sum4(A->qs + 4 * g)));
+                __m512i p = _mm512_sub_epi32(dot4(W, A->qs + 4 * g), _mm512_set1_epi32(off * sum4(A->qs + 4 * g)));
                 acc[t][g] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(A->d)), _mm512_cvtepi32_ps(p), acc[t][g]);
             }
         }
@@ -764,20 +733,27 @@ K5 void gemm_any(const uint8_t *w, size_t rbytes, int nr, const uint8_t *act, si
     __mmask16 m = (__mmask16)((1u << nr) - 1);
     if (exact) {
         int64_t t = 0;
-        /* several tokens at a time where the order allows it (Q4_K: only
-         * rows before t_gemv take the pairwise order) */
+#define AT(t) act + (size_t)(t) * as, as, y + (t) * ys, ys, m
         if (kind == RP_Q4_0 && !plain) {
             for (; t + 4 <= nt; t += 4)
-                gemm_exact_q4_0(&rb, nb32, act + (size_t)t * as, as, y + t * ys, ys, m, 4);
-        } else if (kind == RP_Q8_0) {
+                gemm_exact_q4_0(&rb, nb32, AT(t), 4);
+            for (; t < nt; t++)
+                gemm_exact_q4_0(&rb, nb32, AT(t), 1);
+        } else if (kind == RP_Q8_0 || kind == RP_Q4_0) {
+            const int off = kind == RP_Q8_0 ? 128 : 8;
             for (; t + 2 <= nt; t += 2)
-                gemm_exact_q8_0(&rb, nb32, act + (size_t)t * as, as, y + t * ys, ys, m, 2);
-        } else if (kind == RP_Q4_K && !plain) {
+                gemm_exact_lanes8(&rb, nb32, AT(t), 2, off);
+            for (; t < nt; t++)
+                gemm_exact_lanes8(&rb, nb32, AT(t), 1, off);
+        } else if (kind == RP_Q4_K && !plain) { /* pairwise order before t_gemv */
             for (; t + 4 <= nt && t + 4 <= t_gemv; t += 4)
-                gemm_exact_q4_K(&rb, nb32, act + (size_t)t * as, as, y + t * ys, ys, m, 4);
+                gemm_exact_q4_K(&rb, nb32, AT(t), 4);
+            for (; t < nt && t < t_gemv; t++)
+                gemm_exact_q4_K(&rb, nb32, AT(t), 1);
         }
+#undef AT
         for (; t < nt; t++)
-            gemm_exact_tok(&rb, nb32, act + (size_t)t * as, y + t * ys, m, kind, t >= t_gemv, plain);
+            gemm_exact_tok(&rb, nb32, act + (size_t)t * as, y + t * ys, m, kind, plain);
         return;
     }
     int64_t t = 0;

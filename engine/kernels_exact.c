@@ -83,65 +83,11 @@ static KT void vec_q4_0(const uint8_t *w, size_t rb, int nr, const uint8_t *act,
     }
 }
 
-/* F32 / F16: ggml_vec_dot_f32 / _f16 (K a multiple of 64; the tail as ggml
- * does it: in float for F32, in double for F16). */
-KI __m512 ldw(const uint8_t *w, int64_t i, int f16)
-{
-    return f16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)w + i)))
-               : _mm512_loadu_ps((const float *)w + i);
-}
-
-KI float vec_float1(const uint8_t *w, const float *x, int64_t n, int f16)
-{
-    __m512 s[4];
-    for (int j = 0; j < 4; j++)
-        s[j] = _mm512_setzero_ps();
-    int64_t np = n & ~(int64_t)63;
-    for (int64_t i = 0; i < np; i += 64)
-        for (int j = 0; j < 4; j++)
-            s[j] = _mm512_fmadd_ps(ldw(w, i + 16 * j, f16), _mm512_loadu_ps(x + i + 16 * j), s[j]);
-    __m512 v = _mm512_add_ps(_mm512_add_ps(s[0], s[2]), _mm512_add_ps(s[1], s[3]));
-    float r = _mm512_reduce_add_ps(v);
-    if (f16) {
-        double d = r;
-        for (int64_t i = np; i < n; i++)
-            d += (double)(kern_h2f(((const uint16_t *)w)[i]) * x[i]);
-        return (float)d;
-    }
-    /* the F32 tail as GCC built ggml's loop: groups of 8 as a product then
-     * an add, the last n % 8 fused */
-    const float *wf = (const float *)w;
-    int64_t n8 = np + ((n - np) & ~(int64_t)7);
-    for (int64_t i = np; i < n8; i++)
-        r = r + wf[i] * x[i];
-    for (int64_t i = n8; i < n; i++)
-        r = fmaf(wf[i], x[i], r);
-    return r;
-}
-
-static KT void vec_f32(const uint8_t *w, size_t rb, int nr, const uint8_t *act, size_t as, int nt,
-                       int64_t n, float *y, int64_t ys)
-{
-    for (int t = 0; t < nt; t++)
-        for (int r = 0; r < nr; r++)
-            y[t * ys + r] = vec_float1(w + (size_t)r * rb, (const float *)(act + (size_t)t * as), n, 0);
-}
-
-static KT void vec_f16(const uint8_t *w, size_t rb, int nr, const uint8_t *act, size_t as, int nt,
-                       int64_t n, float *y, int64_t ys)
-{
-    for (int t = 0; t < nt; t++)
-        for (int r = 0; r < nr; r++)
-            y[t * ys + r] = vec_float1(w + (size_t)r * rb, (const float *)(act + (size_t)t * as), n, 1);
-}
-
 void kern_fill_exact_avx512(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn plain[GGTYPE_COUNT])
 {
     kern_tile_fn bat[GGTYPE_COUNT] = {0};
     fill_exact_512(vec, bat, plain);
-    vec[GGTYPE_Q4_0] = vec_q4_0; /* 512-bit forms */
-    vec[GGTYPE_F32] = vec_f32;
-    vec[GGTYPE_F16] = vec_f16;
+    vec[GGTYPE_Q4_0] = vec_q4_0; /* the 512-bit form */
 }
 
 void kern_fill_exact_avx2(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn bat[GGTYPE_COUNT],
