@@ -8,7 +8,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-/* Absolute path of `rel` inside ../shared, or NULL when ../shared is absent
+/* Path of `rel` inside ../shared ($GGSCOPE_SHARED), or NULL when ../shared is
+ * absent (no such folder, or one without its README.md index, e.g. empty)
  * (the caller then skips visibly with TU_SKIP_NO_SHARED). Static buffer. */
 const char *tu_shared(const char *rel);
 

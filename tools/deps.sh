@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ggscope needs (when run as root or with sudo),
-# otherwise prints the exact apt-get line and fails.
+# otherwise prints the exact apt-get line and fails. One line per step; apt's
+# own output goes to $BUILD/deps.log (named when a step fails).
+#   tools/deps.sh           packages to build and run
+#   tools/deps.sh --test    also those the tests and the fuzzer need
 set -u
+cd "$(dirname "$0")/.."
 pkgs=(build-essential cmake pkg-config libncurses-dev libuv1-dev libcmocka-dev
       libcjson-dev libvulkan-dev glslc mesa-vulkan-drivers tmux)
 [ "${1:-}" = "--test" ] && pkgs+=(clang libclang-rt-14-dev vulkan-validationlayers python3)
@@ -16,6 +20,16 @@ if [ "$(id -u)" = 0 ]; then sudo=""; elif command -v sudo >/dev/null && sudo -n 
   echo "  sudo apt-get update && sudo $line" >&2
   exit 1
 fi
-echo "installing: ${missing[*]}" >&2
+log_dir=${BUILD:-build}
+mkdir -p "$log_dir" && log=$(cd "$log_dir" && pwd)/deps.log || log=/tmp/ggscope-deps.log
+: >"$log"
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq >&2 && $sudo $line -qq >&2 || { echo "failed: $line" >&2; exit 1; }
+step() {  # step "what" command...: one line, the output to the log
+  local what=$1; shift
+  printf 'deps: %s ... ' "$what" >&2
+  echo "### $*" >>"$log"
+  if "$@" >>"$log" 2>&1; then echo ok >&2; else
+    echo "failed (see $log)" >&2; exit 1; fi
+}
+step "apt-get update" $sudo apt-get update
+step "installing ${missing[*]}" $sudo apt-get install -y -q "${missing[@]}"

@@ -6,6 +6,29 @@
 
 #include "vk_internal.h"
 
+#ifdef GGSCOPE_SANITIZE
+#include <dlfcn.h>
+#include <link.h>
+
+/* Sanitizer builds only: keep every loaded Vulkan driver (libvulkan_*.so, the
+ * ICDs the loader opened) mapped until exit. The loader unloads the driver at
+ * vkDestroyInstance; LeakSanitizer reports at exit, after that, so a leak
+ * inside the driver shows as "<unknown module>" and no suppression by module
+ * name can match it. Pinned, the frames keep their module name and
+ * tests/lsan.supp's "leak:libvulkan_" silences the driver's leaks alone
+ * (docs/vulkan.md). RTLD_NOLOAD: only libraries already loaded are touched. */
+static int pin_driver(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    (void)data;
+    const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+    base = base ? base + 1 : info->dlpi_name;
+    if (base && strncmp(base, "libvulkan_", 10) == 0)
+        (void)dlopen(info->dlpi_name, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    return 0;
+}
+#endif
+
 const char *vk_device_kind_name(vk_device_kind k)
 {
     switch (k) {
@@ -88,7 +111,12 @@ VkResult vk_instance_create(VkInstance *inst, bool *has_debug_utils)
         .enabledExtensionCount = n_exts,
         .ppEnabledExtensionNames = exts,
     };
-    return vkCreateInstance(&ci, NULL, inst);
+    VkResult r = vkCreateInstance(&ci, NULL, inst);
+#ifdef GGSCOPE_SANITIZE
+    if (r == VK_SUCCESS)
+        dl_iterate_phdr(pin_driver, NULL);
+#endif
+    return r;
 }
 
 void vk_device_describe(VkPhysicalDevice pd, int index, vk_device_info *info)
