@@ -14,6 +14,7 @@
 #include "backend.h"
 #include "backend_cpu_internal.h"
 #include "codec.h"
+#include "cpufeat.h"
 #include "ggtype.h"
 
 struct backend_buf {
@@ -34,8 +35,7 @@ static void f16_table_init(void)
         return;
     for (uint32_t i = 0; i < 65536; i++)
         g_f16_table[i] = codec_f16_to_f32((uint16_t)i);
-    const char *e = getenv("GGSCOPE_SIMD");
-    g_attn_simd = backend_cpu_attn_simd_available() && !(e && !strcmp(e, "scalar"));
+    g_attn_simd = backend_cpu_attn_simd_available() && cpufeat_level_allowed() > CPUFEAT_SCALAR;
     __atomic_store_n(&g_f16_ready, 1, __ATOMIC_RELEASE);
 }
 

@@ -122,7 +122,7 @@ void backend_cpu_attn_tiled_ref(const float *q, const uint16_t *k, const uint16_
 
 #define TGT __attribute__((target("avx2,fma,f16c")))
 
-/* The kernels' CPUID check (clang 14's __builtin_cpu_supports lacks "f16c"). */
+/* The kernels' CPU check (cpufeat.h: AVX2 + FMA + F16C). */
 bool backend_cpu_attn_simd_available(void)
 {
     return kern_simd_available(KERN_SIMD_AVX2_PLAIN);

@@ -3,11 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
-
 #include "codec.h"
+#include "cpufeat.h"
 #include "codec_internal.h"
 
 enum { PATH_SCALAR, PATH_AVX2, PATH_AVX512, PATH_COUNT };
@@ -29,16 +26,6 @@ static int path_index(const char *name)
     return -1;
 }
 
-#if defined(__x86_64__) || defined(__i386__)
-/* F16C from CPUID leaf 1 (ECX bit 29): not every compiler's
- * __builtin_cpu_supports knows the name. */
-static bool cpu_has_f16c(void)
-{
-    unsigned a, b, c, d;
-    return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
-}
-#endif
-
 static void init_tables(void)
 {
     for (int t = 0; t < GGTYPE_COUNT; t++) {
@@ -46,14 +33,8 @@ static void init_tables(void)
         g_names[PATH_SCALAR][t] = "scalar";
     }
     g_supported[PATH_SCALAR] = true;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    g_supported[PATH_AVX2] = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                             cpu_has_f16c();
-    g_supported[PATH_AVX512] = g_supported[PATH_AVX2] && __builtin_cpu_supports("avx512f") &&
-                               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-                               __builtin_cpu_supports("avx512dq");
-#endif
+    g_supported[PATH_AVX2] = cpufeat_get()->avx2;
+    g_supported[PATH_AVX512] = cpufeat_get()->avx512;
     for (int p = PATH_AVX2; p < PATH_COUNT; p++) {
         memcpy(g_tables[p], g_tables[p - 1], sizeof g_tables[p]);
         memcpy(g_names[p], g_names[p - 1], sizeof g_names[p]);
@@ -73,7 +54,7 @@ static void init_tables(void)
             }
     }
     g_path = g_supported[PATH_AVX512] ? PATH_AVX512 : g_supported[PATH_AVX2] ? PATH_AVX2 : PATH_SCALAR;
-    const char *env = getenv("GGSCOPE_SIMD");
+    const char *env = cpufeat_simd_request();
     int forced = env ? path_index(env) : -1;
     if (forced >= 0 && g_supported[forced])
         g_path = forced;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "codec.h"
+#include "cpufeat.h"
 #include "ggtype.h"
 #include "kernels_internal.h"
 
@@ -27,58 +28,17 @@ static kern_simd g_simd = KERN_SIMD_SCALAR;
 static bool g_avx2_vnni;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <cpuid.h>
-#define KERN_X86 1
-#endif
-
-/* CPU features from cpuid + xgetbv (clang's __builtin_cpu_supports lacks
- * some names, and the OS must have enabled the YMM/ZMM state). */
-typedef struct {
-    bool avx2, fma, f16c, avx512, avx512vnni, avxvnni;
-} cpu_feat;
-
-static cpu_feat cpu_features(void)
-{
-    cpu_feat f = {0};
-#ifdef KERN_X86
-    unsigned a, b, c, d;
-    if (!__get_cpuid_count(1, 0, &a, &b, &c, &d))
-        return f;
-    bool osxsave = (c >> 27) & 1, avx = (c >> 28) & 1;
-    f.fma = (c >> 12) & 1;
-    f.f16c = (c >> 29) & 1;
-    if (!osxsave || !avx)
-        return f;
-    unsigned lo, hi;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    bool ymm_os = (lo & 0x6) == 0x6, zmm_os = (lo & 0xe6) == 0xe6;
-    if (!ymm_os)
-        return (cpu_feat){0};
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
-        return f;
-    f.avx2 = (b >> 5) & 1;
-    bool avx512f = (b >> 16) & 1, avx512dq = (b >> 17) & 1, avx512bw = (b >> 30) & 1,
-         avx512vl = (b >> 31) & 1;
-    f.avx512vnni = (c >> 11) & 1;
-    f.avx512 = zmm_os && avx512f && avx512dq && avx512bw && avx512vl;
-    if (__get_cpuid_count(7, 1, &a, &b, &c, &d))
-        f.avxvnni = (a >> 4) & 1;
-#endif
-    return f;
-}
-
 static bool cpu_has(kern_simd s)
 {
-    cpu_feat f = cpu_features();
+    const cpufeat *f = cpufeat_get();
     switch (s) {
     case KERN_SIMD_SCALAR:
         return true;
     case KERN_SIMD_AVX2:
     case KERN_SIMD_AVX2_PLAIN:
-        return f.avx2 && f.fma && f.f16c;
+        return f->avx2;
     case KERN_SIMD_AVX512:
-        return f.avx2 && f.fma && f.f16c && f.avx512 && f.avx512vnni;
+        return f->avx512 && f->avx512vnni;
     }
     return false;
 }
@@ -90,7 +50,7 @@ static void simd_init(void)
     memcpy(g_tab[KERN_SIMD_AVX512], g_tab[KERN_SIMD_SCALAR], sizeof g_tab[0]);
     memcpy(g_tab[KERN_SIMD_AVX2_PLAIN], g_tab[KERN_SIMD_SCALAR], sizeof g_tab[0]);
     if (cpu_has(KERN_SIMD_AVX2)) {
-        g_avx2_vnni = cpu_features().avxvnni;
+        g_avx2_vnni = cpufeat_get()->avxvnni;
         kern_fill_avx2(g_tab[KERN_SIMD_AVX2], g_avx2_vnni);
         kern_fill_avx2(g_tab[KERN_SIMD_AVX2_PLAIN], 0);
         kern_quant_avx2(&g_q8[KERN_SIMD_AVX2], &g_q8k[KERN_SIMD_AVX2]);
@@ -110,7 +70,7 @@ static void simd_init(void)
         kern_fill_exact_avx512(g_vec[KERN_SIMD_AVX512], g_vec_plain[KERN_SIMD_AVX512]);
         g_simd = KERN_SIMD_AVX512;
     }
-    const char *env = getenv("GGSCOPE_SIMD");
+    const char *env = cpufeat_simd_request();
     if (env) {
         kern_simd want = g_simd;
         if (strcmp(env, "scalar") == 0)

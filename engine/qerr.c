@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "codec.h"
+#include "cpufeat.h"
 #include "ggtype.h"
 
 #define CHUNK_TARGET 65536u
@@ -112,12 +113,9 @@ acc_sums_avx512(const float *ref, const float *meas, size_t n, double out[5])
 static void acc_sums(const float *ref, const float *meas, size_t n, double out[5])
 {
 #ifdef HAVE_AVX512_PATH
-    static _Atomic int have = -1;   /* GGSCOPE_SIMD=scalar|avx2 forces the generic code (as codec.h) */
-    if (have < 0) {
-        const char *e = getenv("GGSCOPE_SIMD");
-        have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-               !(e && (!strcmp(e, "scalar") || !strcmp(e, "avx2")));
-    }
+    static _Atomic int have = -1;   /* GGSCOPE_SIMD=scalar|avx2 forces the generic code (cpufeat.h) */
+    if (have < 0)
+        have = cpufeat_get()->avx512 && cpufeat_level_allowed() >= CPUFEAT_AVX512;
     if (have) {
         acc_sums_avx512(ref, meas, n, out);
         return;
@@ -236,13 +234,8 @@ static bool acc_sums_hist(const float *ref, const float *meas, size_t n, double 
 {
 #ifdef HAVE_AVX512_PATH
     static _Atomic int have = -1;
-    if (have < 0) {
-        const char *e = getenv("GGSCOPE_SIMD");
-        have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-               __builtin_cpu_supports("fma") &&
-               !(e && (!strcmp(e, "scalar") || !strcmp(e, "avx2")));
-    }
+    if (have < 0)
+        have = cpufeat_get()->avx512 && cpufeat_level_allowed() >= CPUFEAT_AVX512;
     if (have) {
         acc_fused_avx512(ref, meas, n, out, hist);
         return hist != NULL;

@@ -19,6 +19,7 @@
  * end (the same operations on the same inputs, hence the same levels).
  *
  * The scalar code stays the reference (tests/test_quantize_fast.c). */
+#include "cpufeat.h"
 #include "quantize_internal.h"
 
 #ifdef __clang__
@@ -509,11 +510,8 @@ static bool have_avx512(void)
     static int have = -1;
     if (g_force_generic)
         return false;
-    if (have < 0) {
-        __builtin_cpu_init();
-        have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-    }
+    if (have < 0)
+        have = cpufeat_get()->avx512 && cpufeat_level_allowed() >= CPUFEAT_AVX512;
     return have;
 }
 #endif
