@@ -136,7 +136,7 @@ static double read_bandwidth(void)
 
 /* Best wall seconds per call; *cpu_out (if not NULL): the least CPU seconds
  * (all threads) per call, which preemption by other processes does not inflate. */
-static double time_matmul(kern_pool *pool, uint32_t type, const uint8_t *w, size_t mat_bytes,
+static double time_matmul(tpool *pool, uint32_t type, const uint8_t *w, size_t mat_bytes,
                           int n_copies, size_t rb, const bshape *s, const float *x, int64_t ntok,
                           float *y, void *scratch, size_t ss, int reps, double *cpu_out)
 {
@@ -250,7 +250,7 @@ int main(int argc, char **argv)
         }
         for (int hi = 0; hi < n_threads; hi++) {
             int nth = atoi(threads_s[hi]);
-            kern_pool *pool = kern_pool_new(nth);
+            tpool *pool = tpool_new(nth);
             if (!pool)
                 return 1;
             results res;
@@ -309,7 +309,7 @@ int main(int argc, char **argv)
                        (long long)ntok_mm, (double)ntok_mm / pp, (double)ntok_mm / pp_cpu, nth,
                        nth > 1 ? "s" : "");
             printf("\n");
-            kern_pool_free(pool);
+            tpool_free(pool);
         }
     }
     free(x);

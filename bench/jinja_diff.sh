@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Differential test of engine/jinja.h against @huggingface/jinja (the peer's
+# Differential test of engine/template/jinja.h against @huggingface/jinja (the peer's
 # copy, installed by ../shared/peer/peer on first use) on random templates.
 # usage: bench/jinja_diff.sh [COUNT] [SEED]    (from the repository root, after a build)
 # Prints, per mode, how many cases render identically, fail in both, or differ

@@ -1,4 +1,4 @@
-// Render template cases with @huggingface/jinja (the reference of engine/jinja.h).
+// Render template cases with @huggingface/jinja (the reference of engine/template/jinja.h).
 // usage: node jinja_ref.mjs PATH/TO/@huggingface/jinja/dist/index.js IN.json OUT.json
 // IN.json: [{"template": T, "vars": {...}}]; OUT.json: [{"out": TEXT} | {"err": MESSAGE}]
 import fs from "node:fs";

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The committed engine/quant_tables.[ch] are exactly what tools/gen_quant_tables.py
+# The committed engine/codec/quant_tables.[ch] are exactly what tools/gen_quant_tables.py
 # makes from ../shared/reference/ggml-quant-tables.txt, and the script rejects
 # malformed input.
 set -u
@@ -12,7 +12,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
 python3 "$src/tools/gen_quant_tables.py" "$ref" "$tmp" > /dev/null || { echo "FAIL: generator failed"; exit 1; }
 for f in quant_tables.c quant_tables.h; do
-    cmp -s "$tmp/$f" "$src/engine/$f" || { echo "FAIL: engine/$f differs from the generator's output"; fail=1; }
+    cmp -s "$tmp/$f" "$src/engine/codec/$f" || { echo "FAIL: engine/codec/$f differs from the generator's output"; fail=1; }
 done
 printf 'table t uint8_t 3\n1 2\nend\n' > "$tmp/short.txt"
 python3 "$src/tools/gen_quant_tables.py" "$tmp/short.txt" "$tmp" > /dev/null 2>&1 && { echo "FAIL: short table accepted"; fail=1; }

@@ -1,4 +1,4 @@
-/* Tests of engine/chat.h: template rendering through the chat API, format
+/* Tests of engine/template/chat.h: template rendering through the chat API, format
  * detection, built-in fallbacks (checked against the models' own templates
  * where they coincide), fallback reporting, system prompts, deltas. */
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* Tests of the Jinja interpreter (engine/jinja.h):
+/* Tests of the Jinja interpreter (engine/template/jinja.h):
  *  - every golden case of ../shared/fixtures/templates (real chat templates
  *    rendered by @huggingface/jinja), byte for byte;
  *  - the feature templates of tests/data/templates, whose expected renders

@@ -52,14 +52,14 @@ static void test_pool_runs(void **state)
 {
     (void)state;
     for (int n = 1; n <= 4; n++) {
-        kern_pool *pool = kern_pool_new(n);
+        tpool *pool = tpool_new(n);
         assert_non_null(pool);
-        assert_int_equal(kern_pool_threads(pool), n);
+        assert_int_equal(tpool_threads(pool), n);
         pool_probe pr;
         memset(&pr, 0, sizeof pr);
         const int runs = 2000;
         for (int i = 0; i < runs; i++) {
-            kern_pool_run(pool, probe_fn, &pr);
+            tpool_run(pool, probe_fn, &pr);
             /* every thread has returned when run returns */
             assert_int_equal(atomic_load(&pr.calls), (i + 1) * n);
         }
@@ -68,7 +68,7 @@ static void test_pool_runs(void **state)
         for (int i = n; i < 8; i++)
             assert_int_equal(atomic_load(&pr.seen[i]), 0);
         assert_int_equal(pr.nth_seen, n);
-        kern_pool_free(pool);
+        tpool_free(pool);
     }
 }
 
@@ -86,12 +86,12 @@ static void sleepy_fn(void *ctx, int ith, int nth)
 static void test_pool_sleep_wake(void **state)
 {
     (void)state;
-    kern_pool *pool = kern_pool_new(3);
+    tpool *pool = tpool_new(3);
     assert_non_null(pool);
     pool_probe pr;
     memset(&pr, 0, sizeof pr);
     for (int i = 0; i < 20; i++) {
-        kern_pool_run(pool, sleepy_fn, &pr);
+        tpool_run(pool, sleepy_fn, &pr);
         assert_int_equal(atomic_load(&pr.calls), (i + 1) * 3);
         /* let the workers fall asleep between some runs */
         if (i % 4 == 0) {
@@ -99,7 +99,7 @@ static void test_pool_sleep_wake(void **state)
             nanosleep(&ts, NULL);
         }
     }
-    kern_pool_free(pool);
+    tpool_free(pool);
 }
 
 static void test_pool_null_and_default(void **state)
@@ -107,15 +107,15 @@ static void test_pool_null_and_default(void **state)
     (void)state;
     pool_probe pr;
     memset(&pr, 0, sizeof pr);
-    kern_pool_run(NULL, probe_fn, &pr);
+    tpool_run(NULL, probe_fn, &pr);
     assert_int_equal(atomic_load(&pr.calls), 1);
     assert_int_equal(pr.nth_seen, 1);
-    assert_int_equal(kern_pool_threads(NULL), 1);
-    kern_pool_free(NULL);
-    kern_pool *pool = kern_pool_new(0);
+    assert_int_equal(tpool_threads(NULL), 1);
+    tpool_free(NULL);
+    tpool *pool = tpool_new(0);
     assert_non_null(pool);
-    assert_true(kern_pool_threads(pool) >= 1);
-    kern_pool_free(pool);
+    assert_true(tpool_threads(pool) >= 1);
+    tpool_free(pool);
 }
 
 /* ---- activation quantization ---- */
@@ -303,7 +303,7 @@ typedef struct {
 } shape;
 
 /* One type on one shape with one pool: both references. */
-static void check_matmul(uint32_t type, const shape *s, kern_pool *pool, double tol_rel_rms)
+static void check_matmul(uint32_t type, const shape *s, tpool *pool, double tol_rel_rms)
 {
     bool ovf;
     size_t rs = (size_t)ggtype_row_size(type, (uint64_t)s->n_cols, &ovf);
@@ -360,7 +360,7 @@ static void check_matmul(uint32_t type, const shape *s, kern_pool *pool, double 
             if (!(fabs(got - exact) <= lim))
                 fail_msg("%s [%s, %d threads] %lldx%lld tok %lld/%lld row %lld: got %.9g, "
                          "want %.9g (limit %.3g)",
-                         ggtype_name(type), kern_simd_name(), kern_pool_threads(pool),
+                         ggtype_name(type), kern_simd_name(), tpool_threads(pool),
                          (long long)s->n_rows, (long long)s->n_cols, (long long)t,
                          (long long)s->n_tok, (long long)r, got, exact, lim);
             err2 += (got - full) * (got - full);
@@ -387,7 +387,7 @@ static void check_type_all_paths(uint32_t type, const shape *shapes, int n_shape
     assert_non_null(tr);
     double tol = kern_act_type(type) == GGTYPE_F32 ? 1e-5 : 5e-2;
     kern_simd saved = kern_simd_get();
-    kern_pool *pools[3] = {NULL, kern_pool_new(2), kern_pool_new(3)};
+    tpool *pools[3] = {NULL, tpool_new(2), tpool_new(3)};
     assert_true(pools[1] && pools[2]);
     for (int p = KERN_SIMD_SCALAR; p <= KERN_SIMD_AVX2_PLAIN; p++) {
         if (kern_simd_set((kern_simd)p) != 0) {
@@ -397,8 +397,8 @@ static void check_type_all_paths(uint32_t type, const shape *shapes, int n_shape
         for (int i = 0; i < n_shapes; i++)
             check_matmul(type, &shapes[i], pools[i % 3], tol);
     }
-    kern_pool_free(pools[1]);
-    kern_pool_free(pools[2]);
+    tpool_free(pools[1]);
+    tpool_free(pools[2]);
     assert_int_equal(kern_simd_set(saved), 0);
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate engine/quant_tables.c and engine/quant_tables.h from ggml's lookup
+"""Generate engine/codec/quant_tables.c and engine/codec/quant_tables.h from ggml's lookup
 tables as numbers (../shared/reference/ggml-quant-tables.txt by default).
 
 Input format: 'table NAME ELEMTYPE COUNT', then COUNT values (decimal or 0x

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Generate engine/tokenizer_unicode_data.c: compact Unicode tables for the tokenizers.
+"""Generate engine/tokenizer/tokenizer_unicode_data.c: compact Unicode tables for the tokenizers.
 
 Input: UnicodeData.txt (Debian package `unicode-data`:
 /usr/share/unicode/UnicodeData.txt). Usage:
 
-    python3 tools/gen_unicode_tables.py [/usr/share/unicode/UnicodeData.txt] > engine/tokenizer_unicode_data.c
+    python3 tools/gen_unicode_tables.py [/usr/share/unicode/UnicodeData.txt] > engine/tokenizer/tokenizer_unicode_data.c
 
 Output tables:
   * tok__ucat_ranges: (first codepoint, category flags) for every run of

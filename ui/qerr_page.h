@@ -1,7 +1,7 @@
 /* qerr_page: the quantization error page of the screen — a sortable table of
  * tensors, a layer x role heatmap (relative RMSE, SQNR or bits per weight,
  * `m` cycles), and the selected tensor's |error| histogram next to its value
- * histogram. The measurement runs on a worker (engine/qerr.h) with progress
+ * histogram. The measurement runs on a worker (engine/analysis/qerr.h) with progress
  * and cancel; results appear as they come. Loop thread only.
  *
  * How results cross threads: the page allocates the result array before the

@@ -11,7 +11,7 @@
 
 typedef struct {
     bool float_path;   /* GGSCOPE_MATMUL=float: dequantize + float dots (debugging) */
-    kern_pool *pool;
+    tpool *pool;
     float *xr;           /* activations rounded to F16 / BF16 for such weights */
     size_t xr_n;
     void *scratch;
@@ -25,7 +25,7 @@ void *backend_cpu_ctx_new(int n_threads)
         return NULL;
     const char *mm = getenv("GGSCOPE_MATMUL");
     c->float_path = mm && !strcmp(mm, "float");
-    c->pool = kern_pool_new(n_threads);
+    c->pool = tpool_new(n_threads);
     if (!c->pool) {
         free(c);
         return NULL;
@@ -38,7 +38,7 @@ void backend_cpu_ctx_free(void *ctx)
     cpu_ctx *c = ctx;
     if (!c)
         return;
-    kern_pool_free(c->pool);
+    tpool_free(c->pool);
     free(c->xr);
     free(c->scratch);
     free(c);
@@ -46,12 +46,12 @@ void backend_cpu_ctx_free(void *ctx)
 
 int backend_cpu_ctx_threads(void *ctx)
 {
-    return kern_pool_threads(((cpu_ctx *)ctx)->pool);
+    return tpool_threads(((cpu_ctx *)ctx)->pool);
 }
 
 void backend_cpu_parallel(void *ctx, void (*fn)(void *arg, int ith, int nth), void *arg)
 {
-    kern_pool_run(((cpu_ctx *)ctx)->pool, fn, arg);
+    tpool_run(((cpu_ctx *)ctx)->pool, fn, arg);
 }
 
 bool backend_cpu_matmul_supports(uint32_t type)

@@ -298,7 +298,7 @@ typedef struct {
     int64_t t_tail;
     kern_gemm_fn gemm;           /* batched path: chunks of KERN_GEMM_ROWS rows */
     bool plain;                  /* n_rows % 8 != 0 (see kern_gemm_fn) */
-    kern_pool *pool;             /* for its per-thread work buffers */
+    tpool *pool;             /* for its per-thread work buffers */
 } mm_ctx;
 
 static void quant_worker(void *p, int ith, int nth)
@@ -363,7 +363,7 @@ static void mm_worker(void *p, int ith, int nth)
     float *rowbuf = NULL, *owned = NULL;
     if (c->gemm || !c->tile) {
         size_t need = c->gemm ? kern_gemm_tmp_size(c->n_cols) : (size_t)c->n_cols * sizeof(float);
-        rowbuf = kern_pool_thread_buf(c->pool, ith, need);
+        rowbuf = tpool_thread_buf(c->pool, ith, need);
         if (!rowbuf)
             rowbuf = owned = malloc(need);
         if (!rowbuf) {
@@ -380,7 +380,7 @@ static void mm_worker(void *p, int ith, int nth)
     free(owned);
 }
 
-int kern_matmul(kern_pool *pool, uint32_t wtype, const void *W, size_t row_bytes,
+int kern_matmul(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
                 int64_t n_rows, int64_t n_cols, const float *x, int64_t n_tok, float *y,
                 void *scratch, size_t scratch_size)
 {
@@ -443,10 +443,10 @@ int kern_matmul(kern_pool *pool, uint32_t wtype, const void *W, size_t row_bytes
         c.act_stride = act_row_bytes(c.atype, n_cols);
         c.act = (const uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
         c.nb = n_cols / (c.atype == GGTYPE_Q8_K ? QK_K : 32);
-        if (n_tok * n_cols <= 65536 || kern_pool_threads(pool) == 1)
+        if (n_tok * n_cols <= 65536 || tpool_threads(pool) == 1)
             quant_worker(&c, 0, 1);
         else
-            kern_pool_run(pool, quant_worker, &c);
+            tpool_run(pool, quant_worker, &c);
     } else {
         c.act = (const uint8_t *)x;
         c.act_stride = (size_t)n_cols * sizeof(float);
@@ -455,7 +455,7 @@ int kern_matmul(kern_pool *pool, uint32_t wtype, const void *W, size_t row_bytes
 
     /* Chunks: few rows for mat-vec (balance), row x token blocks that stay
      * in L2 for prompt batches. */
-    int nth = kern_pool_threads(pool);
+    int nth = tpool_threads(pool);
     /* The GEMM follows ggml's float order for Q4_0, Q8_0, Q4_K and Q6_K, so
      * it takes every batch of those (ggml's batched kernels start at 2). */
     const bool exact = wtype == GGTYPE_Q4_0 || wtype == GGTYPE_Q8_0 || wtype == GGTYPE_Q4_K ||
@@ -480,7 +480,7 @@ int kern_matmul(kern_pool *pool, uint32_t wtype, const void *W, size_t row_bytes
     if (nth == 1 || c.n_chunks == 1)
         mm_worker(&c, 0, 1);
     else
-        kern_pool_run(pool, mm_worker, &c);
+        tpool_run(pool, mm_worker, &c);
     free(owned);
     return atomic_load(&c.err) ? -1 : 0;
 }

@@ -1,9 +1,8 @@
-/* kern_pool: persistent worker threads. A run bumps a generation counter;
+/* tpool: persistent worker threads. A run bumps a generation counter;
  * workers spin on it for a short while, then sleep on a condition variable,
  * so back-to-back runs (one per op of a forward pass) cost microseconds and
  * an idle pool costs nothing. */
-#include "kernels.h"
-#include "kernels_internal.h"
+#include "tpool.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -22,7 +21,7 @@
 #define SPIN_ITERS 2000
 
 typedef struct {
-    kern_pool *pool;
+    tpool *pool;
     int ith;
 } worker_arg;
 
@@ -31,7 +30,7 @@ typedef struct {
     size_t size;
 } thread_buf;
 
-struct kern_pool {
+struct tpool {
     int n;
     thread_buf *bufs;      /* per-thread work buffers, kept between runs */
     pthread_t *threads;
@@ -50,7 +49,7 @@ struct kern_pool {
 static void *worker_main(void *argp)
 {
     worker_arg *a = argp;
-    kern_pool *p = a->pool;
+    tpool *p = a->pool;
     unsigned seen = 0;
     for (;;) {
         unsigned g = atomic_load_explicit(&p->gen, memory_order_acquire);
@@ -80,7 +79,7 @@ static void *worker_main(void *argp)
     }
 }
 
-kern_pool *kern_pool_new(int n_threads)
+tpool *tpool_new(int n_threads)
 {
     if (n_threads <= 0) {
         /* the cores this process may run on (taskset, cgroup cpusets), else all online */
@@ -94,7 +93,7 @@ kern_pool *kern_pool_new(int n_threads)
     }
     if (n_threads > 512)
         n_threads = 512;
-    kern_pool *p = calloc(1, sizeof *p);
+    tpool *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
     p->n = n_threads;
@@ -122,7 +121,7 @@ kern_pool *kern_pool_new(int n_threads)
             p->args[i].ith = i;
             if (pthread_create(&p->threads[i], NULL, worker_main, &p->args[i]) != 0) {
                 p->n = i; /* join the ones started */
-                kern_pool_free(p);
+                tpool_free(p);
                 return NULL;
             }
         }
@@ -143,7 +142,7 @@ fail_mu:
     return NULL;
 }
 
-void kern_pool_free(kern_pool *p)
+void tpool_free(tpool *p)
 {
     if (!p)
         return;
@@ -165,7 +164,7 @@ void kern_pool_free(kern_pool *p)
     free(p);
 }
 
-void *kern_pool_thread_buf(kern_pool *p, int ith, size_t size)
+void *tpool_thread_buf(tpool *p, int ith, size_t size)
 {
     if (!p || ith < 0 || ith >= p->n)
         return NULL;
@@ -181,12 +180,12 @@ void *kern_pool_thread_buf(kern_pool *p, int ith, size_t size)
     return b->ptr;
 }
 
-int kern_pool_threads(const kern_pool *p)
+int tpool_threads(const tpool *p)
 {
     return p ? p->n : 1;
 }
 
-void kern_pool_run(kern_pool *p, void (*fn)(void *ctx, int ith, int nth), void *ctx)
+void tpool_run(tpool *p, void (*fn)(void *ctx, int ith, int nth), void *ctx)
 {
     if (!p || p->n == 1) {
         fn(ctx, 0, 1);

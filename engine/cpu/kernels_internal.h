@@ -76,8 +76,6 @@ void kern_f16_avx2(kern_f16_ops *ops);
 /* A work buffer of at least size bytes for thread ith of pool p, kept by the
  * pool between runs (only thread ith may use it during a run). NULL when p is
  * NULL or memory is short. */
-struct kern_pool;
-void *kern_pool_thread_buf(struct kern_pool *p, int ith, size_t size);
 
 /* Per-ISA kernels fill in the entries they implement (indexed by ggml type). */
 void kern_fill_scalar(kern_tile_fn tab[GGTYPE_COUNT]);

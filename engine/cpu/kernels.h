@@ -1,5 +1,5 @@
-/* kernels: CPU compute kernels of the inference engine — a persistent thread
- * pool and matrix products with weights of any ggml type, in integer
+/* kernels: CPU compute kernels of the inference engine — matrix products (run on a
+ * tpool) with weights of any ggml type, in integer
  * arithmetic with activations quantized on the fly (as ggml does) where the
  * type has a fast path. SIMD path (scalar, AVX2, AVX-512 with VNNI) chosen at
  * run time; GGSCOPE_SIMD=scalar|avx2|avx512 forces one. Never prints. */
@@ -10,26 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- thread pool ---- */
-
-typedef struct kern_pool kern_pool;
-
-/* A pool of n_threads threads (the caller counts as one; n_threads - 1 workers
- * are started and stay parked between runs). n_threads <= 0: one thread per
- * core this process may run on (its CPU affinity). At most 512. Returns NULL
- * when threads or memory cannot be had. */
-kern_pool *kern_pool_new(int n_threads);
-
-/* Stops and joins the workers. Accepts NULL. */
-void kern_pool_free(kern_pool *p);
-
-/* Number of threads of the pool (>= 1); 1 for NULL. */
-int kern_pool_threads(const kern_pool *p);
-
-/* Run fn(ctx, ith, nth) on every thread of the pool (the caller is thread 0)
- * and wait until all have returned. p may be NULL: fn(ctx, 0, 1) runs on the
- * caller. Not reentrant: one run at a time per pool. */
-void kern_pool_run(kern_pool *p, void (*fn)(void *ctx, int ith, int nth), void *ctx);
+#include "tpool.h"
 
 /* ---- SIMD path ---- */
 
@@ -72,13 +53,13 @@ size_t kern_matmul_scratch_size(uint32_t wtype, int64_t n_cols, int64_t n_tok);
  * (in the mmap). x: n_tok x n_cols floats (row stride n_cols); y: n_tok x
  * n_rows floats (row stride n_rows). W and row_bytes keep the alignment of the
  * type's fields (2 bytes for f16 fields, 4 for F32; GGUF data always does).
- * Any ggml type of engine/ggtype.h works
+ * Any ggml type of engine/gguf/ggtype.h works
  * (slow generic path for rare types). scratch: at least
  * kern_matmul_scratch_size bytes (NULL: allocated and freed inside, slower).
  * pool may be NULL (one thread). Returns 0, or -1 for an unknown type, a bad
  * shape (n_cols not a multiple of the block size, row_bytes too small), too
  * little scratch or no memory (y is then unspecified). */
-int kern_matmul(kern_pool *pool, uint32_t wtype, const void *W, size_t row_bytes,
+int kern_matmul(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
                 int64_t n_rows, int64_t n_cols, const float *x, int64_t n_tok, float *y,
                 void *scratch, size_t scratch_size);
 

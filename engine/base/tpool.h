@@ -1,0 +1,33 @@
+/* tpool: a persistent pool of worker threads, the one way the engine starts
+ * compute threads. A run bumps a generation counter; workers spin on it for a
+ * short while, then sleep on a condition variable. Never prints. */
+#ifndef GGSCOPE_TPOOL_H
+#define GGSCOPE_TPOOL_H
+
+#include <stddef.h>
+
+typedef struct tpool tpool;
+
+/* A pool of n_threads threads (the caller counts as one; n_threads - 1 workers
+ * are started and stay parked between runs). n_threads <= 0: one thread per
+ * core this process may run on (its CPU affinity). At most 512. Returns NULL
+ * when threads or memory cannot be had. */
+tpool *tpool_new(int n_threads);
+
+/* Stops and joins the workers. Accepts NULL. */
+void tpool_free(tpool *p);
+
+/* Number of threads of the pool (>= 1); 1 for NULL. */
+int tpool_threads(const tpool *p);
+
+/* Run fn(ctx, ith, nth) on every thread of the pool (the caller is thread 0)
+ * and wait until all have returned. p may be NULL: fn(ctx, 0, 1) runs on the
+ * caller. Not reentrant: one run at a time per pool. */
+void tpool_run(tpool *p, void (*fn)(void *ctx, int ith, int nth), void *ctx);
+
+/* A per-thread scratch buffer of at least `size` bytes (malloc alignment),
+ * kept between runs; NULL for a bad ith or when memory cannot be had. For
+ * thread `ith` only; p NULL gives NULL. */
+void *tpool_thread_buf(tpool *p, int ith, size_t size);
+
+#endif
