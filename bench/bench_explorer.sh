@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Explorer benchmarks: time to first frame on stories260K and on a ~2.2 GB
-# model (made by bench_make_big_model), and the histogram of the largest
+# model (made by bench_mkmodel --tinyllama --type f16), and the histogram of the largest
 # tensor of the big model (progress bar, Esc cancels, then completes), driven
 # in tmux. Usage: bench/bench_explorer.sh BUILD_DIR [BIG_MODEL_PATH]
 #   SCREENS_OUT=docs/screens  also saves the progress-bar screen there
@@ -9,7 +9,7 @@ B=${1:-build}
 BIG=${2:-/tmp/ggscope-big.gguf}
 BIN=$B/ggscope
 SHARED=${GGSCOPE_SHARED:-../shared}
-[[ -f $BIG ]] || "$B/bench_make_big_model" "$BIG" || exit 1
+[[ -f $BIG ]] || "$B/bench_mkmodel" "$BIG" --tinyllama --type f16 --embd-type f16 --n-vocab 32000 || exit 1
 echo "== time to first full frame (target < 100 ms)"
 [[ -f $SHARED/models/stories260K.gguf ]] && "$B/bench_first_frame" "$BIN" "$SHARED/models/stories260K.gguf" 20
 "$B/bench_first_frame" "$BIN" "$BIG" 20

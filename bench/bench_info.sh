@@ -4,7 +4,7 @@
 set -euo pipefail
 build=${1:-build}
 model=${2:-/tmp/ggscope-bench-tinyllama-f16.gguf}
-[ -f "$model" ] || { echo "writing $model ..."; "$build/bench_make_model" "$model"; }
+[ -f "$model" ] || { echo "writing $model ..."; "$build/bench_mkmodel" "$model" --tinyllama --type f16 --embd-type f16 --n-vocab 32000; }
 ls -l "$model"
 cat "$model" > /dev/null   # warm the page cache: we measure parsing, not the disk
 if command -v hyperfine >/dev/null; then

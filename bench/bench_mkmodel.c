@@ -1,5 +1,6 @@
-/* bench_mkmodel: write a random-weight llama / qwen2 GGUF (testmodel.h) for
- * comparisons with the peer oracle and for benchmarks.
+/* bench_mkmodel: the one model writer of the benchmarks: a random-weight
+ * llama / qwen2 GGUF (tests/support/testmodel.h) for comparisons with the
+ * peer oracle and for every bench script.
  *
  *   bench_mkmodel OUT.gguf [--arch llama|qwen2] [--type f32|f16|q8_0|q4_0|q4_K|q6_K|...]
  *       [--embd-type T] [--vocab VOCAB.gguf | --n-vocab N] [--embd N] [--layers N]
@@ -7,7 +8,9 @@
  *       [--rope-linear F] [--seed N] [--pooled] [--tinyllama]
  *
  * --tinyllama: 2048 embedding, 22 layers, 32 heads, 4 KV heads, 5632 FFN,
- * pooled rows (fast); give --vocab with a 32000-token vocabulary. */
+ * pooled rows (fast); give --vocab with a 32000-token vocabulary, or
+ * --n-vocab 32000 for a synthetic one (the explorer, info and qerr benches:
+ * --tinyllama --type f16 --embd-type f16 --n-vocab 32000, about 2.2 GB). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
 # bench_qerr.sh BUILD_DIR [MODEL.gguf] [RUNS] [THREADS] [TYPES]
 #
 # Re-quantize every tensor of a TinyLlama-1.1B-shaped F16 model (2.2 GB,
-# 22 layers; made with BUILD_DIR/bench_make_model when MODEL is absent) to
+# 22 layers; made with BUILD_DIR/bench_mkmodel --tinyllama when MODEL is absent) to
 # Q4_K with `ggscope qerr MODEL --types q4_K --threads 2` and report wall
 # time, user+sys CPU time and peak RSS from /usr/bin/time -v, RUNS times
 # (best and median). The target is < 5 s and < 300 MB; llama.cpp's
@@ -20,7 +20,7 @@ BIN="$BUILD/ggscope"
 [ -x /usr/bin/time ] || { echo "needs /usr/bin/time (GNU time)" >&2; exit 1; }
 if [ ! -f "$MODEL" ]; then
     echo "making $MODEL ..." >&2
-    "$BUILD/bench_make_model" "$MODEL" || exit 1
+    "$BUILD/bench_mkmodel" "$MODEL" --tinyllama --type f16 --embd-type f16 --n-vocab 32000 || exit 1
 fi
 walls=()
 for i in $(seq 1 "$RUNS"); do
