@@ -182,43 +182,10 @@ typedef struct {
     size_t cap_sym, nheap;
 } bpe_work;
 
-static bool heap_less(const bigram *a, const bigram *b)
-{
-    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
-}
-
-static void heap_push(bpe_work *w, bigram g)
-{
-    size_t i = w->nheap++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!heap_less(&g, &w->heap[p]))
-            break;
-        w->heap[i] = w->heap[p];
-        i = p;
-    }
-    w->heap[i] = g;
-}
-
-static bigram heap_pop(bpe_work *w)
-{
-    bigram top = w->heap[0], last = w->heap[--w->nheap];
-    size_t i = 0, n = w->nheap;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && heap_less(&w->heap[c + 1], &w->heap[c]))
-            c++;
-        if (!heap_less(&w->heap[c], &last))
-            break;
-        w->heap[i] = w->heap[c];
-        i = c;
-    }
-    if (n)
-        w->heap[i] = last;
-    return top;
-}
+#define BHEAP_T bigram
+#define BHEAP_BEFORE(a, b) ((a)->rank < (b)->rank || ((a)->rank == (b)->rank && (a)->left < (b)->left))
+#define BHEAP_NAME merges
+#include "bheap.h"
 
 static void try_pair(const tok_vocab *v, bpe_work *w, int32_t l, int32_t r)
 {
@@ -231,7 +198,7 @@ static void try_pair(const tok_vocab *v, bpe_work *w, int32_t l, int32_t r)
     g.right = r;
     g.lid = w->syms[l].id;
     g.rid = w->syms[r].id;
-    heap_push(w, g);
+    merges_push(w->heap, &w->nheap, g);
 }
 
 /* Merge one word (raw bytes w->word[0..n)) and append its ids. */
@@ -277,7 +244,7 @@ static bool bpe_word(const tok_vocab *v, bpe_work *w, size_t n, tok__ids *out)
     for (size_t i = 1; i < n; i++)
         try_pair(v, w, (int32_t)i - 1, (int32_t)i);
     while (w->nheap) {
-        bigram g = heap_pop(w);
+        bigram g = merges_pop(w->heap, &w->nheap);
         sym *L = &w->syms[g.left], *R = &w->syms[g.right];
         if (L->n == 0 || R->n == 0 || L->id != g.lid || R->id != g.rid || L->next != g.right)
             continue;   /* outdated */

@@ -27,43 +27,10 @@ typedef struct {
 } spm_work;
 
 /* max-heap: higher score first, then smaller left */
-static bool heap_before(const bigram *a, const bigram *b)
-{
-    return a->score > b->score || (a->score == b->score && a->left < b->left);
-}
-
-static void heap_push(spm_work *w, bigram g)
-{
-    size_t i = w->nheap++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!heap_before(&g, &w->heap[p]))
-            break;
-        w->heap[i] = w->heap[p];
-        i = p;
-    }
-    w->heap[i] = g;
-}
-
-static bigram heap_pop(spm_work *w)
-{
-    bigram top = w->heap[0], last = w->heap[--w->nheap];
-    size_t i = 0, n = w->nheap;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && heap_before(&w->heap[c + 1], &w->heap[c]))
-            c++;
-        if (!heap_before(&w->heap[c], &last))
-            break;
-        w->heap[i] = w->heap[c];
-        i = c;
-    }
-    if (n)
-        w->heap[i] = last;
-    return top;
-}
+#define BHEAP_T bigram
+#define BHEAP_BEFORE(a, b) ((a)->score > (b)->score || ((a)->score == (b)->score && (a)->left < (b)->left))
+#define BHEAP_NAME merges
+#include "bheap.h"
 
 static void try_pair(const tok_vocab *v, spm_work *w, const char *text, int32_t l, int32_t r)
 {
@@ -76,7 +43,7 @@ static void try_pair(const tok_vocab *v, spm_work *w, const char *text, int32_t 
     if (id == TOK_NULL || id >= (tok_id)v->n_vocab)
         return;
     bigram g = {v->score[id], l, r, size};
-    heap_push(w, g);
+    merges_push(w->heap, &w->nheap, g);
 }
 
 static bool is_space(const char *text, const sym *s)
@@ -87,7 +54,7 @@ static bool is_space(const char *text, const sym *s)
 static void merge_all(const tok_vocab *v, spm_work *w, const char *text)
 {
     while (w->nheap) {
-        bigram g = heap_pop(w);
+        bigram g = merges_pop(w->heap, &w->nheap);
         sym *L = &w->syms[g.left], *R = &w->syms[g.right];
         if (L->n == 0 || R->n == 0 || L->n + R->n != g.size)
             continue;
