@@ -9,45 +9,10 @@ command -v tmux >/dev/null 2>&1 || { echo "SKIP: tmux is not installed"; exit 77
 BIN=${GGSCOPE_BIN:?GGSCOPE_BIN must point to the ggscope binary}
 SHARED=${GGSCOPE_SHARED:-../shared}
 OUT=${GGSCOPE_SCREENS_OUT:-}
-SOCK="ggscope-e2e-$$"
-T() { tmux -L "$SOCK" -f /dev/null "$@"; }
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$(mktemp -d)}
-cleanup() { T kill-server >/dev/null 2>&1; }
-trap cleanup EXIT
-
-fails=0
-S=main
-screen() { T capture-pane -p -t "$S"; }
-# wait_for TEXT [SECONDS]: poll the screen until it shows TEXT (fixed string)
-wait_for() {
-    local text=$1 limit=${2:-10} t0=$SECONDS
-    while (( SECONDS - t0 < limit )); do
-        screen | grep -qF -- "$text" && return 0
-        sleep 0.05
-    done
-    echo "FAIL: waited ${limit}s for: $text"; echo "---- screen ----"; screen; echo "----------------"
-    fails=$((fails + 1)); return 1
-}
-# wait_gone TEXT [SECONDS]
-wait_gone() {
-    local text=$1 limit=${2:-10} t0=$SECONDS
-    while (( SECONDS - t0 < limit )); do
-        screen | grep -qF -- "$text" || return 0
-        sleep 0.05
-    done
-    echo "FAIL: still on screen after ${limit}s: $text"; screen
-    fails=$((fails + 1)); return 1
-}
-check() {   # check DESCRIPTION COMMAND...
-    local what=$1; shift
-    if "$@"; then echo "ok: $what"; else echo "FAIL: $what"; screen; fails=$((fails + 1)); fi
-}
-save() { [[ -n $OUT ]] && mkdir -p "$OUT" && screen > "$OUT/$1.txt"; return 0; }
-keys() { T send-keys -t "$S" "$@"; }
-start() {   # start SESSION COLSxROWS ARGS...
-    S=$1; local w=${2%x*} h=${2#*x}; shift 2
-    T new-session -d -s "$S" -x "$w" -y "$h" "$BIN $*; echo EXITED \$?; sleep 600"
-}
+WAIT_LIMIT=10
+source "$(dirname "$0")/lib/tmux.sh"
+trap tmux_cleanup EXIT
 
 MODEL=
 if [[ -f $SHARED/models/stories260K.gguf ]]; then

@@ -10,29 +10,10 @@ command -v tmux >/dev/null 2>&1 || { echo "SKIP: tmux is not installed"; exit 77
 BIN=${GGSCOPE_BIN:?GGSCOPE_BIN must point to the ggscope binary}
 SHARED=${GGSCOPE_SHARED:-../shared}
 OUT=${GGSCOPE_SCREENS_OUT:-}
-SOCK="ggscope-e2e-qerr-$$"
-T() { tmux -L "$SOCK" -f /dev/null "$@"; }
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$(mktemp -d)}
 TMPD=$(mktemp -d)
-cleanup() { T kill-server >/dev/null 2>&1; rm -rf "$TMPD"; }
-trap cleanup EXIT
-fails=0
-S=main
-screen() { T capture-pane -p -t "$S"; }
-wait_for() {
-    local text=$1 limit=${2:-15} t0=$SECONDS
-    while (( SECONDS - t0 < limit )); do
-        screen | grep -qF -- "$text" && return 0
-        sleep 0.05
-    done
-    echo "FAIL: waited ${limit}s for: $text"; echo "---- screen ----"; screen; echo "----------------"
-    fails=$((fails + 1)); return 1
-}
-check() { local what=$1; shift; if "$@"; then echo "ok: $what"; else echo "FAIL: $what"; fails=$((fails + 1)); fi; }
-save() { [[ -n $OUT ]] && mkdir -p "$OUT" && screen > "$OUT/$1.txt"; return 0; }
-keys() { T send-keys -t "$S" "$@"; }
-start() { S=$1; local w=${2%x*} h=${2#*x}; shift 2
-    T new-session -d -s "$S" -x "$w" -y "$h" "$BIN $*; echo EXITED \$?; sleep 600"; }
+source "$(dirname "$0")/lib/tmux.sh"
+trap 'tmux_cleanup; rm -rf "$TMPD"' EXIT
 
 F32=$SHARED/models/tinyllamas-stories-260k-f32.gguf
 Q8=$SHARED/models/tinyllamas-stories-260k-q8_0.gguf
