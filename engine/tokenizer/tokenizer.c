@@ -1029,16 +1029,10 @@ const char *tok_stream_flush(tok_stream *s, size_t *len)
 
 uint32_t tok_n_vocab(const tok_vocab *v) { return v->n_vocab; }
 tok_model tok_model_kind(const tok_vocab *v) { return v->model; }
-const char *tok_model_name(const tok_vocab *v) { return v->model_name; }
-const char *tok_pre_name(const tok_vocab *v) { return v->pre_name; }
 tok_id tok_bos(const tok_vocab *v) { return v->bos; }
 tok_id tok_eos(const tok_vocab *v) { return v->eos; }
-tok_id tok_eot(const tok_vocab *v) { return v->eot; }
-tok_id tok_unk(const tok_vocab *v) { return v->unk; }
-tok_id tok_pad(const tok_vocab *v) { return v->pad; }
 tok_id tok_nl(const tok_vocab *v) { return v->nl; }
 bool tok_add_bos(const tok_vocab *v) { return v->add_bos; }
-bool tok_add_eos(const tok_vocab *v) { return v->add_eos; }
 bool tok_add_space_prefix(const tok_vocab *v) { return v->add_space_prefix; }
 
 const char *tok_text(const tok_vocab *v, tok_id id, size_t *len)
@@ -1048,11 +1042,6 @@ const char *tok_text(const tok_vocab *v, tok_id id, size_t *len)
     if (len)
         *len = v->strs[id].len;
     return v->strs[id].p;
-}
-
-float tok_score(const tok_vocab *v, tok_id id)
-{
-    return id >= 0 && (uint32_t)id < v->n_vocab ? v->score[id] : 0.0f;
 }
 
 uint32_t tok_attr(const tok_vocab *v, tok_id id)

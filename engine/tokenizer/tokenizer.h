@@ -127,24 +127,16 @@ const char *tok_stream_flush(tok_stream *s, size_t *len);
 
 uint32_t tok_n_vocab(const tok_vocab *v);
 tok_model tok_model_kind(const tok_vocab *v);
-/* "llama" or "gpt2"; the pre-tokenizer name from the file ("" for SPM). */
-const char *tok_model_name(const tok_vocab *v);
-const char *tok_pre_name(const tok_vocab *v);
 /* Special ids (TOK_NULL when the model has none). */
 tok_id tok_bos(const tok_vocab *v);
 tok_id tok_eos(const tok_vocab *v);
-tok_id tok_eot(const tok_vocab *v);
-tok_id tok_unk(const tok_vocab *v);
-tok_id tok_pad(const tok_vocab *v);
 tok_id tok_nl(const tok_vocab *v);
-/* Whether tokenizing with TOK_ADD_SPECIAL adds BOS / EOS; whether SPM text gets a leading space. */
+/* Whether tokenizing with TOK_ADD_SPECIAL adds BOS; whether SPM text gets a leading space. */
 bool tok_add_bos(const tok_vocab *v);
-bool tok_add_eos(const tok_vocab *v);
 bool tok_add_space_prefix(const tok_vocab *v);
 /* The token's text as stored (not NUL-terminated; *len its length); NULL
  * when id is out of range. */
 const char *tok_text(const tok_vocab *v, tok_id id, size_t *len);
-float tok_score(const tok_vocab *v, tok_id id);
 /* TOK_ATTR_* bits (0 when id is out of range). */
 uint32_t tok_attr(const tok_vocab *v, tok_id id);
 bool tok_is_control(const tok_vocab *v, tok_id id);
