@@ -38,8 +38,8 @@ for case_file in "$here"/*.sh; do
         echo "RESULT $pass $fail 0"
     )
     rm -rf "$tmp"
-    echo "$out" | grep -v '^RESULT'
-    read -r _ p f s <<<"$(echo "$out" | grep '^RESULT' | tail -1)"
+    echo "$out" | grep -av '^RESULT'
+    read -r _ p f s <<<"$(echo "$out" | grep -a '^RESULT' | tail -1)"
     if [ -z "${p:-}" ]; then echo "FAIL: $name: the case died"; p=0; f=1; s=0; fi
     total_pass=$((total_pass+p)); total_fail=$((total_fail+f)); total_skip=$((total_skip+s))
     echo "$name: $p passed, $f failed"
