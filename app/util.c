@@ -1,9 +1,12 @@
+#include <cjson/cJSON.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "app.h"
+#include "textesc.h"
 
 void app_error(const char *fmt, ...)
 {
@@ -15,13 +18,46 @@ void app_error(const char *fmt, ...)
     va_end(ap);
 }
 
+void app_put_text(FILE *out, const char *s, size_t len, unsigned flags)
+{
+    char buf[1024];
+    for (size_t i = 0; i < len;) {
+        i += textesc_term(buf, sizeof buf, s + i, len - i, flags);
+        fputs(buf, out);
+    }
+}
+
+char *app_text(char *buf, size_t cap, const char *s, size_t len)
+{
+    static const char more[] = "…";
+    if (textesc_term(buf, cap, s, len, 0) < len) {
+        /* cut, then make room for the ellipsis */
+        textesc_term(buf, cap - (sizeof more - 1), s, len, 0);
+        strcat(buf, more);
+    }
+    return buf;
+}
+
+struct cJSON *app_json_text(const char *s, size_t len)
+{
+    char *q = textesc_json_quoted(s, len);
+    if (!q)
+        return NULL;
+    cJSON *r = cJSON_CreateRaw(q);
+    free(q);
+    return r;
+}
+
 gguf_file *app_open_gguf(const char *path)
 {
     gguf_error err;
     gguf_file *f = gguf_open(path, &err);
     if (!f) {
+        /* the message may quote a key or tensor name from the file */
         char buf[1024];
-        fprintf(stderr, "%s\n", gguf_error_format(&err, buf, sizeof buf));
+        gguf_error_format(&err, buf, sizeof buf);
+        app_put_text(stderr, buf, strlen(buf), 0);
+        fputc('\n', stderr);
     }
     return f;
 }
