@@ -6,7 +6,7 @@ bidi override (a helper of the escape-*.sh hostile cases, not a case itself).
 usage: escape-gguf.py OUT.gguf [--bad-model]  write the file (--bad-model:
                                     an unsupported, hostile tokenizer model)
        escape-gguf.py --clean FILE  exit 0 when FILE is valid UTF-8 without
-                                    control characters (but newline), C1
+                                    control characters (but newline and tab), C1
                                     controls or bidi controls; else say where
 """
 import struct
@@ -42,7 +42,7 @@ def clean(path):
     except UnicodeDecodeError as e:
         print("%s: invalid UTF-8 at byte %d" % (path, e.start))
         return 1
-    bad = set(range(0x20)) - {0x0A} | {0x7F} | set(range(0x80, 0xA0)) | \
+    bad = set(range(0x20)) - {0x09, 0x0A} | {0x7F} | set(range(0x80, 0xA0)) | \
         {0x061C, 0x200E, 0x200F, 0x2028, 0x2029} | set(range(0x202A, 0x202F)) | set(range(0x2066, 0x206A))
     for i, ch in enumerate(text):
         if ord(ch) in bad:
