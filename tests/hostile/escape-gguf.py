@@ -67,8 +67,8 @@ kvs = [
 ]
 # Tensors: F32, 256 x 2 (q4_K re-quantizable). The first name has a NUL in
 # the middle (reachable only through the file); the second none (dump can
-# name it on the command line).
-names = [b"blk.0.attn_q" + EVIL[:-3], b"blk.1.ffn_up\x1b[2J\x07\xff\xe2\x80\xae"]
+# name it on the command line); the third has CSV's comma and quote.
+names = [b"blk.0.attn_q" + EVIL[:-3], b"blk.1.ffn_up\x1b[2J\x07\xff\xe2\x80\xae", b'blk.2.ffn_down,"x"']
 ne = (256, 2)
 nbytes = ne[0] * ne[1] * 4
 tinfo = b""

@@ -16,6 +16,6 @@ assert md["evil.array"]["items"] == ["ok", E]
 assert md["tokenizer.ggml.tokens"]["items"][1] == "<s" + E + ">"
 assert md["tokenizer.ggml.tokens"]["items"][5] == "\u4e2d"
 names = [t["name"] for t in doc["tensors"]]
-assert names == ["blk.0.attn_q\x1b[2J\x07\x00mid\ufffd\u202e\u0085", "blk.1.ffn_up\x1b[2J\x07\ufffd\u202e"], names
+assert names == ["blk.0.attn_q\x1b[2J\x07\x00mid\ufffd\u202e\u0085", "blk.1.ffn_up\x1b[2J\x07\ufffd\u202e", 'blk.2.ffn_down,"x"'], names
 PY
 check "info --json parses and holds every character" 'python3 check.py j.out'
