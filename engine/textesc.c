@@ -58,10 +58,12 @@ static bool cp_escaped(uint32_t cp)
 /* Plain ASCII bytes: 1 when the byte is copied unchanged in that form. */
 static bool ascii_plain(unsigned char c, bool json, unsigned flags)
 {
-    if (c < 0x20 || c >= 0x7F || c == '\\')
+    if (c < 0x20 || c >= 0x7F)
         return false;
     if (json)
-        return c != '"';
+        return c != '"' && c != '\\';
+    if (c == '\\')
+        return (flags & TEXTESC_RAW_BACKSLASH) != 0;
     if (c == '"' && (flags & TEXTESC_DQUOTE))
         return false;
     if (c == '\'' && (flags & TEXTESC_SQUOTE))

@@ -11,6 +11,8 @@
 enum {
     TEXTESC_DQUOTE = 1, /* also escape '"' as \" (text shown inside double quotes) */
     TEXTESC_SQUOTE = 2, /* also escape '\'' as \' (text shown inside single quotes) */
+    TEXTESC_RAW_BACKSLASH = 4, /* leave '\' as it is (a viewer of long text, where
+                                * readability beats an unambiguous form) */
 };
 
 /* A growable string: zero-initialise it ({0}); `ptr` is NUL-terminated once

@@ -125,6 +125,9 @@ static void test_backslash_and_quotes(void **state)
     t = term("say \"hi\" 'x'", 12, TEXTESC_SQUOTE);
     assert_string_equal(t, "say \"hi\" \\'x\\'");
     free(t);
+    t = term("a\\n\x1b", 4, TEXTESC_RAW_BACKSLASH);
+    assert_string_equal(t, "a\\n\\x1b");
+    free(t);
 }
 
 static void test_c1_and_bidi(void **state)
