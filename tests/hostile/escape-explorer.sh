@@ -23,6 +23,7 @@ shows() {   # shows TEXT: poll the screen for a fixed string (10 s)
 check "the metadata pane shows the escaped key" 'shows "key\x1b[2J\x07\x00mid"'
 check "the metadata pane shows the escaped value" 'shows "value\x1b[2J\x07\x00mid"'
 check "the metadata pane shows an escaped string" 'shows "evil\x1b[2J\x07\x00mid\xff"'
+check "the title line shows the architecture escaped" 'shows "ll\x1b[2Jama\u202e"'
 check "the tensor pane shows the escaped name" 'shows "ffn_up\x1b[2J\x07\xff\u202e"'
 # the detail pane of the selected tensor, and the hex view
 T send-keys -t m Tab; sleep 0.3; T send-keys -t m Down; sleep 0.3; T send-keys -t m Enter; sleep 0.5

@@ -56,7 +56,7 @@ if sys.argv[1] == "--clean":
 
 tokens = [b"<unk>", b"<s" + EVIL + b">", b"</s>", b"\xe2\x96\x81a", b"a", b"\xe4\xb8\xad"]
 kvs = [
-    kv_str(b"general.architecture", b"llama"),
+    kv_str(b"general.architecture", b"ll\x1b[2Jama\xe2\x80\xae"),
     kv_str(b"general.name", b"evil" + EVIL),
     kv_str(b"evil.key" + EVIL, b"value" + EVIL),
     kv_str(b"tokenizer.ggml.model", b"ll\x1b[2Jama\xe2\x80\xae" if "--bad-model" in sys.argv else b"llama"),
