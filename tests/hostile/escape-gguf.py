@@ -64,6 +64,7 @@ kvs = [
     kv_arr(b"tokenizer.ggml.scores", 6, [0.0, 0.0, 0.0, -1.0, -2.0, -3.0]),
     kv_arr(b"tokenizer.ggml.token_type", 5, [2, 3, 3, 1, 1, 1]),
     kv_arr(b"evil.array", 8, [b"ok", EVIL]),
+    kv_str(b"tokenizer.chat_template", b"{{ messages | no_such\x1b[2J\xe2\x80\xae }}"),
 ]
 # Tensors: F32, 256 x 2 (q4_K re-quantizable). The first name has a NUL in
 # the middle (reachable only through the file); the second none (dump can
