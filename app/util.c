@@ -10,12 +10,26 @@
 
 void app_error(const char *fmt, ...)
 {
-    va_list ap;
+    /* Messages often quote a name, a key or a value from a file (engine
+     * messages too): control characters, invalid bytes, C1 and bidi controls
+     * are escaped here, so the line stays one line and inert (backslashes
+     * are left alone: text already escaped passes unchanged). */
+    char small[1024], *msg = small;
+    va_list ap, ap2;
     va_start(ap, fmt);
-    fputs("ggscope: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    va_copy(ap2, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
+    if (n >= (int)sizeof small && (msg = malloc((size_t)n + 1)) != NULL)
+        vsnprintf(msg, (size_t)n + 1, fmt, ap2);
+    else if (!msg)
+        msg = small;
+    va_end(ap2);
+    fputs("ggscope: ", stderr);
+    app_put_text(stderr, msg, n < 0 ? 0 : strlen(msg), TEXTESC_RAW_BACKSLASH);
+    fputc('\n', stderr);
+    if (msg != small)
+        free(msg);
 }
 
 void app_put_text(FILE *out, const char *s, size_t len, unsigned flags)
