@@ -28,11 +28,24 @@ check "the tensor pane shows the escaped name" 'shows "ffn_up\x1b[2J\x07\xff\u20
 # the detail pane of the selected tensor, and the hex view
 T send-keys -t m Tab; sleep 0.3; T send-keys -t m Down; sleep 0.3; T send-keys -t m Enter; sleep 0.5
 check "the detail pane shows an escaped name" 'shows "attn_q\x1b[2J\x07\x00mid\xff\u202e\u0085" || shows "ffn_up\x1b[2J\x07\xff\u202e"'
-# a search for a key brings up the escaped text in the status line
-T send-keys -t m '/' ; sleep 0.2; T send-keys -t m 'evil.key' Enter; sleep 0.5
-T send-keys -t m q; sleep 0.5
+# a search jumps to the key; Enter opens its value in the viewer
+T send-keys -t m '/' ; sleep 0.3; T send-keys -t m 'evil.key' Enter; sleep 1
+T send-keys -t m Enter
+check "the viewer's title shows the escaped key" 'shows "─ evil.key\x1b[2J\x07\x00mid\xff\u202e\u0085end ·"'
+check "the viewer shows the escaped value" 'shows "│value\x1b[2J\x07\x00mid\xff\u202e\u0085end "'
+T send-keys -t m q; sleep 0.3; T send-keys -t m q; sleep 0.5
 T capture-pane -p -e -t m >screen.txt
 check "raw stream received data" '[ -s raw.log ]'
 check "no raw BEL, 0xff, RLO or NEL in the terminal stream" \
     '! LC_ALL=C grep -qaP "\x07|\xff|\xe2\x80\xae|\xc2\x85" raw.log'
 check "no raw ESC[2J right after a name" '! LC_ALL=C grep -qaP "(attn_q|ffn_up|evil\.key|value)\x1b\[2J" raw.log'
+# the quantization error page (table, heatmap roles, status line)
+T kill-session -t m
+T new-session -d -s m -x 200 -y 50 "sleep 0.5; LANG=C.UTF-8 LC_ALL=C.UTF-8 $bin qerr $tmp/e.gguf --types q8_0 --tui; sleep 600"
+T pipe-pane -t m -o "cat >>$tmp/raw2.log"
+check "the qerr page shows the escaped name" 'shows "blk.1.ffn_up\x1b[2J\x07\xff\u202e"'
+check "the qerr page shows the escaped NUL name" 'shows "blk.0.attn_q\x1b[2J\x07\x00mid"'
+T send-keys -t m q; sleep 0.5
+check "qerr page: raw stream received data" '[ -s raw2.log ]'
+check "qerr page: no raw BEL, 0xff, RLO or NEL in the terminal stream" \
+    '! LC_ALL=C grep -qaP "\x07|\xff|\xe2\x80\xae|\xc2\x85" raw2.log'
