@@ -9,6 +9,7 @@
 
 #include "ggtype.h"
 #include "qerr.h"
+#include "textesc.h"
 #include "tstats.h"
 
 #define VBINS 64
@@ -665,7 +666,14 @@ static void bars(WINDOW *w, int y0, int x0, int h, int width, const uint64_t *bi
 static void hist_title(panel *p, char *buf, size_t cap)
 {
     qerr_page *q = p->self;
-    snprintf(buf, cap, "%s", q->sel >= 0 ? q->res[q->sel].name : "");
+    buf[0] = 0;
+    if (q->sel < 0)
+        return;
+    const qerr_result *r = &q->res[q->sel];   /* the full name, escaped */
+    if (r->tensor < gguf_tensor_count(q->f))
+        textesc_term(buf, cap, gguf_tensor_at(q->f, r->tensor)->name.ptr, (size_t)gguf_tensor_at(q->f, r->tensor)->name.len, 0);
+    else
+        textesc_term(buf, cap, r->name, strlen(r->name), 0);
 }
 
 static void hist_draw(panel *p, WINDOW *w, bool focused)

@@ -216,7 +216,7 @@ void screen_set_title(screen *s, int page, const char *title)
 {
     if (page < 0 || page >= s->npages)
         return;
-    snprintf(s->pages[page].title, sizeof s->pages[page].title, "%s", title);
+    textesc_term(s->pages[page].title, sizeof s->pages[page].title, title, strlen(title), TEXTESC_RAW_BACKSLASH);
     s->dirty = true;
 }
 
@@ -771,8 +771,11 @@ static void draw_panel(screen *s, panel *p, bool focused)
     title[0] = 0;
     if (p->ops->title)
         p->ops->title(p, title, sizeof title);
-    char full[300];
-    snprintf(full, sizeof full, " %s%s%s ", p->ops->name, title[0] ? "  " : "", title);
+    char full[800], esc[700];
+    /* a pane's title may quote a name from the file: escaped (text already
+     * escaped by the pane passes unchanged) */
+    textesc_term(esc, sizeof esc, title, strlen(title), TEXTESC_RAW_BACKSLASH);
+    snprintf(full, sizeof full, " %s%s%s ", p->ops->name, esc[0] ? "  " : "", esc);
     ui_put(f, 0, 1, p->w - 2, full, SIZE_MAX, focused ? ui_attr(UI_C_TITLE) : fa | A_BOLD, true);
     wnoutrefresh(f);
     werase(p->win);

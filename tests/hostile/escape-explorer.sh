@@ -45,6 +45,11 @@ T new-session -d -s m -x 200 -y 50 "sleep 0.5; LANG=C.UTF-8 LC_ALL=C.UTF-8 $bin 
 T pipe-pane -t m -o "cat >>$tmp/raw2.log"
 check "the qerr page shows the escaped name" 'shows "blk.1.ffn_up\x1b[2J\x07\xff\u202e"'
 check "the qerr page shows the escaped NUL name" 'shows "blk.0.attn_q\x1b[2J\x07\x00mid"'
+# select each row: the histogram pane's title and the status line name it
+T send-keys -t m Down; sleep 0.5
+check "the histogram title shows a name escaped (row 2)" 'shows "Histograms  blk.1.ffn_up\x1b[2J\x07\xff\u202e" || shows "Histograms  blk.0.attn_q\x1b[2J\x07\x00mid"'
+T send-keys -t m Down; sleep 0.5
+check "the histogram title shows a name escaped (row 3)" 'shows "Histograms  blk.1.ffn_up\x1b[2J\x07\xff\u202e" || shows "Histograms  blk.0.attn_q\x1b[2J\x07\x00mid"'
 T send-keys -t m q; sleep 0.5
 check "qerr page: raw stream received data" '[ -s raw2.log ]'
 check "qerr page: no raw BEL, 0xff, RLO or NEL in the terminal stream" \
