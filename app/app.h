@@ -20,6 +20,21 @@ typedef struct {
 /* Print "ggscope: MESSAGE" to stderr. */
 void app_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* ---- text from a file (names, keys, strings): escaped on output, see
+ * engine/textesc.h and docs/gguf.md "Text from a file" ---- */
+
+/* Write len bytes of file text to `out` in the terminal form (textesc_term;
+ * flags TEXTESC_DQUOTE / TEXTESC_SQUOTE when shown inside quotes). */
+void app_put_text(FILE *out, const char *s, size_t len, unsigned flags);
+
+/* The terminal form of len bytes of file text in buf (capacity cap >= 8),
+ * NUL-terminated; when it does not fit it ends with "…". Returns buf. */
+char *app_text(char *buf, size_t cap, const char *s, size_t len);
+
+/* A cJSON string item holding len bytes of file text in the JSON form (a raw
+ * item: NULs and invalid bytes survive cJSON); NULL when out of memory. */
+struct cJSON *app_json_text(const char *s, size_t len);
+
 /* Open a GGUF file; on failure print the one-line error
  * ("FILE: offset N: what (expected)") and return NULL: the caller exits 2. */
 gguf_file *app_open_gguf(const char *path);

@@ -18,6 +18,7 @@
 #include "dump_views.h"
 #include "ggtype.h"
 #include "gguf.h"
+#include "textesc.h"
 #include "tstats.h"
 
 typedef enum {
@@ -275,12 +276,18 @@ static void report_unknown_tensor(const gguf_file *f, const char *name)
         best[pos] = i;
         score[pos] = s;
     }
-    app_error("no tensor '%s' in %s (%" PRIu64 " tensors)%s", name, gguf_path(f), count,
-              n ? "; nearest names:" : "");
+    /* one line; names from the file (and the one asked for) escaped */
+    char qn[1024];
+    fprintf(stderr, "ggscope: no tensor '%s' in ", app_text(qn, sizeof qn, name, lname));
+    app_put_text(stderr, gguf_path(f), strlen(gguf_path(f)), 0);
+    fprintf(stderr, " (%" PRIu64 " tensors)%s", count, n ? "; nearest names:" : "");
     for (int i = 0; i < n; i++) {
-        char buf[256];
-        fprintf(stderr, "  %s\n", gguf_str_copy(gguf_tensor_at(f, best[i])->name, buf, sizeof buf));
+        const gguf_tensor *t = gguf_tensor_at(f, best[i]);
+        fputs(i ? ", '" : " '", stderr);
+        app_put_text(stderr, t->name.ptr, (size_t)t->name.len, TEXTESC_SQUOTE);
+        fputc('\'', stderr);
     }
+    fputc('\n', stderr);
 }
 
 static int write_all(FILE *out, const void *p, size_t n)
@@ -354,6 +361,8 @@ int cmd_dump(int argc, char **argv)
     float *vals = NULL;
     void *scratch = NULL;
     dump_tensor dt = {0};
+    char tname[1024]; /* the name asked for, escaped for messages */
+    app_text(tname, sizeof tname, o.tensor, strlen(o.tensor));
     dt.t = gguf_find_tensor(f, o.tensor);
     if (!dt.t) {
         report_unknown_tensor(f, o.tensor);
@@ -361,7 +370,7 @@ int cmd_dump(int argc, char **argv)
         goto done;
     }
     if (!dt.t->type_known || !ggtype_get(dt.t->type)) {
-        app_error("tensor '%s' has type id %" PRIu32 ", which ggscope does not know", o.tensor, dt.t->type);
+        app_error("tensor '%s' has type id %" PRIu32 ", which ggscope does not know", tname, dt.t->type);
         rc = APP_BADINPUT;
         goto done;
     }
@@ -370,7 +379,7 @@ int cmd_dump(int argc, char **argv)
         if (tr->is_quantized) {
             app_error("tensor '%s' is %s in a big-endian file: only plain types (f32, f16, i32, ...) can be "
                       "decoded from big-endian files (--raw gives the stored bytes)",
-                      o.tensor, tr->name);
+                      tname, tr->name);
             rc = APP_BADINPUT;
             goto done;
         }
@@ -384,7 +393,7 @@ int cmd_dump(int argc, char **argv)
         r0 = o.row_begin;
         r1 = o.row_end == UINT64_MAX ? dt.n_rows : o.row_end;
         if (r0 > r1 || r1 > dt.n_rows) {
-            app_error("--rows %" PRIu64 ":%" PRIu64 " is outside tensor '%s' (rows 0:%" PRIu64 ")", r0, r1, o.tensor,
+            app_error("--rows %" PRIu64 ":%" PRIu64 " is outside tensor '%s' (rows 0:%" PRIu64 ")", r0, r1, tname,
                       dt.n_rows);
             rc = APP_BADINPUT;
             goto done;
@@ -393,7 +402,7 @@ int cmd_dump(int argc, char **argv)
     if (o.mode == DUMP_REQUANT_RAW) {
         const ggtype_traits *to = ggtype_get((uint32_t)o.requant_type);
         if (dt.row_len % to->blck_size != 0) {
-            app_error("tensor '%s' has rows of %" PRIu64 " values, not a multiple of %s's block of %" PRIu32, o.tensor,
+            app_error("tensor '%s' has rows of %" PRIu64 " values, not a multiple of %s's block of %" PRIu32, tname,
                       dt.row_len, to->name, to->blck_size);
             rc = APP_BADINPUT;
             goto done;
@@ -401,7 +410,7 @@ int cmd_dump(int argc, char **argv)
     }
 
     if (o.mode == DUMP_VIEW && r0 == r1) {
-        app_error("tensor '%s' has no rows", o.tensor);
+        app_error("tensor '%s' has no rows", tname);
         rc = APP_BADINPUT;
         goto done;
     }

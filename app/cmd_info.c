@@ -9,8 +9,10 @@
 #include "app.h"
 #include "ggtype.h"
 #include "gguf.h"
+#include "textesc.h"
 
 #define DEFAULT_ITEMS 8
+#define KEY_MAX 256 /* bytes of a key shown */
 
 static void info_usage(FILE *out)
 {
@@ -29,25 +31,14 @@ static void info_usage(FILE *out)
             DEFAULT_ITEMS);
 }
 
-/* Print s with control characters and invalid bytes escaped, at most max bytes. */
-static void print_escaped(FILE *out, const char *s, uint64_t n, uint64_t max)
+/* Print s in the terminal form (app_put_text), at most max bytes of it (cut
+ * at a character boundary), then the full length when it was cut. */
+static void print_escaped(FILE *out, const char *s, uint64_t n, uint64_t max, unsigned flags)
 {
     uint64_t lim = n < max ? n : max;
-    for (uint64_t i = 0; i < lim; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        switch (ch) {
-        case '\n': fputs("\\n", out); break;
-        case '\t': fputs("\\t", out); break;
-        case '\r': fputs("\\r", out); break;
-        case '\\': fputs("\\\\", out); break;
-        case '"': fputs("\\\"", out); break;
-        default:
-            if (ch < 0x20 || ch == 0x7f)
-                fprintf(out, "\\x%02x", ch);
-            else
-                fputc(ch, out);
-        }
-    }
+    for (int k = 0; k < 3 && lim < n && lim > 0 && ((unsigned char)s[lim] & 0xC0) == 0x80; k++)
+        lim--;
+    app_put_text(out, s, (size_t)lim, flags);
     if (n > lim)
         fprintf(out, "… (%" PRIu64 " bytes)", n);
 }
@@ -62,7 +53,7 @@ static void print_scalar(FILE *out, const gguf_value *v)
     case GGUF_VT_STRING:
         gguf_value_str(v, &s);
         fputc('"', out);
-        print_escaped(out, s.ptr, s.len, 200);
+        print_escaped(out, s.ptr, s.len, 200, TEXTESC_DQUOTE);
         fputc('"', out);
         break;
     case GGUF_VT_BOOL: fputs(v->data[0] ? "true" : "false", out); break;
@@ -132,7 +123,9 @@ static void print_text(const gguf_file *f, uint64_t items)
     FILE *o = stdout;
     char hb[32];
     human_bytes(gguf_file_size(f), hb, sizeof hb);
-    printf("file:         %s\n", gguf_path(f));
+    printf("file:         ");
+    app_put_text(o, gguf_path(f), strlen(gguf_path(f)), 0);
+    putchar('\n');
     if (gguf_shard_count(f) > 1)
         printf("shards:       %u\n", gguf_shard_count(f));
     printf("size:         %" PRIu64 " bytes (%s)\n", gguf_file_size(f), hb);
@@ -145,16 +138,19 @@ static void print_text(const gguf_file *f, uint64_t items)
 
     printf("\nmetadata:\n");
     size_t kw = 0;
+    char esc[KEY_MAX * 6 + 64];
     for (uint64_t i = 0; i < gguf_kv_count(f); i++) {
-        size_t l = (size_t)gguf_kv_at(f, i)->key.len;
+        const gguf_kv *kv = gguf_kv_at(f, i);
+        size_t l = kv->key.len <= 48 ? strlen(app_text(esc, sizeof esc, kv->key.ptr, (size_t)kv->key.len)) : 48;
         if (l > kw && l < 48)
             kw = l;
     }
     for (uint64_t i = 0; i < gguf_kv_count(f); i++) {
         const gguf_kv *kv = gguf_kv_at(f, i);
         fputs("  ", o);
-        print_escaped(o, kv->key.ptr, kv->key.len, 256);
-        for (size_t p = (size_t)kv->key.len; p < kw + 2; p++)
+        print_escaped(o, kv->key.ptr, kv->key.len, KEY_MAX, 0);
+        size_t shown = kv->key.len <= KEY_MAX ? strlen(app_text(esc, sizeof esc, kv->key.ptr, (size_t)kv->key.len)) : kw + 2;
+        for (size_t p = shown; p < kw + 2; p++)
             fputc(' ', o);
         if (kv->value.type != GGUF_VT_ARRAY)
             printf("%-8s ", gguf_vtype_name(kv->value.type));
@@ -164,20 +160,24 @@ static void print_text(const gguf_file *f, uint64_t items)
 
     type_total tot[GGTYPE_COUNT + 1] = {{0}};
     uint64_t nw = 4;
-    for (uint64_t i = 0; i < gguf_tensor_count(f); i++)
-        if (gguf_tensor_at(f, i)->name.len > nw)
-            nw = gguf_tensor_at(f, i)->name.len;
+    char name[400];
+    for (uint64_t i = 0; i < gguf_tensor_count(f); i++) {
+        const gguf_tensor *t = gguf_tensor_at(f, i);
+        size_t l = strlen(app_text(name, sizeof name, t->name.ptr, (size_t)t->name.len));
+        if (l > nw)
+            nw = l;
+    }
     printf("\ntensors:\n  %-*s %-8s %-22s %14s %14s %14s\n", (int)nw, "name", "type", "shape", "elements", "bytes", "offset");
     uint64_t all_el = 0, all_b = 0;
     for (uint64_t i = 0; i < gguf_tensor_count(f); i++) {
         const gguf_tensor *t = gguf_tensor_at(f, i);
-        char name[80], shape[96], ty[24];
+        char shape[96], ty[24];
         shape_str(t, shape, sizeof shape);
         if (t->type_known)
             snprintf(ty, sizeof ty, "%s", ggtype_name(t->type));
         else
             snprintf(ty, sizeof ty, "unknown(%u)", t->type);
-        printf("  %-*s %-8s %-22s %14" PRIu64 " %14" PRIu64 " %#14" PRIx64 "\n", (int)nw, gguf_str_copy(t->name, name, sizeof name), ty,
+        printf("  %-*s %-8s %-22s %14" PRIu64 " %14" PRIu64 " %#14" PRIx64 "\n", (int)nw, app_text(name, sizeof name, t->name.ptr, (size_t)t->name.len), ty,
                shape, t->n_elements, t->n_bytes, t->abs_offset);
         type_total *tt = &tot[t->type_known ? t->type : GGTYPE_COUNT];
         tt->tensors++;
@@ -223,13 +223,8 @@ static cJSON *json_value(const gguf_value *v, uint64_t items)
     switch (v->type) {
     case GGUF_VT_STRING: {
         gguf_value_str(v, &s);
-        char *c = malloc((size_t)s.len + 1);
-        if (!c)
-            return cJSON_CreateNull();
-        gguf_str_copy(s, c, (size_t)s.len + 1);
-        cJSON *r = cJSON_CreateString(c);
-        free(c);
-        return r;
+        cJSON *r = app_json_text(s.ptr, (size_t)s.len);
+        return r ? r : cJSON_CreateNull();
     }
     case GGUF_VT_BOOL: return cJSON_CreateBool(v->data[0] != 0);
     case GGUF_VT_FLOAT32:
@@ -258,7 +253,7 @@ static cJSON *json_value(const gguf_value *v, uint64_t items)
 static int print_json(const gguf_file *f, uint64_t items)
 {
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "file", gguf_path(f));
+    cJSON_AddItemToObject(root, "file", app_json_text(gguf_path(f), strlen(gguf_path(f))));
     cJSON_AddNumberToObject(root, "file_size", (double)gguf_file_size(f));
     cJSON_AddNumberToObject(root, "shards", gguf_shard_count(f));
     cJSON_AddNumberToObject(root, "version", gguf_version(f));
@@ -267,23 +262,33 @@ static int print_json(const gguf_file *f, uint64_t items)
     cJSON_AddNumberToObject(root, "tensor_count", (double)gguf_tensor_count(f));
     cJSON_AddNumberToObject(root, "kv_count", (double)gguf_kv_count(f));
     cJSON_AddNumberToObject(root, "data_offset", (double)gguf_data_offset(f));
-    cJSON *md = cJSON_AddObjectToObject(root, "metadata");
-    for (uint64_t i = 0; i < gguf_kv_count(f); i++) {
+    /* The metadata object is written here, not by cJSON: its member names
+     * are keys from the file, which cJSON would cut at a NUL and pass raw. */
+    textesc_buf md = {0};
+    int bad = textesc_buf_put(&md, "{", 1);
+    for (uint64_t i = 0; i < gguf_kv_count(f) && !bad; i++) {
         const gguf_kv *kv = gguf_kv_at(f, i);
-        char *key = malloc((size_t)kv->key.len + 1);
-        if (!key)
-            continue;
-        gguf_str_copy(kv->key, key, (size_t)kv->key.len + 1);
-        cJSON_AddItemToObject(md, key, json_value(&kv->value, items));
-        free(key);
+        cJSON *val = json_value(&kv->value, items);
+        char *vt = val ? cJSON_PrintUnformatted(val) : NULL;
+        cJSON_Delete(val);
+        bad = !vt || textesc_buf_put(&md, i ? ",\"" : "\"", i ? 2 : 1) || textesc_json_append(&md, kv->key.ptr, (size_t)kv->key.len) ||
+              textesc_buf_put(&md, "\":", 2) || textesc_buf_put(&md, vt, strlen(vt));
+        free(vt);
     }
+    bad = bad || textesc_buf_put(&md, "}", 1);
+    if (bad || !cJSON_AddRawToObject(root, "metadata", md.ptr)) {
+        textesc_buf_free(&md);
+        cJSON_Delete(root);
+        app_error("out of memory");
+        return APP_FAIL;
+    }
+    textesc_buf_free(&md);
     cJSON *ts = cJSON_AddArrayToObject(root, "tensors");
     uint64_t params = 0, bytes = 0;
     for (uint64_t i = 0; i < gguf_tensor_count(f); i++) {
         const gguf_tensor *t = gguf_tensor_at(f, i);
-        char name[80];
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "name", gguf_str_copy(t->name, name, sizeof name));
+        cJSON_AddItemToObject(o, "name", app_json_text(t->name.ptr, (size_t)t->name.len));
         cJSON_AddStringToObject(o, "type", t->type_known ? ggtype_name(t->type) : "unknown");
         cJSON_AddNumberToObject(o, "type_id", t->type);
         cJSON *sh = cJSON_AddArrayToObject(o, "shape");

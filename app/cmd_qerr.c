@@ -87,7 +87,24 @@ static void print_row_metrics(const qerr_metrics *m)
            fnum(b[5], 32, m->sqnr_db, "%.2f"), fnum(b[6], 32, m->cosine, "%.6f"));
 }
 
-static void print_table(const qerr_report *rep, bool compare, long top)
+/* A result's tensor name in the terminal form: the full name from the file
+ * (r->name is cut at a NUL), else r->name. */
+static char *result_name(const gguf_file *f, const qerr_result *r, char *buf, size_t cap)
+{
+    if (r->tensor < gguf_tensor_count(f)) {
+        const gguf_tensor *t = gguf_tensor_at(f, r->tensor);
+        return app_text(buf, cap, t->name.ptr, (size_t)t->name.len);
+    }
+    return app_text(buf, cap, r->name, strlen(r->name));
+}
+
+/* A C string cut from a file name (role, aggregate key) in the terminal form. */
+static char *cstr_text(const char *s, char *buf, size_t cap)
+{
+    return app_text(buf, cap, s, strlen(s));
+}
+
+static void print_table(const gguf_file *f, const qerr_report *rep, bool compare, long top)
 {
     size_t n = qerr_report_count(rep);
     const qerr_result **v = malloc((n ? n : 1) * sizeof *v);
@@ -102,8 +119,8 @@ static void print_table(const qerr_report *rep, bool compare, long top)
            "rel_rmse", "max_abs", "p95_abs", "median", "sqnr_db", "cosine");
     for (size_t i = 0; i < shown; i++) {
         const qerr_result *r = v[i];
-        char nm[300];
-        snprintf(nm, sizeof nm, "%s%s", r->name, r->requantized ? "*" : "");
+        char nm[1100], esc[1024];
+        snprintf(nm, sizeof nm, "%s%s", result_name(f, r, esc, sizeof esc), r->requantized ? "*" : "");
         printf("%-32s %-7s %-7s %11llu %6.3f", nm, ggtype_name(r->type), ggtype_name(r->ref_type),
                (unsigned long long)r->elements, r->bpw);
         print_row_metrics(&r->m);
@@ -126,12 +143,14 @@ static void print_aggs(const char *title, const qerr_aggregate *a, size_t n)
            "elements", "bpw", "rmse", "rel_rmse", "max_abs", "p95_abs", "median", "sqnr_db",
            "cosine");
     for (size_t i = 0; i < n; i++) {
+        char key[512];
+        cstr_text(a[i].key, key, sizeof key);
         if (!a[i].tensors) {
-            printf("%-32s %-7s %7s   (nothing measured)\n", a[i].key, type_label(a[i].type), "0");
+            printf("%-32s %-7s %7s   (nothing measured)\n", key, type_label(a[i].type), "0");
             continue;
         }
         double bpw = a[i].elements ? a[i].bits / (double)a[i].elements : 0;
-        printf("%-32s %-7s %7llu %11llu %6.3f", a[i].key, type_label(a[i].type),
+        printf("%-32s %-7s %7llu %11llu %6.3f", key, type_label(a[i].type),
                (unsigned long long)a[i].tensors, (unsigned long long)a[i].elements, bpw);
         print_row_metrics(&a[i].m);
     }
@@ -156,7 +175,7 @@ static void json_num(cJSON *o, const char *k, double v)
         cJSON_AddNullToObject(o, k);
 }
 
-static int print_json(const qerr_report *rep)
+static int print_json(const gguf_file *f, const qerr_report *rep)
 {
     cJSON *arr = cJSON_CreateArray();
     if (!arr)
@@ -164,7 +183,11 @@ static int print_json(const qerr_report *rep)
     for (size_t i = 0; i < qerr_report_count(rep); i++) {
         const qerr_result *r = qerr_report_at(rep, i);
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "name", r->name);
+        if (r->tensor < gguf_tensor_count(f))
+            cJSON_AddItemToObject(o, "name", app_json_text(gguf_tensor_at(f, r->tensor)->name.ptr,
+                                                           (size_t)gguf_tensor_at(f, r->tensor)->name.len));
+        else
+            cJSON_AddItemToObject(o, "name", app_json_text(r->name, strlen(r->name)));
         cJSON_AddStringToObject(o, "type", ggtype_name(r->type));
         cJSON_AddStringToObject(o, "ref_type", ggtype_name(r->ref_type));
         cJSON_AddBoolToObject(o, "requantized", r->requantized);
@@ -173,7 +196,7 @@ static int print_json(const qerr_report *rep)
             cJSON_AddNumberToObject(o, "layer", r->layer);
         else
             cJSON_AddNullToObject(o, "layer");
-        cJSON_AddStringToObject(o, "role", r->role);
+        cJSON_AddItemToObject(o, "role", app_json_text(r->role, strlen(r->role)));
         json_num(o, "rmse", r->m.rmse);
         json_num(o, "rel_rmse", r->m.rel_rmse);
         json_num(o, "max_abs", r->m.max_abs);
@@ -206,13 +229,32 @@ static void csv_num(double v)
         printf(",%.9g", v);
 }
 
-static void print_csv(const qerr_report *rep)
+/* A CSV field: the terminal form, in double quotes (doubled inside) when it
+ * holds a comma or a quote (RFC 4180). */
+static void csv_text(const char *s)
+{
+    if (!strpbrk(s, ",\"")) {
+        fputs(s, stdout);
+        return;
+    }
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"')
+            putchar('"');
+        putchar(*s);
+    }
+    putchar('"');
+}
+
+static void print_csv(const gguf_file *f, const qerr_report *rep)
 {
     printf("name,type,ref_type,requantized,elements,rmse,rel_rmse,max_abs,p95_abs,median_abs,"
            "sqnr_db,cosine,bpw,ref_bpw\n");
     for (size_t i = 0; i < qerr_report_count(rep); i++) {
         const qerr_result *r = qerr_report_at(rep, i);
-        printf("%s,%s,%s,%s,%llu", r->name, ggtype_name(r->type), ggtype_name(r->ref_type),
+        char nm[1024];
+        csv_text(result_name(f, r, nm, sizeof nm));
+        printf(",%s,%s,%s,%llu", ggtype_name(r->type), ggtype_name(r->ref_type),
                r->requantized ? "true" : "false", (unsigned long long)r->elements);
         csv_num(r->m.rmse);
         csv_num(r->m.rel_rmse);
@@ -327,23 +369,24 @@ int cmd_qerr(int argc, char **argv)
         app_error("%s", err);
         rc = st == QERR_EARG ? APP_BADINPUT : APP_FAIL;
     } else if (json) {
-        if (print_json(rep) != 0)
+        if (print_json(f, rep) != 0)
             rc = APP_FAIL;
     } else if (csv) {
-        print_csv(rep);
+        print_csv(f, rep);
     } else {
         if (p)
             printf("%s vs %s\n\n", path, vs);
         else
             printf("%s re-quantized to %s\n\n", path, types_s);
-        print_table(rep, p != NULL, top);
+        print_table(f, rep, p != NULL, top);
         size_t ni = qerr_report_issue_count(rep);
         if (ni) {
             printf("\n%zu tensor(s) not measured:\n", ni);
             for (size_t i = 0; i < ni; i++) {
                 const qerr_issue *is = qerr_report_issue_at(rep, i);
                 bool cand = is->kind == QERR_ISSUE_SKIPPED && !p && !strncmp(is->msg, "ne[0]", 5);
-                printf("  %-32s %-15s %s%s%s\n", is->name, issue_kind(is->kind), cand ? ggtype_name(is->type) : "",
+                char nm[1024];
+                printf("  %-32s %-15s %s%s%s\n", cstr_text(is->name, nm, sizeof nm), issue_kind(is->kind), cand ? ggtype_name(is->type) : "",
                        cand ? ": " : "", is->msg);
             }
         }

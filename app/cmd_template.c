@@ -9,6 +9,7 @@
 #include "app.h"
 #include "chat.h"
 #include "gguf.h"
+#include "textesc.h"
 
 static void template_usage(FILE *out)
 {
@@ -217,12 +218,16 @@ int cmd_template(int argc, char **argv)
     size_t len = 0;
     out = chat_render_json(ct, msgs, &o, &len, &res);
     if (!out) {
-        char eb[700];
-        app_error("%s: %s", path, res.error.code ? jinja_error_format(&res.error, eb, sizeof eb) : res.status);
+        char eb[700], esc[2100];   /* the message may quote the template: escaped */
+        const char *m = res.error.code ? jinja_error_format(&res.error, eb, sizeof eb) : res.status;
+        app_error("%s: %s", path, app_text(esc, sizeof esc, m, strlen(m)));
         goto done;
     }
-    if (res.fallback)
-        fprintf(stderr, "ggscope: %s\n", res.status);
+    if (res.fallback) {
+        fputs("ggscope: ", stderr);
+        app_put_text(stderr, res.status, strlen(res.status), TEXTESC_RAW_BACKSLASH);
+        fputc('\n', stderr);
+    }
     if (fwrite(out, 1, len, stdout) != len || fflush(stdout) != 0) {
         app_error("cannot write the prompt");
         goto done;

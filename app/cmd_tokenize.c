@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "textesc.h"
 #include "tokenizer.h"
 
 static void tokenize_usage(FILE *out)
@@ -29,41 +30,12 @@ static void tokenize_usage(FILE *out)
             "  -h, --help    this help\n");
 }
 
-/* Print a token's bytes quoted: valid UTF-8 as is, control characters and
- * stray bytes escaped. */
+/* Print a token's bytes quoted, in the terminal form (app_put_text): valid
+ * UTF-8 as is, control characters, bidi controls and stray bytes escaped. */
 static void print_piece(FILE *out, const char *s, size_t n)
 {
     fputc('\'', out);
-    for (size_t i = 0; i < n;) {
-        unsigned char c = (unsigned char)s[i];
-        size_t len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
-                   : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-        bool ok = len > 0 && i + len <= n;
-        for (size_t k = 1; ok && k < len; k++)
-            ok = ((unsigned char)s[i + k] & 0xC0) == 0x80;
-        if (!ok) {
-            fprintf(out, "\\x%02x", c);
-            i++;
-            continue;
-        }
-        if (len > 1) {
-            fwrite(s + i, 1, len, out);
-        } else if (c == '\n') {
-            fputs("\\n", out);
-        } else if (c == '\t') {
-            fputs("\\t", out);
-        } else if (c == '\r') {
-            fputs("\\r", out);
-        } else if (c == '\\' || c == '\'') {
-            fputc('\\', out);
-            fputc(c, out);
-        } else if (c < 0x20 || c == 0x7F) {
-            fprintf(out, "\\x%02x", c);
-        } else {
-            fputc(c, out);
-        }
-        i += len;
-    }
+    app_put_text(out, s, n, TEXTESC_SQUOTE);
     fputc('\'', out);
 }
 
@@ -180,12 +152,15 @@ int cmd_tokenize(int argc, char **argv)
     tok_error te;
     tok_vocab *v = tok_open(f, &te);
     if (!v) {
-        app_error("%s: %s", file, te.msg);
+        char msg[1024];
+        app_error("%s: %s", file, app_text(msg, sizeof msg, te.msg, strlen(te.msg))); /* may quote the file */
         gguf_close(f);
         return APP_BADINPUT;
     }
-    if (tok_warning(v))
-        app_error("warning: %s", tok_warning(v));
+    if (tok_warning(v)) {
+        char msg[1024];
+        app_error("warning: %s", app_text(msg, sizeof msg, tok_warning(v), strlen(tok_warning(v))));
+    }
     unsigned flags = special ? TOK_PARSE_SPECIAL : 0;
     int rc = APP_OK;
     if (many) {

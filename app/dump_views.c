@@ -28,8 +28,7 @@ static int print_json(cJSON *j, FILE *out)
 
 static void add_tensor_info(cJSON *j, const gguf_tensor *t, const dump_view_opts *o)
 {
-    char name[512];
-    cJSON_AddStringToObject(j, "tensor", gguf_str_copy(t->name, name, sizeof name));
+    cJSON_AddItemToObject(j, "tensor", app_json_text(t->name.ptr, (size_t)t->name.len));
     cJSON_AddStringToObject(j, "type", ggtype_name(t->type));
     cJSON *sh = cJSON_AddArrayToObject(j, "shape");
     for (uint32_t d = 0; d < t->n_dims; d++)
@@ -52,10 +51,10 @@ static int dump_hex(const gguf_tensor *t, const dump_view_opts *o, FILE *out)
         cJSON_AddNumberToObject(root, "block_elements", tr->blck_size);
         blocks = cJSON_AddArrayToObject(root, "blocks");
     } else {
-        char name[256];
+        char name[512];
         fprintf(out, "%s  %s  block %" PRIu64 " bytes / %u elements  bytes %" PRIu64 "..%" PRIu64
                      " (file offsets 0x%" PRIx64 "..0x%" PRIx64 ")\n",
-                gguf_str_copy(t->name, name, sizeof name), ggtype_name(t->type), bsz, tr->blck_size, b0, b1,
+                app_text(name, sizeof name, t->name.ptr, (size_t)t->name.len), ggtype_name(t->type), bsz, tr->blck_size, b0, b1,
                 t->abs_offset + b0, t->abs_offset + b1);
     }
     if (!root && bsz < 16) {
@@ -204,8 +203,8 @@ static int dump_stats_hist(const gguf_tensor *t, const dump_view_opts *o, FILE *
         free(r);
         return print_json(root, out);
     }
-    char name[256];
-    fprintf(out, "%s  %s  rows %" PRIu64 ":%" PRIu64 "\n", gguf_str_copy(t->name, name, sizeof name),
+    char name[512];
+    fprintf(out, "%s  %s  rows %" PRIu64 ":%" PRIu64 "\n", app_text(name, sizeof name, t->name.ptr, (size_t)t->name.len),
             ggtype_name(t->type), o->row_first, o->row_first + o->row_count);
     fprintf(out, "count   %" PRIu64 "\nmin     %.9g\nmax     %.9g\nmean    %.9g\nstd     %.9g\nabsmax  %.9g\n"
                  "zeros   %" PRIu64 "\nnan     %" PRIu64 "\ninf     %" PRIu64 "\n",

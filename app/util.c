@@ -1,18 +1,65 @@
+#include <cjson/cJSON.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "app.h"
+#include "textesc.h"
 
 void app_error(const char *fmt, ...)
 {
-    va_list ap;
+    /* Messages often quote a name, a key or a value from a file (engine
+     * messages too): control characters, invalid bytes, C1 and bidi controls
+     * are escaped here, so the line stays one line and inert (backslashes
+     * are left alone: text already escaped passes unchanged). */
+    char small[1024], *msg = small;
+    va_list ap, ap2;
     va_start(ap, fmt);
-    fputs("ggscope: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    va_copy(ap2, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
+    if (n >= (int)sizeof small && (msg = malloc((size_t)n + 1)) != NULL)
+        vsnprintf(msg, (size_t)n + 1, fmt, ap2);
+    else if (!msg)
+        msg = small;
+    va_end(ap2);
+    fputs("ggscope: ", stderr);
+    app_put_text(stderr, msg, n < 0 ? 0 : strlen(msg), TEXTESC_RAW_BACKSLASH);
+    fputc('\n', stderr);
+    if (msg != small)
+        free(msg);
+}
+
+void app_put_text(FILE *out, const char *s, size_t len, unsigned flags)
+{
+    char buf[1024];
+    for (size_t i = 0; i < len;) {
+        i += textesc_term(buf, sizeof buf, s + i, len - i, flags);
+        fputs(buf, out);
+    }
+}
+
+char *app_text(char *buf, size_t cap, const char *s, size_t len)
+{
+    static const char more[] = "…";
+    if (textesc_term(buf, cap, s, len, 0) < len) {
+        /* cut, then make room for the ellipsis */
+        textesc_term(buf, cap - (sizeof more - 1), s, len, 0);
+        strcat(buf, more);
+    }
+    return buf;
+}
+
+struct cJSON *app_json_text(const char *s, size_t len)
+{
+    char *q = textesc_json_quoted(s, len);
+    if (!q)
+        return NULL;
+    cJSON *r = cJSON_CreateRaw(q);
+    free(q);
+    return r;
 }
 
 gguf_file *app_open_gguf(const char *path)
@@ -20,8 +67,11 @@ gguf_file *app_open_gguf(const char *path)
     gguf_error err;
     gguf_file *f = gguf_open(path, &err);
     if (!f) {
+        /* the message may quote a key or tensor name from the file */
         char buf[1024];
-        fprintf(stderr, "%s\n", gguf_error_format(&err, buf, sizeof buf));
+        gguf_error_format(&err, buf, sizeof buf);
+        app_put_text(stderr, buf, strlen(buf), 0);
+        fputc('\n', stderr);
     }
     return f;
 }

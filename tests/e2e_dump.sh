@@ -64,7 +64,7 @@ check "--raw --rows: one q4_K row is $blocks block(s)" '[ $(wc -c < "$tmp/r1") =
 # errors: exit 2 and a clear message
 "$bin" dump "$f" qq --f32 > /dev/null 2> "$tmp/err"; rc=$?
 check "unknown tensor exits 2 (rc=$rc)" '[ $rc = 2 ]'
-check "unknown tensor lists near names" 'grep -q "no tensor .qq." "$tmp/err" && grep -q "^  [a-z]" "$tmp/err"'
+check "unknown tensor lists near names, on one line" 'grep -q "no tensor .qq." "$tmp/err" && grep -q "nearest names: .*'\''[a-z]" "$tmp/err" && [ $(wc -l < "$tmp/err") = 1 ]'
 "$bin" dump "$f" $q --requant q9_9 --raw > /dev/null 2> "$tmp/err"; rc=$?
 check "unknown type exits 2" '[ $rc = 2 ] && grep -q "unknown type .q9_9." "$tmp/err" && grep -q "q4_K" "$tmp/err"'
 "$bin" dump "$f" $q --requant iq2_xxs --raw > /dev/null 2> "$tmp/err"; rc=$?

@@ -11,6 +11,7 @@
 
 #include "ggtype.h"
 #include "panes.h"
+#include "textesc.h"
 
 enum { M_KEY, M_VALUE, M_ELEM, M_TENSOR };
 
@@ -353,12 +354,13 @@ static int key_next(screen *s, int key, void *ctx)
 
 static void make_title(explorer *e)
 {
-    char buf[512], size[32], params[32], arch[64] = "?", name[256];
+    char buf[512], size[32], params[32], raw[64] = "?", arch[128], name[256];
     const char *path = gguf_path(e->f);
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    snprintf(name, sizeof name, "%s", base);
-    gguf_get_cstr(e->f, "general.architecture", arch, sizeof arch);
+    textesc_term(name, sizeof name, base, strlen(base), 0);
+    gguf_get_cstr(e->f, "general.architecture", raw, sizeof raw);
+    textesc_term(arch, sizeof arch, raw, strlen(raw), 0);   /* from the file */
     uint64_t np = 0, nbytes = 0;
     for (uint64_t i = 0; i < gguf_tensor_count(e->f); i++) {
         const gguf_tensor *t = gguf_tensor_at(e->f, i);

@@ -11,6 +11,7 @@
 #include "ggtype.h"
 #include "panes.h"
 #include "screen.h"
+#include "textesc.h"
 #include "tstats.h"
 
 #define MAX_FIELDS 512
@@ -64,8 +65,8 @@ static void detail_title(panel *p, char *buf, size_t cap)
         snprintf(buf, cap, "[x]hex [v]alues [g]histogram");
         return;
     }
-    char name[96], shape[64], views[64];
-    gguf_str_copy(t->name, name, sizeof name);
+    char name[300], shape[64], views[64];
+    textesc_term(name, sizeof name, t->name.ptr, (size_t)t->name.len, 0);   /* from the file: escaped */
     ui_fmt_shape(t->ne, t->n_dims, shape, sizeof shape);
     snprintf(views, sizeof views, "%s%s%s", d->view == DETAIL_HEX ? "[X]HEX " : "[x]hex ",
              d->view == DETAIL_VALUES ? "[V]ALUES " : "[v]alues ", d->view == DETAIL_HIST ? "[G]HISTOGRAM" : "[g]histogram");

@@ -9,6 +9,7 @@
 #include "ggtype.h"
 #include "panes.h"
 #include "screen.h"
+#include "textesc.h"
 
 typedef struct {
     char *label;       /* this node's own name ("attention", "context_length") */
@@ -52,11 +53,12 @@ static int node_add(meta_pane *m, int parent, const char *label, size_t len, int
     int id = m->nnodes++;
     mnode *n = &m->nodes[id];
     memset(n, 0, sizeof *n);
-    n->label = malloc(len + 1);
-    if (n->label) {
-        memcpy(n->label, label, len);
-        n->label[len] = 0;
-    }
+    /* a part of a key from the file: kept in its terminal form (escaped once
+     * here, not at every frame) */
+    textesc_buf b = {0};
+    if (textesc_term_append(&b, label, len, 0) == 0 && !b.ptr)
+        textesc_buf_put(&b, "", 0);
+    n->label = b.ptr;
     n->parent = parent;
     n->first = n->last = n->next = -1;
     n->kv = kv;
@@ -74,9 +76,16 @@ static int node_add(meta_pane *m, int parent, const char *label, size_t len, int
 
 static int child_group(meta_pane *m, int parent, const char *name, size_t len)
 {
+    textesc_buf b = {0};   /* labels are escaped: compare escaped */
+    if (textesc_term_append(&b, name, len, 0) != 0)
+        return -1;
+    const char *e = b.ptr ? b.ptr : "";
     for (int c = m->nodes[parent].first; c >= 0; c = m->nodes[c].next)
-        if (m->nodes[c].kv < 0 && strlen(m->nodes[c].label) == len && !memcmp(m->nodes[c].label, name, len))
+        if (m->nodes[c].kv < 0 && m->nodes[c].label && !strcmp(m->nodes[c].label, e)) {
+            textesc_buf_free(&b);
             return c;
+        }
+    textesc_buf_free(&b);
     return node_add(m, parent, name, len, -1);
 }
 
@@ -188,13 +197,10 @@ static ui_color format_scalar(const gguf_value *v, char *buf, size_t cap)
     gguf_str s;
     switch (v->type) {
     case GGUF_VT_STRING:
-        if (gguf_value_str(v, &s) == GGUF_OK) {
-            size_t n = s.len < cap - 1 ? (size_t)s.len : cap - 1;
-            memcpy(buf, s.ptr, n);
-            buf[n] = 0;
-        } else {
+        if (gguf_value_str(v, &s) == GGUF_OK)
+            textesc_term(buf, cap, s.ptr, (size_t)s.len, 0);   /* text from the file */
+        else
             snprintf(buf, cap, "?");
-        }
         return UI_C_STRING;
     case GGUF_VT_BOOL:
         snprintf(buf, cap, "%s", v->data && v->data[0] ? "true" : "false");
@@ -255,7 +261,7 @@ static void draw_elem(meta_pane *m, WINDOW *w, int y, int x, int width, const gg
         gguf_str s;
         if (gguf_value_str(&ev, &s) == GGUF_OK) {
             x += ui_put(w, y, x, width, "'", 1, sel, false);
-            int used = ui_put(w, y, x, width - 2, s.ptr, (size_t)s.len, sel ? sel : ui_attr(UI_C_STRING), true);
+            int used = screen_put_text(w, y, x, width - 2, s.ptr, (size_t)s.len, sel ? sel : ui_attr(UI_C_STRING), true);
             ui_put(w, y, x + used, width - 1 - used, "'", 1, sel, false);
         }
         return;
@@ -324,7 +330,7 @@ static void meta_draw(panel *p, WINDOW *w, bool focused)
                 snprintf(hint, sizeof hint, " ⏎ %" PRIu64 " B", sv.len);
                 int hw = ui_width(hint, SIZE_MAX);
                 if (avail > hw + 8) {
-                    int u = ui_put(w, y, x, avail - hw, sv.ptr, (size_t)sv.len, sa ? sa : ui_attr(c), true);
+                    int u = screen_put_text(w, y, x, avail - hw, sv.ptr, (size_t)sv.len, sa ? sa : ui_attr(c), true);
                     ui_put(w, y, x + u, hw, hint, SIZE_MAX, sa ? sa : ui_attr(UI_C_DIM), false);
                     continue;
                 }
@@ -350,7 +356,7 @@ static void meta_draw(panel *p, WINDOW *w, bool focused)
 static void open_viewer(meta_pane *m, const gguf_kv *kv, int64_t elem)
 {
     char title[160], key[128];
-    gguf_str_copy(kv->key, key, sizeof key);
+    textesc_term(key, sizeof key, kv->key.ptr, (size_t)kv->key.len, 0);
     gguf_str s;
     if (elem >= 0) {
         if (gguf_arr_str(&kv->value, (uint64_t)elem, &s) != GGUF_OK)

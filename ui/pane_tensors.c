@@ -340,7 +340,7 @@ static void tensors_draw(panel *p, WINDOW *w, bool focused)
                         nm.ptr = d + 1;
                     }
                 }
-                ui_put(w, y + 1, ind, cs[c].width - ind - 1, nm.ptr, (size_t)nm.len, sa, true);
+                screen_put_text(w, y + 1, ind, cs[c].width - ind - 1, nm.ptr, (size_t)nm.len, sa, true);
             } else {
                 char cell[48];
                 cell_text(t, xt, cs[c].col, cell, sizeof cell);

@@ -9,6 +9,7 @@
 
 #include "ggtype.h"
 #include "qerr.h"
+#include "textesc.h"
 #include "tstats.h"
 
 #define VBINS 64
@@ -263,6 +264,17 @@ static void resort(qerr_page *q)
                 q->cur = i;
 }
 
+/* Draw a result's tensor name, escaped (screen_put_text): the full name from
+ * the file (r->name is cut at a NUL). Returns the columns used. */
+static int put_name(const qerr_page *q, WINDOW *w, int y, int x, int maxcols, const qerr_result *r, attr_t a)
+{
+    if (r->tensor < gguf_tensor_count(q->f)) {
+        const gguf_tensor *t = gguf_tensor_at(q->f, r->tensor);
+        return screen_put_text(w, y, x, maxcols, t->name.ptr, (size_t)t->name.len, a, true);
+    }
+    return screen_put_text(w, y, x, maxcols, r->name, strlen(r->name), a, true);
+}
+
 static int role_index(qerr_page *q, const char *role)
 {
     for (int i = 0; i < q->n_roles; i++)
@@ -384,13 +396,11 @@ static void table_draw(panel *p, WINDOW *w, bool focused)
         fmtv(a[3], 32, r->m.p95_abs, "%.3g");
         fmtv(a[4], 32, r->m.cosine, "%.6f");
         fmtv(a[5], 32, r->bpw, "%.2f");
-        char nm[300];
-        snprintf(nm, sizeof nm, "%s%s", k == q->cur ? "›" : " ", r->name);
         attr_t at = k == q->cur ? ui_attr(focused ? UI_C_SELECT : UI_C_SELECT_DIM) : A_NORMAL;
         if (k == q->cur)
             ui_fill(w, y + 1, 0, W, at);
-        int x = ui_put(w, y + 1, 0, nw, nm, SIZE_MAX, at, true);
-        (void)x;
+        int x = ui_put(w, y + 1, 0, nw, k == q->cur ? "›" : " ", SIZE_MAX, at, false);
+        put_name(q, w, y + 1, x, nw - x, r, at);
         snprintf(line, sizeof line, " %-6s %9s %9s %9s %9s %9s %6s%s", ggtype_name(r->type), a[0], a[1],
                  a[2], a[3], a[4], a[5], r->requantized ? " *" : "");
         ui_put(w, y + 1, nw, W - nw, line, SIZE_MAX, at, false);
@@ -517,7 +527,7 @@ static void heat_draw(panel *p, WINDOW *w, bool focused)
             snprintf(ab, sizeof ab, "f_%s", r + 4);
         else
             snprintf(ab, sizeof ab, "%s", r);
-        ui_put(w, 0, lw + (c - c0) * cw, cw - 1, ab, SIZE_MAX, ui_attr(UI_C_HEADER), false);
+        screen_put_text(w, 0, lw + (c - c0) * cw, cw - 1, ab, strlen(ab), ui_attr(UI_C_HEADER), false);
     }
     int rows = q->n_layers + 1, vis_rows = H - 3;
     if (vis_rows < 1)
@@ -573,8 +583,8 @@ static void heat_draw(panel *p, WINDOW *w, bool focused)
         fmtv(b[0], 32, r->m.rel_rmse, "%.4g");
         fmtv(b[1], 32, r->m.sqnr_db, "%.2f");
         fmtv(b[2], 32, r->bpw, "%.2f");
-        ui_putf(w, H - 1, 0, W, A_BOLD, "%s  %s  rel %s  sqnr %s dB  %s bpw", r->name, ggtype_name(r->type), b[0],
-                b[1], b[2]);
+        int x = put_name(q, w, H - 1, 0, W / 2, r, A_BOLD);
+        ui_putf(w, H - 1, x, W - x, A_BOLD, "  %s  rel %s  sqnr %s dB  %s bpw", ggtype_name(r->type), b[0], b[1], b[2]);
     }
 }
 
@@ -656,7 +666,14 @@ static void bars(WINDOW *w, int y0, int x0, int h, int width, const uint64_t *bi
 static void hist_title(panel *p, char *buf, size_t cap)
 {
     qerr_page *q = p->self;
-    snprintf(buf, cap, "%s", q->sel >= 0 ? q->res[q->sel].name : "");
+    buf[0] = 0;
+    if (q->sel < 0)
+        return;
+    const qerr_result *r = &q->res[q->sel];   /* the full name, escaped */
+    if (r->tensor < gguf_tensor_count(q->f))
+        textesc_term(buf, cap, gguf_tensor_at(q->f, r->tensor)->name.ptr, (size_t)gguf_tensor_at(q->f, r->tensor)->name.len, 0);
+    else
+        textesc_term(buf, cap, r->name, strlen(r->name), 0);
 }
 
 static void hist_draw(panel *p, WINDOW *w, bool focused)

@@ -9,6 +9,8 @@
 #include <time.h>
 #include <wchar.h>
 
+#include "textesc.h"
+
 #define MAX_PAGES 8
 #define MAX_PANELS 8
 
@@ -214,7 +216,7 @@ void screen_set_title(screen *s, int page, const char *title)
 {
     if (page < 0 || page >= s->npages)
         return;
-    snprintf(s->pages[page].title, sizeof s->pages[page].title, "%s", title);
+    textesc_term(s->pages[page].title, sizeof s->pages[page].title, title, strlen(title), TEXTESC_RAW_BACKSLASH);
     s->dirty = true;
 }
 
@@ -339,12 +341,27 @@ void screen_size(const screen *s, int *rows, int *cols)
     *cols = s->cols;
 }
 
+int screen_put_text(WINDOW *w, int y, int x, int maxcols, const char *text, size_t len, attr_t a, bool ellipsis)
+{
+    /* only what can be on screen is escaped: cheap for any length */
+    char buf[2048];
+    size_t used = textesc_term(buf, sizeof buf, text, len, 0);
+    if (used < len && ellipsis && ui_width(buf, SIZE_MAX) <= maxcols && maxcols > 1) {
+        int n = ui_put(w, y, x, maxcols - 1, buf, SIZE_MAX, a, false);
+        return n + ui_put(w, y, x + n, 1, "…", SIZE_MAX, a, false);
+    }
+    return ui_put(w, y, x, maxcols, buf, SIZE_MAX, a, ellipsis);
+}
+
 void screen_message(screen *s, const char *fmt, ...)
 {
+    char raw[sizeof s->msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(s->msg, sizeof s->msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    /* a message may quote a name or a key from a file */
+    textesc_term(s->msg, sizeof s->msg, raw, strlen(raw), TEXTESC_RAW_BACKSLASH);
     s->msg_until = now_ms() + 4000;
     s->dirty = true;
 }
@@ -365,25 +382,27 @@ bool screen_tick(screen *s, uint64_t now)
 void screen_pager(screen *s, const char *title, const char *text, size_t len)
 {
     free(s->pager_text);
-    /* Tabs become 4 spaces; everything else is kept. */
-    size_t tabs = 0;
-    for (size_t i = 0; i < len; i++)
-        tabs += text[i] == '\t';
-    s->pager_text = malloc(len + 3 * tabs + 1);
-    if (!s->pager_text)
-        return;
-    size_t o = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (text[i] == '\t') {
-            memcpy(s->pager_text + o, "    ", 4);
-            o += 4;
-        } else {
-            s->pager_text[o++] = text[i];
+    s->pager_text = NULL;
+    /* Line breaks are kept and tabs become 4 spaces; other control
+     * characters, invalid bytes, C1 and bidi controls are escaped (a
+     * backslash is left as it is: this is a reader's view). */
+    textesc_buf b = {0};
+    for (size_t i = 0; i < len;) {
+        size_t e = i;
+        while (e < len && text[e] != '\n' && text[e] != '\t')
+            e++;
+        if (textesc_term_append(&b, text + i, e - i, TEXTESC_RAW_BACKSLASH) != 0 ||
+            (e < len && textesc_buf_put(&b, text[e] == '\t' ? "    " : "\n", text[e] == '\t' ? 4 : 1) != 0)) {
+            textesc_buf_free(&b);
+            return;
         }
+        i = e + 1;
     }
-    s->pager_text[o] = 0;
-    s->pager_len = o;
-    snprintf(s->pager_title, sizeof s->pager_title, "%s", title);
+    if (!b.ptr && textesc_buf_put(&b, "", 0) != 0)
+        return;
+    s->pager_text = b.ptr;
+    s->pager_len = b.len;
+    textesc_term(s->pager_title, sizeof s->pager_title, title, strlen(title), TEXTESC_RAW_BACKSLASH);
     s->pager_open = true;
     s->pager_top = 0;
     s->pager_wrap_cols = -1;
@@ -752,8 +771,11 @@ static void draw_panel(screen *s, panel *p, bool focused)
     title[0] = 0;
     if (p->ops->title)
         p->ops->title(p, title, sizeof title);
-    char full[300];
-    snprintf(full, sizeof full, " %s%s%s ", p->ops->name, title[0] ? "  " : "", title);
+    char full[800], esc[700];
+    /* a pane's title may quote a name from the file: escaped (text already
+     * escaped by the pane passes unchanged) */
+    textesc_term(esc, sizeof esc, title, strlen(title), TEXTESC_RAW_BACKSLASH);
+    snprintf(full, sizeof full, " %s%s%s ", p->ops->name, esc[0] ? "  " : "", esc);
     ui_put(f, 0, 1, p->w - 2, full, SIZE_MAX, focused ? ui_attr(UI_C_TITLE) : fa | A_BOLD, true);
     wnoutrefresh(f);
     werase(p->win);
