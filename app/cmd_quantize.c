@@ -2,6 +2,7 @@
  * quantizers, type per tensor chosen as llama.cpp's recipes do (see
  * docs/qerr.md, "The quantize recipe"). */
 #include <getopt.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <regex.h>
 #include <stdatomic.h>
@@ -351,6 +352,7 @@ int cmd_quantize(int argc, char **argv)
         goto out;
     }
     uint64_t nt = gguf_tensor_count(f);
+    afile a = {.fd = -1};
     job j;
     memset(&j, 0, sizeof j);
     j.f = f;
@@ -361,6 +363,10 @@ int cmd_quantize(int argc, char **argv)
     if (!j.plan || !w) {
         app_error("out of memory");
         status = APP_FAIL;
+        goto done;
+    }
+    if (app_out_is_input(outp, f)) {
+        status = APP_BADINPUT;
         goto done;
     }
     for (uint64_t i = 0; i < gguf_kv_count(f); i++) {
@@ -396,6 +402,12 @@ int cmd_quantize(int argc, char **argv)
         const gguf_tensor *t = gguf_tensor_at(f, i);
         char nm[256];
         gguf_str_copy(t->name, nm, sizeof nm);
+        if (!t->type_known || !ggtype_get(t->type)) {
+            app_error("%s: tensor '%s' has type id %" PRIu32 ", which ggscope does not know: it can be "
+                      "neither quantized nor copied", in, nm, t->type);
+            status = APP_BADINPUT;
+            goto done;
+        }
         uint32_t ty = choose(f, t, nm, rc, ov, n_ov, (int)n_layer, has_output);
         const ggtype_traits *st = ggtype_get(t->type);
         if (ty != t->type && (!st || !(st->is_float || st->is_quantized) || t->ne[0] == 0 ||
@@ -412,19 +424,32 @@ int cmd_quantize(int argc, char **argv)
         if (ty == t->type)
             nb = t->n_bytes;
         out_bytes += nb;
-        if (gguf_writer_add_tensor(w, nm, ty, t->n_dims, t->ne, NULL) != GGUF_OK) {
-            app_error("%s: cannot add the tensor", nm);
-            status = APP_FAIL;
+        gguf_status as = gguf_writer_add_tensor(w, nm, ty, t->n_dims, t->ne, NULL);
+        if (as != GGUF_OK) {
+            app_error("%s: tensor '%s' (%s) cannot be written: %s", in, nm, ggtype_name(ty),
+                      as == GGUF_EARG ? "its name or shape does not fit a GGUF file" : gguf_strerror(as));
+            status = as == GGUF_EARG ? APP_BADINPUT : APP_FAIL;
             goto done;
         }
     }
-    gguf_status gs = gguf_writer_write(w, outp, fill, &j);
+    status = app_out_open(&a, outp, "the quantized model");
+    if (status != APP_OK)
+        goto done;
+    gguf_status gs = gguf_writer_write_to(w, &a, fill, &j);
     app_progress_end();
-    if (gs != GGUF_OK) {
-        app_error("%s: cannot write (%s)", outp, gguf_strerror(gs));
+    if (gs == GGUF_EIO) {
+        app_out_error(&a);
+        status = APP_FAIL;
+        goto done;
+    } else if (gs != GGUF_OK) {
+        app_error("%s: quantizing failed (%s)", outp,
+                  gs == GGUF_EARG ? "a tensor's values could not be converted" : gguf_strerror(gs));
         status = APP_FAIL;
         goto done;
     }
+    status = app_out_commit(&a);
+    if (status != APP_OK)
+        goto done;
     /* a summary of the types chosen */
     uint64_t count[GGTYPE_COUNT] = {0};
     for (uint64_t i = 0; i < nt; i++)
@@ -437,6 +462,7 @@ int cmd_quantize(int argc, char **argv)
             fprintf(stderr, " %s:%llu", ggtype_name(t), (unsigned long long)count[t]);
     fprintf(stderr, "\n");
 done:
+    app_out_close(&a);
     gguf_writer_free(w);
     free(j.plan);
     gguf_close(f);
