@@ -369,6 +369,12 @@ int cmd_quantize(int argc, char **argv)
         status = APP_BADINPUT;
         goto done;
     }
+    if (gguf_big_endian(f)) {
+        /* its tensor bytes would be copied or decoded as little-endian */
+        app_error("%s: a big-endian GGUF file: quantize reads little-endian files only", in);
+        status = APP_BADINPUT;
+        goto done;
+    }
     for (uint64_t i = 0; i < gguf_kv_count(f); i++) {
         const gguf_kv *kv = gguf_kv_at(f, i);
         if (gguf_str_eq(kv->key, "general.file_type") ||
