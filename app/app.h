@@ -42,7 +42,8 @@ void app_progress_end(void);
  * and arms SIGINT/SIGTERM/SIGHUP to remove it. `what` names the file in
  * messages ("the quantized model"; NULL: just the path). Returns APP_OK, or
  * the exit status with the one-line message printed (APP_BADINPUT when the
- * folder does not exist). One output at a time. */
+ * folder does not exist or `path` exists and is not a regular file). One
+ * output at a time. */
 int app_out_open(afile *a, const char *path, const char *what);
 /* Sync and rename into place, then disarm. APP_OK, or APP_FAIL with the
  * message printed (naming the final path and the cause) and the temporary

@@ -6,11 +6,13 @@
  * The option table and `dump_opts` are meant to grow (views such as --hex or
  * --stats): each output mode is one `dump_mode` and one writer function. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "app.h"
@@ -415,11 +417,12 @@ int cmd_dump(int argc, char **argv)
             rc = APP_BADINPUT;
             goto done;
         }
-        rc = app_out_open(&af, o.out_path, NULL);
-        if (rc != APP_OK)
-            goto done;
         out_name = o.out_path;
-        int fd = dup(af.fd);
+        struct stat st;
+        bool special = stat(o.out_path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+        if (!special && (rc = app_out_open(&af, o.out_path, NULL)) != APP_OK)
+            goto done;
+        int fd = special ? open(o.out_path, O_WRONLY | O_CLOEXEC) : dup(af.fd);   /* a device or pipe: as is */
         out = fd >= 0 ? fdopen(fd, "wb") : NULL;
         if (!out) {
             app_error("cannot write %s: %s", o.out_path, strerror(errno));
@@ -476,7 +479,7 @@ done:
         app_error("cannot write %s: %s", out_name, strerror(errno));
         rc = APP_FAIL;
     }
-    if (rc == APP_OK && o.out_path)
+    if (rc == APP_OK && af.tmp)
         rc = app_out_commit(&af);
     app_out_close(&af);
     free(vals);

@@ -90,6 +90,16 @@ void app_out_error(const afile *a)
 int app_out_open(afile *a, const char *path, const char *what)
 {
     out_what = what;
+    memset(a, 0, sizeof *a);
+    a->fd = -1;
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* renaming over a folder fails late; over a device (/dev/null as
+         * root) it would replace the device node */
+        app_error("%s: exists and is not a regular file (%s): refusing to replace it", path,
+                  S_ISDIR(st.st_mode) ? "a folder" : "a device, a pipe or a socket");
+        return APP_BADINPUT;
+    }
     char stale[4096];
     int n = afile_find_stale(path, stale, sizeof stale);
     if (n > 0)
