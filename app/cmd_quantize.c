@@ -277,6 +277,21 @@ static int fill(void *user, uint64_t i, void *dst, uint64_t size)
     return atomic_load(&c.failed) ? -1 : 0;
 }
 
+/* A tensor name from the file, for a message: control bytes as \xNN. */
+static const char *shown(const char *s, char *buf, size_t cap)
+{
+    size_t n = 0;
+    for (; *s && n + 5 < cap; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch < 0x20 || ch == 0x7f)
+            n += (size_t)snprintf(buf + n, cap - n, "\\x%02x", ch);
+        else
+            buf[n++] = (char)ch;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
 static const recipe *find_recipe(const char *s)
 {
     for (size_t i = 0; i < sizeof RECIPES / sizeof RECIPES[0]; i++)
@@ -406,11 +421,11 @@ int cmd_quantize(int argc, char **argv)
     uint64_t in_bytes = 0, out_bytes = 0;
     for (uint64_t i = 0; i < nt; i++) {
         const gguf_tensor *t = gguf_tensor_at(f, i);
-        char nm[256];
+        char nm[256], esc[1100];
         gguf_str_copy(t->name, nm, sizeof nm);
         if (!t->type_known || !ggtype_get(t->type)) {
             app_error("%s: tensor '%s' has type id %" PRIu32 ", which ggscope does not know: it can be "
-                      "neither quantized nor copied", in, nm, t->type);
+                      "neither quantized nor copied", in, shown(nm, esc, sizeof esc), t->type);
             status = APP_BADINPUT;
             goto done;
         }
@@ -418,7 +433,7 @@ int cmd_quantize(int argc, char **argv)
         const ggtype_traits *st = ggtype_get(t->type);
         if (ty != t->type && (!st || !(st->is_float || st->is_quantized) || t->ne[0] == 0 ||
                               (st->blck_size > 1 && t->rows_unaligned && t->ne[0] % ggtype_get(ty)->blck_size))) {
-            app_error("%s: cannot convert %s to %s", nm, ggtype_name(t->type), ggtype_name(ty));
+            app_error("%s: cannot convert %s to %s", shown(nm, esc, sizeof esc), ggtype_name(t->type), ggtype_name(ty));
             status = APP_BADINPUT;
             goto done;
         }
@@ -432,7 +447,7 @@ int cmd_quantize(int argc, char **argv)
         out_bytes += nb;
         gguf_status as = gguf_writer_add_tensor(w, nm, ty, t->n_dims, t->ne, NULL);
         if (as != GGUF_OK) {
-            app_error("%s: tensor '%s' (%s) cannot be written: %s", in, nm, ggtype_name(ty),
+            app_error("%s: tensor '%s' (%s) cannot be written: %s", in, shown(nm, esc, sizeof esc), ggtype_name(ty),
                       as == GGUF_EARG ? "its name or shape does not fit a GGUF file" : gguf_strerror(as));
             status = as == GGUF_EARG ? APP_BADINPUT : APP_FAIL;
             goto done;

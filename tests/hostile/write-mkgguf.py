@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Small GGUF v3 files for the write-* hostile cases (not a case itself).
 
-  write-mkgguf.py f32 OUT ROWS COLS [UNKNOWN_TYPE_ID]
+  write-mkgguf.py f32 OUT ROWS COLS [UNKNOWN_TYPE_ID [NAME]]
       one F32 tensor blk.0.attn_q.weight (COLS x ROWS, finite values); with
-      UNKNOWN_TYPE_ID a second tensor blk.0.mystery.weight of that type id
+      UNKNOWN_TYPE_ID a second tensor NAME (blk.0.mystery.weight) of that type
+      id (NAME may hold escapes such as \n)
   write-mkgguf.py split PREFIX
       PREFIX-00001-of-00002.gguf and PREFIX-00002-of-00002.gguf, one F32
       tensor each, with split.no / split.count / split.tensors.count
@@ -68,7 +69,8 @@ def main():
         out, rows, cols = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
         ts = [('blk.0.attn_q.weight', 0, [cols, rows], floats(rows * cols))]
         if len(sys.argv) > 5:
-            ts.append(('blk.0.mystery.weight', int(sys.argv[5]), [32, 2], None))
+            name = sys.argv[6].encode().decode('unicode_escape') if len(sys.argv) > 6 else 'blk.0.mystery.weight'
+            ts.append((name, int(sys.argv[5]), [32, 2], None))
         write(out, [kv_str('general.architecture', 'llama')], ts)
     elif cmd == 'split':
         p = sys.argv[2]
