@@ -277,12 +277,12 @@ static int fill(void *user, uint64_t i, void *dst, uint64_t size)
     return atomic_load(&c.failed) ? -1 : 0;
 }
 
-/* A tensor name from the file, for a message: control bytes as \xNN. */
-static const char *shown(const char *s, char *buf, size_t cap)
+/* A name from the file (len bytes), for a message: control bytes as \xNN. */
+static const char *shown(const char *s, uint64_t len, char *buf, size_t cap)
 {
     size_t n = 0;
-    for (; *s && n + 5 < cap; s++) {
-        unsigned char ch = (unsigned char)*s;
+    for (uint64_t i = 0; i < len && n + 5 < cap; i++) {
+        unsigned char ch = (unsigned char)s[i];
         if (ch < 0x20 || ch == 0x7f)
             n += (size_t)snprintf(buf + n, cap - n, "\\x%02x", ch);
         else
@@ -395,9 +395,14 @@ int cmd_quantize(int argc, char **argv)
         if (gguf_str_eq(kv->key, "general.file_type") ||
             gguf_str_eq(kv->key, "general.quantization_version"))
             continue;
-        if (gguf_writer_copy_kv(w, kv) != GGUF_OK) {
-            app_error("cannot copy metadata");
-            status = APP_FAIL;
+        gguf_status ks = gguf_writer_copy_kv(w, kv);
+        if (ks != GGUF_OK) {
+            char esc[1100];
+            app_error("%s: metadata key '%s' cannot be written: %s", in,
+                      shown(kv->key.ptr, kv->key.len, esc, sizeof esc),
+                      ks == GGUF_EARG ? "it holds a NUL byte, is empty or too long, or repeats another key"
+                                      : gguf_strerror(ks));
+            status = ks == GGUF_EARG ? APP_BADINPUT : APP_FAIL;
             goto done;
         }
     }
@@ -423,9 +428,15 @@ int cmd_quantize(int argc, char **argv)
         const gguf_tensor *t = gguf_tensor_at(f, i);
         char nm[256], esc[1100];
         gguf_str_copy(t->name, nm, sizeof nm);
+        if (t->name.len >= sizeof nm || memchr(t->name.ptr, 0, (size_t)t->name.len)) {
+            app_error("%s: tensor '%s' cannot be written: its name holds a NUL byte or is too long", in,
+                      shown(t->name.ptr, t->name.len, esc, sizeof esc));
+            status = APP_BADINPUT;
+            goto done;
+        }
         if (!t->type_known || !ggtype_get(t->type)) {
             app_error("%s: tensor '%s' has type id %" PRIu32 ", which ggscope does not know: it can be "
-                      "neither quantized nor copied", in, shown(nm, esc, sizeof esc), t->type);
+                      "neither quantized nor copied", in, shown(nm, strlen(nm), esc, sizeof esc), t->type);
             status = APP_BADINPUT;
             goto done;
         }
@@ -433,7 +444,7 @@ int cmd_quantize(int argc, char **argv)
         const ggtype_traits *st = ggtype_get(t->type);
         if (ty != t->type && (!st || !(st->is_float || st->is_quantized) || t->ne[0] == 0 ||
                               (st->blck_size > 1 && t->rows_unaligned && t->ne[0] % ggtype_get(ty)->blck_size))) {
-            app_error("%s: cannot convert %s to %s", shown(nm, esc, sizeof esc), ggtype_name(t->type), ggtype_name(ty));
+            app_error("%s: cannot convert %s to %s", shown(nm, strlen(nm), esc, sizeof esc), ggtype_name(t->type), ggtype_name(ty));
             status = APP_BADINPUT;
             goto done;
         }
@@ -447,7 +458,7 @@ int cmd_quantize(int argc, char **argv)
         out_bytes += nb;
         gguf_status as = gguf_writer_add_tensor(w, nm, ty, t->n_dims, t->ne, NULL);
         if (as != GGUF_OK) {
-            app_error("%s: tensor '%s' (%s) cannot be written: %s", in, shown(nm, esc, sizeof esc), ggtype_name(ty),
+            app_error("%s: tensor '%s' (%s) cannot be written: %s", in, shown(nm, strlen(nm), esc, sizeof esc), ggtype_name(ty),
                       as == GGUF_EARG ? "its name or shape does not fit a GGUF file" : gguf_strerror(as));
             status = as == GGUF_EARG ? APP_BADINPUT : APP_FAIL;
             goto done;

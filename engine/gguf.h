@@ -181,6 +181,8 @@ gguf_status gguf_writer_set_str(gguf_writer *w, const char *key, const char *v);
 gguf_status gguf_writer_set_arr(gguf_writer *w, const char *key, gguf_vtype elem_type, const void *data, uint64_t n);
 gguf_status gguf_writer_set_arr_str(gguf_writer *w, const char *key, const char *const *strs, uint64_t n);
 /* Copy a key/value (any type, nested arrays too) from an open file. */
+/* GGUF_EARG for a key with a NUL byte, an empty key or one over 65535 bytes,
+ * and a key already set. */
 gguf_status gguf_writer_copy_kv(gguf_writer *w, const gguf_kv *kv);
 /* A tensor: data is copied when `data` is not NULL, else provided later by
  * gguf_writer_write's callback. ne has n_dims entries. */

@@ -264,6 +264,10 @@ static void put_value(buf *b, const gguf_value *v)
 gguf_status gguf_writer_copy_kv(gguf_writer *w, const gguf_kv *kv)
 {
     char key[65536];
+    /* keys are C strings here: one with a NUL byte (or too long) would be
+     * written cut short, under another name */
+    if (kv->key.len >= sizeof key || memchr(kv->key.ptr, 0, (size_t)kv->key.len))
+        return GGUF_EARG;
     gguf_str_copy(kv->key, key, sizeof key);
     if (!strcmp(key, "general.alignment"))
         return GGUF_OK; /* the writer's own alignment applies */

@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Small GGUF v3 files for the write-* hostile cases (not a case itself).
+r"""Small GGUF v3 files for the write-* hostile cases (not a case itself).
 
   write-mkgguf.py f32 OUT ROWS COLS [UNKNOWN_TYPE_ID [NAME]]
       one F32 tensor blk.0.attn_q.weight (COLS x ROWS, finite values); with
       UNKNOWN_TYPE_ID a second tensor NAME (blk.0.mystery.weight) of that type
       id (NAME may hold escapes such as \n)
+  write-mkgguf.py nulkey OUT
+      one F32 tensor and the metadata keys "a.x\0y" and "a.x\0z" (NUL bytes)
+  write-mkgguf.py nulname OUT
+      one F32 tensor "blk.0.attn_q.weight\0x"
   write-mkgguf.py split PREFIX
       PREFIX-00001-of-00002.gguf and PREFIX-00002-of-00002.gguf, one F32
       tensor each, with split.no / split.count / split.tensors.count
@@ -72,6 +76,12 @@ def main():
             name = sys.argv[6].encode().decode('unicode_escape') if len(sys.argv) > 6 else 'blk.0.mystery.weight'
             ts.append((name, int(sys.argv[5]), [32, 2], None))
         write(out, [kv_str('general.architecture', 'llama')], ts)
+    elif cmd == 'nulkey':
+        kvs = [kv_str('general.architecture', 'llama'), kv_u32('a.x\0y', 1), kv_u32('a.x\0z', 2)]
+        write(sys.argv[2], kvs, [('blk.0.attn_q.weight', 0, [256, 8], floats(2048))])
+    elif cmd == 'nulname':
+        write(sys.argv[2], [kv_str('general.architecture', 'llama')],
+              [('blk.0.attn_q.weight\0x', 0, [256, 8], floats(2048))])
     elif cmd == 'split':
         p = sys.argv[2]
         for k in (1, 2):
