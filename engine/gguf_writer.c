@@ -36,8 +36,8 @@ struct gguf_writer {
 
 static void buf_put(buf *b, const void *data, size_t n)
 {
-    if (b->oom)
-        return;
+    if (b->oom || n == 0)
+        return;   /* n == 0: data may be NULL (a writer without metadata) */
     if (b->n + n > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->n + n)
