@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "afile.h"
 #include "gguf.h"
 
 /* Exit statuses: 0 ok, 1 runtime failure, 2 bad input file or bad usage. */
@@ -21,7 +22,7 @@ typedef struct {
 void app_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- text from a file (names, keys, strings): escaped on output, see
- * engine/textesc.h and docs/gguf.md "Text from a file" ---- */
+ * engine/base/textesc.h and docs/gguf.md "Text from a file" ---- */
 
 /* Write len bytes of file text to `out` in the terminal form (textesc_term;
  * flags TEXTESC_DQUOTE / TEXTESC_SQUOTE when shown inside quotes). */
@@ -49,6 +50,28 @@ bool app_stderr_is_tty(void);
 /* Draw a progress bar on stderr: "label [#####     ] 45%". done/total. */
 void app_progress(const char *label, double done, double total);
 void app_progress_end(void);
+
+/* Output files (app/outfile.c): every command that writes a file uses these.
+ * app_out_open warns (one line) about stale temporary files that a killed
+ * earlier write of `path` left, creates the temporary file (engine/base/afile.h)
+ * and arms SIGINT/SIGTERM/SIGHUP to remove it. `what` names the file in
+ * messages ("the quantized model"; NULL: just the path). Returns APP_OK, or
+ * the exit status with the one-line message printed (APP_BADINPUT when the
+ * folder does not exist or `path` exists and is not a regular file). One
+ * output at a time. */
+int app_out_open(afile *a, const char *path, const char *what);
+/* Sync and rename into place, then disarm. APP_OK, or APP_FAIL with the
+ * message printed (naming the final path and the cause) and the temporary
+ * file removed. */
+int app_out_commit(afile *a);
+/* Remove the temporary file unless committed, disarm; accepts an afile that
+ * app_out_open failed on or that was committed. */
+void app_out_close(afile *a);
+/* Print why writing a->path failed (one line: the final path and the cause). */
+void app_out_error(const afile *a);
+/* Whether `out` names the same file as the input or any of its shards
+ * (message printed: the caller exits 2). */
+bool app_out_is_input(const char *out, const gguf_file *in);
 
 /* Options of the interactive explorer. */
 typedef struct {

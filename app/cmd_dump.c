@@ -6,11 +6,13 @@
  * The option table and `dump_opts` are meant to grow (views such as --hex or
  * --stats): each output mode is one `dump_mode` and one writer function. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "app.h"
@@ -290,10 +292,12 @@ static void report_unknown_tensor(const gguf_file *f, const char *name)
     fputc('\n', stderr);
 }
 
+static const char *out_name = "standard output";   /* for write errors */
+
 static int write_all(FILE *out, const void *p, size_t n)
 {
     if (n && fwrite(p, 1, n, out) != n) {
-        app_error("write failed: %s", strerror(errno));
+        app_error("cannot write %s: %s", out_name, strerror(errno));
         return APP_FAIL;
     }
     return APP_OK;
@@ -358,6 +362,7 @@ int cmd_dump(int argc, char **argv)
     if (!f)
         return APP_BADINPUT;
     FILE *out = NULL;
+    afile af = {.fd = -1};
     float *vals = NULL;
     void *scratch = NULL;
     dump_tensor dt = {0};
@@ -417,9 +422,21 @@ int cmd_dump(int argc, char **argv)
     if (o.mode == DUMP_VIEW && !o.has_rows && (o.view == DUMP_VIEW_HEX || o.view == DUMP_VIEW_VALUES) && r1 > 8)
         r1 = 8;
     if (o.out_path) {
-        out = fopen(o.out_path, "wb");
+        if (app_out_is_input(o.out_path, f)) {
+            rc = APP_BADINPUT;
+            goto done;
+        }
+        out_name = o.out_path;
+        struct stat st;
+        bool special = stat(o.out_path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+        if (!special && (rc = app_out_open(&af, o.out_path, NULL)) != APP_OK)
+            goto done;
+        int fd = special ? open(o.out_path, O_WRONLY | O_CLOEXEC) : dup(af.fd);   /* a device or pipe: as is */
+        out = fd >= 0 ? fdopen(fd, "wb") : NULL;
         if (!out) {
             app_error("cannot write %s: %s", o.out_path, strerror(errno));
+            if (fd >= 0)
+                close(fd);
             rc = APP_FAIL;
             goto done;
         }
@@ -462,15 +479,18 @@ int cmd_dump(int argc, char **argv)
                         rows_per_chunk);
 flush:
     if (fflush(out) != 0 && rc == APP_OK) {
-        app_error("write failed: %s", strerror(errno));
+        app_error("cannot write %s: %s", out_name, strerror(errno));
         rc = APP_FAIL;
     }
 
 done:
     if (out && out != stdout && fclose(out) != 0 && rc == APP_OK) {
-        app_error("write failed: %s", strerror(errno));
+        app_error("cannot write %s: %s", out_name, strerror(errno));
         rc = APP_FAIL;
     }
+    if (rc == APP_OK && af.tmp)
+        rc = app_out_commit(&af);
+    app_out_close(&af);
     free(vals);
     free(scratch);
     free(dt.swapped);

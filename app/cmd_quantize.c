@@ -2,6 +2,7 @@
  * quantizers, type per tensor chosen as llama.cpp's recipes do (see
  * docs/qerr.md, "The quantize recipe"). */
 #include <getopt.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <regex.h>
 #include <stdatomic.h>
@@ -276,6 +277,21 @@ static int fill(void *user, uint64_t i, void *dst, uint64_t size)
     return atomic_load(&c.failed) ? -1 : 0;
 }
 
+/* A name from the file (len bytes), for a message: control bytes as \xNN. */
+static const char *shown(const char *s, uint64_t len, char *buf, size_t cap)
+{
+    size_t n = 0;
+    for (uint64_t i = 0; i < len && n + 5 < cap; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch < 0x20 || ch == 0x7f)
+            n += (size_t)snprintf(buf + n, cap - n, "\\x%02x", ch);
+        else
+            buf[n++] = (char)ch;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
 static const recipe *find_recipe(const char *s)
 {
     for (size_t i = 0; i < sizeof RECIPES / sizeof RECIPES[0]; i++)
@@ -351,6 +367,7 @@ int cmd_quantize(int argc, char **argv)
         goto out;
     }
     uint64_t nt = gguf_tensor_count(f);
+    afile a = {.fd = -1};
     job j;
     memset(&j, 0, sizeof j);
     j.f = f;
@@ -363,14 +380,29 @@ int cmd_quantize(int argc, char **argv)
         status = APP_FAIL;
         goto done;
     }
+    if (app_out_is_input(outp, f)) {
+        status = APP_BADINPUT;
+        goto done;
+    }
+    if (gguf_big_endian(f)) {
+        /* its tensor bytes would be copied or decoded as little-endian */
+        app_error("%s: a big-endian GGUF file: quantize reads little-endian files only", in);
+        status = APP_BADINPUT;
+        goto done;
+    }
     for (uint64_t i = 0; i < gguf_kv_count(f); i++) {
         const gguf_kv *kv = gguf_kv_at(f, i);
         if (gguf_str_eq(kv->key, "general.file_type") ||
             gguf_str_eq(kv->key, "general.quantization_version"))
             continue;
-        if (gguf_writer_copy_kv(w, kv) != GGUF_OK) {
-            app_error("cannot copy metadata");
-            status = APP_FAIL;
+        gguf_status ks = gguf_writer_copy_kv(w, kv);
+        if (ks != GGUF_OK) {
+            char esc[1100];
+            app_error("%s: metadata key '%s' cannot be written: %s", in,
+                      shown(kv->key.ptr, kv->key.len, esc, sizeof esc),
+                      ks == GGUF_EARG ? "it holds a NUL byte, is empty or too long, or repeats another key"
+                                      : gguf_strerror(ks));
+            status = ks == GGUF_EARG ? APP_BADINPUT : APP_FAIL;
             goto done;
         }
     }
@@ -394,13 +426,25 @@ int cmd_quantize(int argc, char **argv)
     uint64_t in_bytes = 0, out_bytes = 0;
     for (uint64_t i = 0; i < nt; i++) {
         const gguf_tensor *t = gguf_tensor_at(f, i);
-        char nm[256];
+        char nm[256], esc[1100];
         gguf_str_copy(t->name, nm, sizeof nm);
+        if (t->name.len >= sizeof nm || memchr(t->name.ptr, 0, (size_t)t->name.len)) {
+            app_error("%s: tensor '%s' cannot be written: its name holds a NUL byte or is too long", in,
+                      shown(t->name.ptr, t->name.len, esc, sizeof esc));
+            status = APP_BADINPUT;
+            goto done;
+        }
+        if (!t->type_known || !ggtype_get(t->type)) {
+            app_error("%s: tensor '%s' has type id %" PRIu32 ", which ggscope does not know: it can be "
+                      "neither quantized nor copied", in, shown(nm, strlen(nm), esc, sizeof esc), t->type);
+            status = APP_BADINPUT;
+            goto done;
+        }
         uint32_t ty = choose(f, t, nm, rc, ov, n_ov, (int)n_layer, has_output);
         const ggtype_traits *st = ggtype_get(t->type);
         if (ty != t->type && (!st || !(st->is_float || st->is_quantized) || t->ne[0] == 0 ||
                               (st->blck_size > 1 && t->rows_unaligned && t->ne[0] % ggtype_get(ty)->blck_size))) {
-            app_error("%s: cannot convert %s to %s", nm, ggtype_name(t->type), ggtype_name(ty));
+            app_error("%s: cannot convert %s to %s", shown(nm, strlen(nm), esc, sizeof esc), ggtype_name(t->type), ggtype_name(ty));
             status = APP_BADINPUT;
             goto done;
         }
@@ -412,19 +456,32 @@ int cmd_quantize(int argc, char **argv)
         if (ty == t->type)
             nb = t->n_bytes;
         out_bytes += nb;
-        if (gguf_writer_add_tensor(w, nm, ty, t->n_dims, t->ne, NULL) != GGUF_OK) {
-            app_error("%s: cannot add the tensor", nm);
-            status = APP_FAIL;
+        gguf_status as = gguf_writer_add_tensor(w, nm, ty, t->n_dims, t->ne, NULL);
+        if (as != GGUF_OK) {
+            app_error("%s: tensor '%s' (%s) cannot be written: %s", in, shown(nm, strlen(nm), esc, sizeof esc), ggtype_name(ty),
+                      as == GGUF_EARG ? "its name or shape does not fit a GGUF file" : gguf_strerror(as));
+            status = as == GGUF_EARG ? APP_BADINPUT : APP_FAIL;
             goto done;
         }
     }
-    gguf_status gs = gguf_writer_write(w, outp, fill, &j);
+    status = app_out_open(&a, outp, "the quantized model");
+    if (status != APP_OK)
+        goto done;
+    gguf_status gs = gguf_writer_write_to(w, &a, fill, &j);
     app_progress_end();
-    if (gs != GGUF_OK) {
-        app_error("%s: cannot write (%s)", outp, gguf_strerror(gs));
+    if (gs == GGUF_EIO) {
+        app_out_error(&a);
+        status = APP_FAIL;
+        goto done;
+    } else if (gs != GGUF_OK) {
+        app_error("%s: quantizing failed (%s)", outp,
+                  gs == GGUF_EARG ? "a tensor's values could not be converted" : gguf_strerror(gs));
         status = APP_FAIL;
         goto done;
     }
+    status = app_out_commit(&a);
+    if (status != APP_OK)
+        goto done;
     /* a summary of the types chosen */
     uint64_t count[GGTYPE_COUNT] = {0};
     for (uint64_t i = 0; i < nt; i++)
@@ -437,6 +494,7 @@ int cmd_quantize(int argc, char **argv)
             fprintf(stderr, " %s:%llu", ggtype_name(t), (unsigned long long)count[t]);
     fprintf(stderr, "\n");
 done:
+    app_out_close(&a);
     gguf_writer_free(w);
     free(j.plan);
     gguf_close(f);

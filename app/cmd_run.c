@@ -138,8 +138,10 @@ int cmd_run(int argc, char **argv)
         if (!ecli_parse_ids(tokens_s, &ids, &n_prompt))
             return APP_BADINPUT;
     }
+    /* everything that can refuse the input (model, tokenizer, prompt) before
+     * the backend is opened and announced: a refusal is one line */
     ecli_engine e;
-    int rc = ecli_open(path, &o, o.n_ctx, &e);
+    int rc = ecli_open_model(path, &e);
     if (rc) {
         free(ids);
         return rc;
@@ -158,17 +160,25 @@ int cmd_run(int argc, char **argv)
             goto done;
         }
     }
-    uint32_t nv = session_n_vocab(e.s);
+    uint32_t nv = e.m->hp.n_vocab;
     for (uint32_t i = 0; i < n_prompt; i++)
         if ((uint32_t)ids[i] >= nv) {
             app_error("token id %d is out of range (vocabulary of %u)", ids[i], nv);
             rc = APP_BADINPUT;
             goto done;
         }
-    if (n_prompt >= session_n_ctx(e.s)) {
+    if (n_prompt >= ecli_ctx_size(&e, o.n_ctx)) {
         app_error("the prompt (%u tokens) does not fit the context (%u)", n_prompt,
-                  session_n_ctx(e.s));
+                  ecli_ctx_size(&e, o.n_ctx));
         rc = APP_BADINPUT;
+        goto done;
+    }
+    rc = ecli_open_backend(path, &o, o.n_ctx, &e);
+    if (rc)
+        goto done;
+    if (session_n_vocab(e.s) != nv || n_prompt >= session_n_ctx(e.s)) {
+        app_error("internal error: the session does not match the model");
+        rc = APP_FAIL;
         goto done;
     }
     smp = sampler_new(&sp, nv);

@@ -238,7 +238,17 @@ int demo_write(const char *path)
     }
     gguf_writer_add_tensor(w, "output_norm.weight", GGTYPE_F32, 1, ne_norm, ones);
     add_matrix(w, "output.weight", GGTYPE_Q6_K, out, (int)n_vocab, N_EMBD);
-    gguf_status st = gguf_writer_write(w, path, NULL, NULL);
+    afile a = {.fd = -1};
+    int rc = app_out_open(&a, path, "the demo model");
+    if (rc == APP_OK) {
+        if (gguf_writer_write_to(w, &a, NULL, NULL) == GGUF_EIO) {
+            app_out_error(&a);
+            rc = APP_FAIL;
+        } else {
+            rc = app_out_commit(&a);
+        }
+    }
+    app_out_close(&a);
     gguf_writer_free(w);
     free(m);
     free(ones);
@@ -249,7 +259,7 @@ int demo_write(const char *path)
     free(v.tok);
     free(v.score);
     free(v.type);
-    return st == GGUF_OK ? 0 : -1;
+    return rc == APP_OK ? 0 : -1;
 }
 
 const char *demo_text(void)
@@ -290,9 +300,7 @@ const char *app_demo_path(void)
         app_error("cannot create the cache directory %s: %s", dir, strerror(errno));
         return NULL;
     }
-    if (demo_write(path) != 0) {
-        app_error("cannot write the demo model to %s", path);
-        return NULL;
-    }
+    if (demo_write(path) != 0)
+        return NULL;   /* demo_write said why */
     return path;
 }

@@ -77,7 +77,7 @@ int ecli_common_opt(int argc, char **argv, int *i, ecli_opts *o)
     return 0;
 }
 
-int ecli_open(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine *e)
+int ecli_open_model(const char *path, ecli_engine *e)
 {
     memset(e, 0, sizeof *e);
     e->f = app_open_gguf(path);
@@ -91,20 +91,38 @@ int ecli_open(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine 
         ecli_close(e);
         return st == MODEL_ENOMEM ? APP_FAIL : APP_BADINPUT;
     }
+    return APP_OK;
+}
+
+uint32_t ecli_ctx_size(const ecli_engine *e, uint32_t n_ctx)
+{
+    /* session_new's rule (engine/session.c) */
+    uint32_t train = e->m->hp.n_ctx_train;
+    return n_ctx ? n_ctx : train < 4096 ? train : 4096;
+}
+
+int ecli_open_backend(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine *e)
+{
+    char msg[512];
     e->threads = o->threads;
     e->be = app_backend_open(o->backend, o->has_device ? o->device : -1, o->threads, e->m, false);
-    if (!e->be) {
-        ecli_close(e);
+    if (!e->be)
         return APP_FAIL;
-    }
     session_params sp = {.n_ctx = n_ctx, .n_threads = o->threads, .be = e->be};
     e->s = session_new(e->m, &sp, msg, sizeof msg);
     if (!e->s) {
         app_error("%s: %s", path, msg);
-        ecli_close(e);
         return APP_FAIL;
     }
     return APP_OK;
+}
+
+int ecli_open(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine *e)
+{
+    int rc = ecli_open_model(path, e);
+    if (rc == APP_OK && (rc = ecli_open_backend(path, o, n_ctx, e)) != APP_OK)
+        ecli_close(e);
+    return rc;
 }
 
 void ecli_close(ecli_engine *e)

@@ -40,6 +40,16 @@ int ecli_common_opt(int argc, char **argv, int *i, ecli_opts *o);
  * positions. Prints the error and returns the exit status on failure (2 for
  * a bad file, 1 otherwise), 0 on success. */
 int ecli_open(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine *e);
+/* ecli_open in two steps, so that a command can check its input against the
+ * model before a backend is announced on stderr: ecli_open_model opens FILE
+ * and binds the model (2 for a bad file); ecli_open_backend then creates the
+ * backend (printing which one) and the session. Each prints the error and
+ * returns the exit status on failure; ecli_open_model has then closed e,
+ * ecli_open_backend leaves that to the caller (ecli_close). */
+int ecli_open_model(const char *path, ecli_engine *e);
+int ecli_open_backend(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine *e);
+/* The context positions a session of n_ctx (0: the default) will have. */
+uint32_t ecli_ctx_size(const ecli_engine *e, uint32_t n_ctx);
 void ecli_close(ecli_engine *e);
 
 /* Parse "1,2,3" into a malloc'd array (*n ids). Returns false (message printed) on bad input. */

@@ -181,6 +181,8 @@ gguf_status gguf_writer_set_str(gguf_writer *w, const char *key, const char *v);
 gguf_status gguf_writer_set_arr(gguf_writer *w, const char *key, gguf_vtype elem_type, const void *data, uint64_t n);
 gguf_status gguf_writer_set_arr_str(gguf_writer *w, const char *key, const char *const *strs, uint64_t n);
 /* Copy a key/value (any type, nested arrays too) from an open file. */
+/* GGUF_EARG for a key with a NUL byte, an empty key or one over 65535 bytes,
+ * and a key already set. */
 gguf_status gguf_writer_copy_kv(gguf_writer *w, const gguf_kv *kv);
 /* A tensor: data is copied when `data` is not NULL, else provided later by
  * gguf_writer_write's callback. ne has n_dims entries. */
@@ -189,8 +191,16 @@ gguf_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t ty
 /* Callback that produces tensor `i`'s bytes when add_tensor got data == NULL:
  * write exactly `size` bytes to `dst`. Returns 0 on success. */
 typedef int (*gguf_tensor_fill_fn)(void *user, uint64_t i, void *dst, uint64_t size);
-/* Write the file to `path` atomically (a temporary file, then rename). */
+/* Write the file to `path` atomically (engine/base/afile.h: a temporary file in
+ * its folder, then rename). Returns GGUF_OK; GGUF_EIO with errno set when the
+ * file cannot be created, written or renamed (nothing is left behind);
+ * GGUF_EARG when `fill` fails; GGUF_ENOMEM. */
 gguf_status gguf_writer_write(gguf_writer *w, const char *path, gguf_tensor_fill_fn fill, void *user);
+/* Write the file's bytes into `a`, an afile that the caller opened and will
+ * commit or close (afile.h). Returns as gguf_writer_write; on GGUF_EIO,
+ * a->step and a->err say what failed. */
+struct afile;
+gguf_status gguf_writer_write_to(gguf_writer *w, struct afile *a, gguf_tensor_fill_fn fill, void *user);
 /* Serialize into a malloc'd buffer (*out, *size). Tensor data must have been given. */
 gguf_status gguf_writer_to_memory(gguf_writer *w, uint8_t **out, size_t *size);
 

@@ -1,12 +1,11 @@
 /* GGUF writer: v3, little-endian, spec-valid alignment and padding.
  * Metadata is serialized as it is set; tensor infos and data at write time. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "afile.h"
 #include "ggtype.h"
 #include "gguf.h"
 
@@ -37,8 +36,8 @@ struct gguf_writer {
 
 static void buf_put(buf *b, const void *data, size_t n)
 {
-    if (b->oom)
-        return;
+    if (b->oom || n == 0)
+        return;   /* n == 0: data may be NULL (a writer without metadata) */
     if (b->n + n > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->n + n)
@@ -265,6 +264,10 @@ static void put_value(buf *b, const gguf_value *v)
 gguf_status gguf_writer_copy_kv(gguf_writer *w, const gguf_kv *kv)
 {
     char key[65536];
+    /* keys are C strings here: one with a NUL byte (or too long) would be
+     * written cut short, under another name */
+    if (kv->key.len >= sizeof key || memchr(kv->key.ptr, 0, (size_t)kv->key.len))
+        return GGUF_EARG;
     gguf_str_copy(kv->key, key, sizeof key);
     if (!strcmp(key, "general.alignment"))
         return GGUF_OK; /* the writer's own alignment applies */
@@ -374,23 +377,7 @@ gguf_status gguf_writer_to_memory(gguf_writer *w, uint8_t **out, size_t *size)
     return GGUF_OK;
 }
 
-static bool write_all(int fd, const void *p, uint64_t n)
-{
-    const uint8_t *c = p;
-    while (n > 0) {
-        ssize_t k = write(fd, c, n > (1u << 30) ? (1u << 30) : (size_t)n);
-        if (k < 0) {
-            if (errno == EINTR)
-                continue;
-            return false;
-        }
-        c += k;
-        n -= (uint64_t)k;
-    }
-    return true;
-}
-
-gguf_status gguf_writer_write(gguf_writer *w, const char *path, gguf_tensor_fill_fn fill, void *user)
+gguf_status gguf_writer_write_to(gguf_writer *w, afile *a, gguf_tensor_fill_fn fill, void *user)
 {
     buf b = {0};
     build_head(w, &b);
@@ -398,22 +385,10 @@ gguf_status gguf_writer_write(gguf_writer *w, const char *path, gguf_tensor_fill
         free(b.p);
         return GGUF_ENOMEM;
     }
-    size_t pl = strlen(path) + 32;
-    char *tmp = malloc(pl);
-    if (!tmp) {
-        free(b.p);
-        return GGUF_ENOMEM;
-    }
-    snprintf(tmp, pl, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     gguf_status st = GGUF_OK;
     uint8_t *scratch = NULL;
     size_t scratch_cap = 0;
-    if (fd < 0) {
-        st = GGUF_EIO;
-        goto done;
-    }
-    if (!write_all(fd, b.p, b.n)) {
+    if (afile_write(a, b.p, b.n) != 0) {
         st = GGUF_EIO;
         goto done;
     }
@@ -423,7 +398,7 @@ gguf_status gguf_writer_write(gguf_writer *w, const char *path, gguf_tensor_fill
         wtensor *t = &w->tensors[i];
         while (pos < t->offset) {
             uint64_t k = t->offset - pos < sizeof zeros ? t->offset - pos : sizeof zeros;
-            if (!write_all(fd, zeros, k)) {
+            if (afile_write(a, zeros, k) != 0) {
                 st = GGUF_EIO;
                 goto done;
             }
@@ -450,28 +425,33 @@ gguf_status gguf_writer_write(gguf_writer *w, const char *path, gguf_tensor_fill
             }
             src = scratch;
         }
-        if (!write_all(fd, src, t->n_bytes)) {
+        if (afile_write(a, src, t->n_bytes) != 0) {
             st = GGUF_EIO;
             goto done;
         }
         pos += t->n_bytes;
     }
     /* pad the last tensor's data to the alignment, as ggml does */
-    if (pos % w->alignment && !write_all(fd, zeros, w->alignment - pos % w->alignment)) {
-        st = GGUF_EIO;
-        goto done;
-    }
-    if (fsync(fd) != 0)
+    if (pos % w->alignment && afile_write(a, zeros, w->alignment - pos % w->alignment) != 0)
         st = GGUF_EIO;
 done:
     free(scratch);
     free(b.p);
-    if (fd >= 0 && close(fd) != 0 && st == GGUF_OK)
-        st = GGUF_EIO;
-    if (st == GGUF_OK && rename(tmp, path) != 0)
-        st = GGUF_EIO;
-    if (st != GGUF_OK)
-        unlink(tmp);
-    free(tmp);
+    return st;
+}
+
+gguf_status gguf_writer_write(gguf_writer *w, const char *path, gguf_tensor_fill_fn fill, void *user)
+{
+    afile a;
+    gguf_status st = GGUF_EIO;
+    if (afile_open(&a, path) == 0) {
+        st = gguf_writer_write_to(w, &a, fill, user);
+        if (st == GGUF_OK && afile_commit(&a) != 0)
+            st = GGUF_EIO;
+    }
+    int e = a.err;
+    afile_close(&a);
+    if (st == GGUF_EIO)
+        errno = e;
     return st;
 }
