@@ -25,6 +25,7 @@ struct chs {
     size_t n, cap;
     chs_settings st;
     uint64_t version;
+    uint64_t next_id;     /* of chs_msg.id */
     char status[640];
     /* engine side */
     int32_t *held;
@@ -242,6 +243,7 @@ static chs_msg *push(chs *c)
     }
     chs_msg *m = &c->m[c->n];
     memset(m, 0, sizeof *m);
+    m->id = ++c->next_id;
     return m;
 }
 
@@ -1219,6 +1221,8 @@ void chs_load_file(chs *c, chs_file *f)
     if (!c->m)
         c->cap = 0;
     c->st = f->st;
+    for (size_t i = 0; i < c->n; i++)
+        c->m[i].id = ++c->next_id;
     c->version++;
     f->system = NULL;
     f->m = NULL;

@@ -68,6 +68,7 @@ typedef struct {
     size_t n_toks;
     bool has_stats;
     chs_reply_stats st;
+    uint64_t id;          /* unique within the chs (caches of the UI) */
 } chs_msg;
 
 typedef struct {
