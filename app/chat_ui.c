@@ -625,8 +625,16 @@ static void update_title(chat_ui *u)
     const char *fmt = chs_format_status(u->c);
     if (!strncmp(fmt, "chat format: ", 13))
         fmt += 13;
+    const char *state = "";
+    if (u->job && u->job->kind == JOB_REPLY) {
+        pthread_mutex_lock(&u->job->mu);
+        state = u->job->ids ? " · generating… Esc stops" : " · building the prompt… Esc stops";
+        pthread_mutex_unlock(&u->job->mu);
+    } else if (u->job) {
+        state = u->job->kind == JOB_LOAD ? " · loading… Esc stops" : " · rendering /template… Esc stops";
+    }
     snprintf(u->title, sizeof u->title, " chat · %.60s · ctx %s %u/%u%s%s · %.200s", base, gauge, used, n_ctx, speed,
-             u->streaming ? " · generating… Esc stops" : "", fmt);
+             state, fmt);
     screen_set_title(u->s, u->page, u->title);
 }
 
@@ -966,7 +974,7 @@ static void tr_draw(panel *p, WINDOW *w, bool focused)
     chat_ui *u = p->self;
     (void)focused;
     pull(u);
-    if (u->streaming)
+    if (u->job)
         update_title(u);
     int rows = p->ih, cols = p->iw;
     if (u->tmpl_view) {
