@@ -579,6 +579,51 @@ static void test_load_hostile(void **state)
     close_fx(fx);
 }
 
+/* The plan API the chat uses off the loop thread: a copy (the conversation
+ * may change meanwhile), O(log turns) renders, cancellation, apply refused
+ * when the transcript changed. */
+static void test_plan(void **state)
+{
+    (void)state;
+    fixture *fx = open_fx("chs-plan.gguf", 256);
+    char line[64], msg[256];
+    for (int i = 0; i < 2000; i++) {
+        snprintf(line, sizeof line, "question %d", i);
+        assert_int_equal(chs_add(fx->c, "user", line, strlen(line)), 0);
+        snprintf(line, sizeof line, "answer %d", i);
+        assert_int_equal(chs_add(fx->c, "assistant", line, strlen(line)), 0);
+    }
+    assert_int_equal(chs_add(fx->c, "user", "last", 4), 0);
+    chs_plan *p = chs_plan_new(fx->c, true, msg, sizeof msg);
+    assert_non_null(p);
+    atomic_bool cancel;
+    atomic_init(&cancel, true);
+    assert_int_equal(chs_plan_build(p, &cancel), 1);   /* cancelled before any render */
+    assert_int_equal(chs_plan_renders(p), 0);
+    atomic_store(&cancel, false);
+    assert_int_equal(chs_plan_build(p, &cancel), 0);
+    print_message("2,001 messages: %u renders\n", chs_plan_renders(p));
+    assert_true(chs_plan_renders(p) <= 14);   /* 1 + ceil(log2(2001 cut points)) + 1 */
+    size_t n;
+    assert_non_null(chs_plan_ids(p, &n));
+    assert_true(n > 0 && n + 6 <= 256);
+    /* the transcript changed since the plan was made: apply refuses */
+    chs_plan *q = chs_plan_new(fx->c, true, msg, sizeof msg);
+    assert_int_equal(chs_plan_build(q, NULL), 0);
+    assert_int_equal(chs_add(fx->c, "assistant", "x", 1), 0);
+    unsigned dropped = 1;
+    assert_int_equal(chs_plan_apply(fx->c, q, &dropped), -1);
+    assert_int_equal(dropped, 0);
+    assert_false(chs_at(fx->c, 0)->dropped);
+    chs_plan_free(q);
+    chs_plan_free(p);
+    /* nothing to answer */
+    chs_clear(fx->c);
+    assert_null(chs_plan_new(fx->c, true, msg, sizeof msg));
+    assert_non_null(strstr(msg, "no message"));
+    close_fx(fx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -591,6 +636,7 @@ int main(void)
         cmocka_unit_test(test_long_conversation_prompt),
         cmocka_unit_test(test_prompt_cut_is_minimal),
         cmocka_unit_test(test_load_hostile),
+        cmocka_unit_test(test_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
