@@ -371,6 +371,10 @@ keys C-u "Again" Enter
 ms=$(quit_ms)
 check "Ctrl+C right after sending (prompt being built) exits within 1 s (${ms} ms)" test "$ms" -lt 1000
 wait_for "EXITED 0" 1
+start longarg 120x30 "GGSCOPE_CHAT_DELAY_MS=0" --load "$TMP/long.json" --temp 0
+wait_for "10000 messages" 30 && wait_for "Answer 4999" && echo "ok: --load starts with the session loaded"
+keys C-c
+wait_for "EXITED 0"
 
 # ---- 7. a slow chat template (a long range() loop, ~2 s a render): keys answered, Ctrl+C at once ----
 DEMO=$(ls "$TMP"/cache/ggscope/*.gguf 2>/dev/null | head -1)
