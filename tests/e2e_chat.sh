@@ -339,11 +339,25 @@ lat_check() {   # lat_check WHAT "MEDIAN MAX" "IDLE-MEDIAN IDLE-MAX"
         test "$med" -lt $(( base + 150 ))
     check "$1: no key waits 1 s (longest ${max} ms)" test "$max" -lt 1000
 }
-quit_ms() {   # Ctrl+C, then the time until the process has exited (ms)
-    local t0=$(date +%s%N)
+quit_ms() {   # Ctrl+C; prints "A E": ms until the terminal is restored (alternate screen off), until the process has exited
+    local t0=$(date +%s%N) ta=""
     keys C-c
-    while ! screen | grep -q "EXITED"; do (( ($(date +%s%N) - t0) > 10000000000 )) && break; sleep 0.01; done
-    echo $(( ($(date +%s%N) - t0) / 1000000 ))
+    while ! screen | grep -q "EXITED"; do
+        [[ -z $ta && $(T display -p -t "$S" '#{alternate_on}') == 0 ]] && ta=$(( ($(date +%s%N) - t0) / 1000000 ))
+        (( ($(date +%s%N) - t0) > 10000000000 )) && break
+        sleep 0.01
+    done
+    local te=$(( ($(date +%s%N) - t0) / 1000000 ))
+    echo "${ta:-$te} $te"
+}
+# under ASan the process's exit runs LeakSanitizer's check (hundreds of ms on
+# this machine) after the chat has closed: the process may take 3 s there
+exit_limit=1000
+ldd "$BIN" 2>/dev/null | grep -q 'libasan\|asan' && exit_limit=3000
+quit_check() {   # quit_check WHAT "A E"
+    local ta=${2% *} te=${2#* }
+    check "$1: the chat closes (terminal restored) within 1 s (${ta} ms)" test "$ta" -lt 1000
+    check "$1: the process exits within $exit_limit ms (${te} ms)" test "$te" -lt "$exit_limit"
 }
 python3 -c "
 import json
@@ -368,8 +382,7 @@ wait_for "oldest messages" 60 && echo "ok: the prompt was cut (the oldest turns 
 echo "info: $(cat "$STALL" 2>/dev/null)"
 check "the chat never held the loop thread 50 ms or more (longest $(stall_ms "$STALL") ms of CPU)" test "$(stall_ms "$STALL")" -lt 50
 keys C-u "Again" Enter
-ms=$(quit_ms)
-check "Ctrl+C right after sending (prompt being built) exits within 1 s (${ms} ms)" test "$ms" -lt 1000
+quit_check "Ctrl+C right after sending (prompt being built)" "$(quit_ms)"
 wait_for "EXITED 0" 1
 start longarg 120x30 "GGSCOPE_CHAT_DELAY_MS=0" --load "$TMP/long.json" --temp 0
 wait_for "10000 messages" 30 && wait_for "Answer 4999" && echo "ok: --load starts with the session loaded"
@@ -439,8 +452,7 @@ keys Escape; sleep 0.1
 keys C-u "Again" Enter
 sleep 0.2
 check "still building the prompt when Ctrl+C comes (the render takes ${render_ms} ms)" has "building the prompt"
-ms=$(quit_ms)
-check "Ctrl+C while the slow template renders exits within 1 s (${ms} ms)" test "$ms" -lt 1000
+quit_check "Ctrl+C while the slow template renders" "$(quit_ms)"
 wait_for "EXITED 0" 1
 echo "info: $(cat "$STALL" 2>/dev/null)"
 check "the chat never held the loop thread 50 ms or more (longest $(stall_ms "$STALL") ms of CPU)" test "$(stall_ms "$STALL")" -lt 50
