@@ -17,18 +17,190 @@
 #define INPUT_MAX_ROWS 6
 #define INSPECTOR_ROWS 8
 
-/* ---- the generation job ---- */
+/* ---- the engine and conversation, shared with helper threads ----
+ *
+ * Rendering a template from the file and tokenizing a long conversation
+ * cannot be interrupted half-way. They run on a helper thread of their own
+ * (a `task`), which the job waits for while polling its cancel flag every
+ * few ms: Esc or Ctrl+C ends the job at once and leaves the task to finish
+ * alone. A task holds a reference on the `core` (engine + conversation: the
+ * template and tokenizer it reads), so quitting frees the core only after
+ * the last task has finished, or never when the process ends first. A task
+ * works on copies (a chs_plan, a file's bytes): the loop thread may change
+ * the conversation as soon as the job has ended. */
+typedef struct {
+    atomic_int refs;
+    ecli_engine e;
+    chs *c;
+} chat_core;
+
+static void core_release(chat_core *k)
+{
+    if (k && atomic_fetch_sub(&k->refs, 1) == 1) {
+        chs_free(k->c);
+        ecli_close(&k->e);
+        free(k);
+    }
+}
+
+enum { TASK_PLAN, TASK_LOAD };
+
+typedef struct task {
+    atomic_int refs;           /* the job and the thread */
+    atomic_bool cancel;        /* polled by chs_plan_build between renders */
+    chat_core *core;
+    int kind;
+    /* TASK_PLAN */
+    chs_plan *plan;
+    bool highlights;           /* also find the special tokens' byte ranges (/template) */
+    uint32_t *hl;
+    size_t nhl;
+    /* TASK_LOAD */
+    char *path;
+    chs_settings base;
+    chs_file file;
+    char err[512];
+    int rc;                    /* 0 done, 1 cancelled, -1 failed */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool finished;
+} task;
+
+static void task_release(task *t)
+{
+    if (t && atomic_fetch_sub(&t->refs, 1) == 1) {
+        chs_plan_free(t->plan);
+        free(t->hl);
+        free(t->path);
+        chs_file_free(&t->file);
+        pthread_mutex_destroy(&t->mu);
+        pthread_cond_destroy(&t->cv);
+        core_release(t->core);
+        free(t);
+    }
+}
+
+/* Byte ranges of special tokens in the rendered prompt: with special tokens
+ * parsed, every occurrence of a control token's text became that token, so
+ * the k-th special token is the next occurrence of its text after the
+ * previous one (a BOS added in front is not in the text: not found). */
+static void find_highlights(task *t)
+{
+    size_t len, n;
+    const char *text = chs_plan_text(t->plan, &len);
+    const int32_t *ids = chs_plan_ids(t->plan, &n);
+    const tok_vocab *v = chs_vocab(t->core->c);
+    t->hl = calloc(2 * (n + 1), sizeof *t->hl);
+    size_t off = 0;
+    for (size_t i = 0; i < n && t->hl; i++) {
+        if (atomic_load(&t->cancel))
+            return;
+        uint32_t at = tok_attr(v, ids[i]);
+        size_t tl = 0;
+        const char *tt = tok_text(v, ids[i], &tl);
+        if (!(at & (TOK_ATTR_CONTROL | TOK_ATTR_USER_DEFINED | TOK_ATTR_UNKNOWN)) || !tt || !tl)
+            continue;
+        const char *hit = tl <= len - off ? memmem(text + off, len - off, tt, tl) : NULL;
+        if (!hit)
+            continue;
+        size_t k = (size_t)(hit - text);
+        t->hl[2 * t->nhl] = (uint32_t)k;
+        t->hl[2 * t->nhl + 1] = (uint32_t)(k + tl);
+        t->nhl++;
+        off = k + tl;
+    }
+}
+
+static void *task_main(void *arg)
+{
+    task *t = arg;
+    int rc;
+    if (t->kind == TASK_PLAN) {
+        rc = chs_plan_build(t->plan, &t->cancel);
+        if (rc < 0)
+            snprintf(t->err, sizeof t->err, "%s", chs_plan_error(t->plan));
+        else if (rc == 0 && t->highlights)
+            find_highlights(t);
+    } else {
+        rc = chs_session_read(t->path, &t->base, &t->file, t->err, sizeof t->err);
+    }
+    pthread_mutex_lock(&t->mu);
+    t->rc = rc;
+    t->finished = true;
+    pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    task_release(t);
+    return NULL;
+}
+
+static task *task_new(chat_core *k, int kind)
+{
+    task *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    atomic_init(&t->refs, 1);
+    atomic_init(&t->cancel, false);
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->cv, NULL);
+    t->kind = kind;
+    atomic_fetch_add(&k->refs, 1);
+    t->core = k;
+    return t;
+}
+
+/* Worker: run t on a helper thread and wait for it, or for the job's cancel
+ * flag (then the task is left to finish alone). 0 done, 1 cancelled, -1
+ * failed (t->err). */
+static int task_run(task *t, ui_job *j)
+{
+    pthread_attr_t at;
+    pthread_t th;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    atomic_fetch_add(&t->refs, 1);
+    if (pthread_create(&th, &at, task_main, t) != 0) {
+        pthread_attr_destroy(&at);
+        atomic_fetch_sub(&t->refs, 1);
+        snprintf(t->err, sizeof t->err, "cannot start a thread");
+        return -1;
+    }
+    pthread_attr_destroy(&at);
+    pthread_mutex_lock(&t->mu);
+    while (!t->finished && !atomic_load(&j->cancel)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 5 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&t->cv, &t->mu, &ts);
+    }
+    bool fin = t->finished;
+    pthread_mutex_unlock(&t->mu);
+    if (!fin) {
+        atomic_store(&t->cancel, true);
+        return 1;
+    }
+    return t->rc;
+}
+
+/* ---- the jobs: a reply (prompt, then generation), /template, /load ---- */
+
+enum { JOB_REPLY, JOB_TEMPLATE, JOB_LOAD };
 
 typedef struct gen_job {
     ui_job job;
     struct chat_ui *u;
+    int kind;
     chs *c;
-    int32_t *ids;
-    size_t n;
+    task *t;              /* the prompt or the file being read */
     chs_settings st;
     unsigned delay_ms;
     /* worker -> loop, under mu */
     pthread_mutex_t mu;
+    int32_t *ids;         /* the prompt, once built */
+    size_t n;
     char *text;
     size_t len, cap;
     chs_tokinfo *toks;
@@ -36,11 +208,11 @@ typedef struct gen_job {
     size_t total;          /* bytes produced so far (worker side) */
     double last_wake;
     /* set by work, read in done */
+    int prc;               /* the task: 0 done, 1 cancelled, -1 failed */
     chs_reply_stats rs;
     int rc;
-    char err[256];
+    char err[512];
 } gen_job;
-
 typedef struct {
     int kind;            /* L_* */
     int msg;             /* message index; -1 system; -2 the reply being generated */
@@ -52,8 +224,8 @@ typedef struct {
 enum { L_HEAD, L_TEXT, L_INFO, L_BLANK };
 
 struct chat_ui {
-    ecli_engine e;
-    chs *c;
+    chat_core *core;
+    chs *c;               /* core->c */
     char path[1024];
     chat_ui_opts o;
     screen *s;
@@ -91,13 +263,78 @@ struct chat_ui {
     size_t tmpl_nhl;
     char notice[256];
     char title[512];
+    /* u->lines as last laid out: what (LAY_*), for which width; lay_n
+     * lines before the streamed reply */
+    tline *tlines;        /* the template view's */
+    size_t ntlines, captlines;
+    int tmpl_w;           /* width tlines were laid out for (-1: none) */
+    int lay_kind;
+    int lay_w;
+    size_t lay_n;
+    char *lay_sys;        /* the system prompt laid out */
+    struct {
+        uint64_t id;      /* chs_msg.id */
+        bool stats;
+        size_t first;     /* its first line */
+    } *lay_msg;           /* per message */
+    size_t lay_nmsg, lay_capmsg;
+    /* GGSCOPE_CHAT_STALL_LOG: the longest time the chat held the loop thread */
+    char *stall_path;
+    double stall_max, stall_cpu;   /* seconds: wall clock, thread CPU time */
+    char stall_what[32];
 };
+
+enum { LAY_NONE = 0, LAY_TRANSCRIPT };
 
 static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The time the chat holds the loop thread, measured around each of its
+ * entry points (keys, drawing, a job's end): the longest, in wall-clock time
+ * and in the loop thread's CPU time (which a loaded machine does not
+ * inflate), is written to $GGSCOPE_CHAT_STALL_LOG as
+ * "max_stall_ms WALL cpu_ms CPU WHAT" (tests: the UI's responsiveness from
+ * the inside). Removing the file starts a new measurement. */
+typedef struct {
+    double wall, cpu;
+} stall_t;
+
+static double cpu_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static stall_t stall_begin(void)
+{
+    return (stall_t){now_s(), cpu_now_s()};
+}
+
+static void stall_end(chat_ui *u, stall_t t0, const char *what)
+{
+    if (!u->stall_path)
+        return;
+    double d = now_s() - t0.wall, c = cpu_now_s() - t0.cpu;
+    if ((u->stall_max > 0 || u->stall_cpu > 0) && access(u->stall_path, F_OK) != 0)
+        u->stall_max = u->stall_cpu = 0;   /* the file was removed: a new measurement */
+    if (d <= u->stall_max && c <= u->stall_cpu)
+        return;
+    if (d > u->stall_max) {
+        u->stall_max = d;
+        snprintf(u->stall_what, sizeof u->stall_what, "%s", what);
+    }
+    if (c > u->stall_cpu)
+        u->stall_cpu = c;
+    FILE *fp = fopen(u->stall_path, "w");
+    if (fp) {
+        fprintf(fp, "max_stall_ms %.3f cpu_ms %.3f %s\n", u->stall_max * 1e3, u->stall_cpu * 1e3, u->stall_what);
+        fclose(fp);
+    }
 }
 
 static bool grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -141,15 +378,28 @@ static void gen_on_token(void *ctx, const char *text, size_t len, const chs_toki
 static void gen_work(ui_job *j)
 {
     gen_job *g = (gen_job *)j;
+    g->prc = task_run(g->t, j);
+    if (g->prc)
+        return;
+    if (g->kind != JOB_REPLY)
+        return;
+    size_t n;
+    int32_t *ids = chs_plan_take_ids(g->t->plan, &n);
+    pthread_mutex_lock(&g->mu);
+    g->ids = ids;
+    g->n = n;
+    pthread_mutex_unlock(&g->mu);
+    if (g->job.wake)
+        g->job.wake(g->job.wake_ctx);   /* the gauge: the prompt's size */
     chs_sink sk = {gen_on_token, g, &j->cancel, g->delay_ms};
-    g->rc = chs_generate(g->c, g->ids, g->n, &g->st, &sk, &g->rs, g->err, sizeof g->err);
+    g->rc = chs_generate(g->c, ids, n, &g->st, &sk, &g->rs, g->err, sizeof g->err);
 }
 
 /* loop thread: move what the worker produced into the UI's copy */
 static void pull(chat_ui *u)
 {
     gen_job *g = u->job;
-    if (!g)
+    if (!g || g->kind != JOB_REPLY)
         return;
     pthread_mutex_lock(&g->mu);
     if (g->len && grow((void **)&u->reply, &u->rcap, u->rlen + g->len + 1, 1)) {
@@ -169,8 +419,9 @@ static void pull(chat_ui *u)
         if (last->off + last->len < g->total)
             last->len = (uint32_t)(g->total - last->off);
     }
+    size_t n = g->n;
     pthread_mutex_unlock(&g->mu);
-    u->ctx_used = (uint32_t)(g->n + u->rntok);
+    u->ctx_used = (uint32_t)(n + u->rntok);
 }
 
 static void update_title(chat_ui *u);
@@ -186,16 +437,24 @@ static const char *stop_name(chs_stop s)
     }
 }
 
-static void gen_done(ui_job *j)
+static void reply_done(chat_ui *u, gen_job *g)
 {
-    gen_job *g = (gen_job *)j;
-    chat_ui *u = g->u;
-    pull(u);
-    u->job = NULL;
-    u->streaming = false;
-    if (g->rc) {
-        screen_message(u->s, "generation failed: %s", g->err);
+    if (g->prc == 1) {
+        screen_message(u->s, "stopped while the prompt was being built (Esc)");
+        return;
     }
+    if (g->prc < 0) {
+        screen_message(u->s, "%s", g->t->err);
+        return;
+    }
+    unsigned dropped = 0;
+    chs_plan_apply(u->c, g->t->plan, &dropped);   /* the transcript cannot change while a job runs */
+    if (dropped)
+        snprintf(u->notice, sizeof u->notice,
+                 "context full: the %u oldest message%s (greyed) no longer reach%s the model; the system prompt is kept",
+                 dropped, dropped == 1 ? "" : "s", dropped == 1 ? "es" : "");
+    if (g->rc)
+        screen_message(u->s, "generation failed: %s", g->err);
     if (g->rc == 0 || u->rlen) {
         if (chs_add_reply(u->c, u->reply ? u->reply : "", u->rlen, u->rtok, u->rntok, &g->rs))
             screen_message(u->s, "out of memory");
@@ -204,64 +463,150 @@ static void gen_done(ui_job *j)
         else if (g->rs.stop == CHS_STOP_CTX)
             screen_message(u->s, "the context is full: the next message drops the oldest turns");
     }
+}
+
+static void template_done(chat_ui *u, gen_job *g)
+{
+    if (g->prc == 1) {
+        screen_message(u->s, "/template: stopped (Esc)");
+        return;
+    }
+    if (g->prc < 0) {
+        screen_message(u->s, "/template: %s", g->t->err);
+        return;
+    }
+    task *t = g->t;
+    size_t len, n;
+    const char *text = chs_plan_text(t->plan, &len);
+    chs_plan_ids(t->plan, &n);
+    char *copy = malloc(len + 1);
+    if (!copy) {
+        screen_message(u->s, "out of memory");
+        return;
+    }
+    memcpy(copy, text, len + 1);
+    free(u->tmpl_text);
+    free(u->tmpl_hl);
+    u->tmpl_text = copy;
+    u->tmpl_len = len;
+    u->tmpl_hl = t->hl;
+    u->tmpl_nhl = t->hl ? t->nhl : 0;
+    t->hl = NULL;
+    u->tmpl_view = true;
+    u->tmpl_w = -1;
+    u->top = 0;
+    screen_focus(u->s, u->tr);
+    screen_message(u->s, "%zu tokens, %zu special; Esc returns", n, u->tmpl_nhl);
+}
+
+static void load_done(chat_ui *u, gen_job *g)
+{
+    if (g->prc == 1) {
+        screen_message(u->s, "/load: stopped (Esc)");
+        return;
+    }
+    if (g->prc < 0) {
+        screen_message(u->s, "/load: %s", g->t->err);
+        return;
+    }
+    chs_load_file(u->c, &g->t->file);
+    u->notice[0] = 0;
+    u->sel_msg = -1;
+    u->follow = true;
+    screen_message(u->s, "loaded %zu messages from %s", chs_count(u->c), g->t->path);
+}
+
+static void gen_done(ui_job *j)
+{
+    gen_job *g = (gen_job *)j;
+    chat_ui *u = g->u;
+    stall_t t0 = stall_begin();
+    pull(u);
+    u->job = NULL;
+    u->streaming = false;
+    if (g->kind == JOB_REPLY)
+        reply_done(u, g);
+    else if (g->kind == JOB_TEMPLATE)
+        template_done(u, g);
+    else
+        load_done(u, g);
     u->rlen = 0;
     u->rntok = 0;
     u->ctx_used = (uint32_t)chs_held(u->c);
     update_title(u);
     screen_dirty(u->s);
+    task_release(g->t);
     pthread_mutex_destroy(&g->mu);
     free(g->text);
     free(g->toks);
     free(g->ids);
     free(g);
+    stall_end(u, t0, "job done");
+}
+
+/* Start a job of `kind` on task t (taken). */
+static bool start_job(chat_ui *u, int kind, task *t)
+{
+    gen_job *g = calloc(1, sizeof *g);
+    if (!g) {
+        task_release(t);
+        screen_message(u->s, "out of memory");
+        return false;
+    }
+    pthread_mutex_init(&g->mu, NULL);
+    g->u = u;
+    g->kind = kind;
+    g->c = u->c;
+    g->t = t;
+    g->st = chs_get_settings(u->c);
+    g->delay_ms = u->o.delay_ms;
+    ui_job_init(&g->job, gen_work, gen_done, u);
+    u->job = g;
+    if (kind == JOB_REPLY) {
+        u->streaming = true;
+        u->rlen = 0;
+        u->rntok = 0;
+        u->follow = true;
+    }
+    if (screen_submit(u->s, &g->job) != 0) {
+        u->job = NULL;
+        u->streaming = false;
+        task_release(t);
+        pthread_mutex_destroy(&g->mu);
+        free(g);
+        screen_message(u->s, "cannot start the worker");
+        return false;
+    }
+    update_title(u);
+    return true;
+}
+
+/* A plan of the conversation as it is now, on a task. */
+static task *plan_task(chat_ui *u, bool fit)
+{
+    char msg[512];
+    chs_plan *p = chs_plan_new(u->c, fit, msg, sizeof msg);
+    if (!p) {
+        screen_message(u->s, "%s", msg);
+        return NULL;
+    }
+    task *t = task_new(u->core, TASK_PLAN);
+    if (!t) {
+        chs_plan_free(p);
+        screen_message(u->s, "out of memory");
+        return NULL;
+    }
+    t->plan = p;
+    return t;
 }
 
 static void start_reply(chat_ui *u)
 {
     if (u->job)
         return;
-    int32_t *ids;
-    size_t n;
-    unsigned dropped = 0;
-    char msg[512];
-    if (chs_prompt(u->c, &ids, &n, &dropped, msg, sizeof msg)) {
-        screen_message(u->s, "%s", msg);
-        return;
-    }
-    if (dropped)
-        snprintf(u->notice, sizeof u->notice,
-                 "context full: the %u oldest message%s (greyed) no longer reach%s the model; the system prompt is kept",
-                 dropped, dropped == 1 ? "" : "s", dropped == 1 ? "es" : "");
-    gen_job *g = calloc(1, sizeof *g);
-    if (!g) {
-        free(ids);
-        screen_message(u->s, "out of memory");
-        return;
-    }
-    pthread_mutex_init(&g->mu, NULL);
-    g->u = u;
-    g->c = u->c;
-    g->ids = ids;
-    g->n = n;
-    g->st = chs_get_settings(u->c);
-    g->delay_ms = u->o.delay_ms;
-    ui_job_init(&g->job, gen_work, gen_done, u);
-    u->job = g;
-    u->streaming = true;
-    u->rlen = 0;
-    u->rntok = 0;
-    u->follow = true;
-    u->ctx_used = (uint32_t)n;
-    if (screen_submit(u->s, &g->job) != 0) {
-        u->job = NULL;
-        u->streaming = false;
-        pthread_mutex_destroy(&g->mu);
-        free(g->ids);
-        free(g);
-        screen_message(u->s, "cannot start the worker");
-        return;
-    }
-    update_title(u);
+    task *t = plan_task(u, true);
+    if (t)
+        start_job(u, JOB_REPLY, t);
 }
 
 static bool stop_reply(chat_ui *u)
@@ -269,7 +614,7 @@ static bool stop_reply(chat_ui *u)
     if (!u->job)
         return false;
     ui_job_cancel(&u->job->job);
-    session_cancel(u->e.s);   /* stops an evaluation between layers */
+    session_cancel(u->core->e.s);   /* stops an evaluation between layers */
     return true;
 }
 
@@ -277,7 +622,7 @@ static bool stop_reply(chat_ui *u)
 
 static void update_title(chat_ui *u)
 {
-    uint32_t n_ctx = session_n_ctx(u->e.s);
+    uint32_t n_ctx = session_n_ctx(u->core->e.s);
     uint32_t used = u->ctx_used;
     char gauge[64];
     int cells = 10, full = n_ctx ? (int)((uint64_t)used * cells / n_ctx) : 0;
@@ -304,8 +649,16 @@ static void update_title(chat_ui *u)
     const char *fmt = chs_format_status(u->c);
     if (!strncmp(fmt, "chat format: ", 13))
         fmt += 13;
+    const char *state = "";
+    if (u->job && u->job->kind == JOB_REPLY) {
+        pthread_mutex_lock(&u->job->mu);
+        state = u->job->ids ? " · generating… Esc stops" : " · building the prompt… Esc stops";
+        pthread_mutex_unlock(&u->job->mu);
+    } else if (u->job) {
+        state = u->job->kind == JOB_LOAD ? " · loading… Esc stops" : " · rendering /template… Esc stops";
+    }
     snprintf(u->title, sizeof u->title, " chat · %.60s · ctx %s %u/%u%s%s · %.200s", base, gauge, used, n_ctx, speed,
-             u->streaming ? " · generating… Esc stops" : "", fmt);
+             state, fmt);
     screen_set_title(u->s, u->page, u->title);
 }
 
@@ -339,10 +692,11 @@ static void wrap(const char *text, size_t len, int width, span_fn fn, void *ctx)
             int col = 0;
             size_t p = s, lastsp = 0;
             while (p < e) {
-                size_t cl = u8len((unsigned char)text[p]);
+                unsigned char ch = (unsigned char)text[p];
+                size_t cl = u8len(ch);
                 if (p + cl > e)
                     cl = e - p;
-                int w = ui_width(text + p, cl);
+                int w = ch >= 0x20 && ch < 0x7f ? 1 : ui_width(text + p, cl);   /* ASCII: one column */
                 if (col + w > width)
                     break;
                 col += w;
@@ -406,34 +760,60 @@ static const char *msg_text(chat_ui *u, int msg, size_t *len)
     return m->content;
 }
 
+/* The transcript's lines. A message's lines are laid out once per width:
+ * when the transcript changes, the messages before the first one that
+ * differs (by id and figures) keep theirs, so a reply added to a long
+ * conversation costs its own lines only. Whether a message is dropped is
+ * applied when drawing. The reply being streamed and the notice are added
+ * each time. */
 static void layout_lines(chat_ui *u, int width)
 {
-    u->nlines = 0;
     int tw = width - 2;
     wrapctx w = {u, 0, 0, 2};
     tline *l;
-    if (chs_system(u->c)[0]) {
-        l = add_line(u, L_HEAD, -1, ui_attr(UI_C_GROUP) | A_BOLD);
-        if (l)
-            snprintf(l->info, sizeof l->info, "\xe2\x96\x8c system");
-        w.msg = -1;
-        w.a = ui_attr(UI_C_DIM);
-        size_t len;
-        const char *t = msg_text(u, -1, &len);
-        wrap(t, len, tw, text_span, &w);
-        add_line(u, L_BLANK, -1, 0);
-    }
     size_t n = chs_count(u->c);
-    for (size_t i = 0; i < n; i++) {
+    size_t from = 0;   /* the first message laid out again */
+    bool same_sys = u->lay_sys && !strcmp(u->lay_sys, chs_system(u->c));
+    if (u->lay_kind == LAY_TRANSCRIPT && u->lay_w == width && same_sys) {
+        while (from < n && from < u->lay_nmsg && u->lay_msg[from].id == chs_at(u->c, from)->id &&
+               u->lay_msg[from].stats == chs_at(u->c, from)->has_stats)
+            from++;
+        if (from == n && from == u->lay_nmsg) {
+            u->nlines = u->lay_n;
+            goto tail;
+        }
+        u->nlines = from < u->lay_nmsg ? u->lay_msg[from].first : u->lay_n;
+    } else {
+        u->nlines = 0;
+        free(u->lay_sys);
+        u->lay_sys = strdup(chs_system(u->c));
+        if (chs_system(u->c)[0]) {
+            l = add_line(u, L_HEAD, -1, ui_attr(UI_C_GROUP) | A_BOLD);
+            if (l)
+                snprintf(l->info, sizeof l->info, "\xe2\x96\x8c system");
+            w.msg = -1;
+            w.a = ui_attr(UI_C_DIM);
+            size_t len;
+            const char *t = msg_text(u, -1, &len);
+            wrap(t, len, tw, text_span, &w);
+            add_line(u, L_BLANK, -1, 0);
+        }
+    }
+    if (!grow((void **)&u->lay_msg, &u->lay_capmsg, n + 1, sizeof *u->lay_msg)) {
+        u->lay_kind = LAY_NONE;
+        return;
+    }
+    for (size_t i = from; i < n; i++) {
         const chs_msg *m = chs_at(u->c, i);
         bool user = !strcmp(m->role, "user");
-        attr_t ha = m->dropped ? ui_attr(UI_C_DIM) : ui_attr(user ? UI_C_KEY : UI_C_NUMBER) | A_BOLD;
-        l = add_line(u, L_HEAD, (int)i, ha);
+        u->lay_msg[i].id = m->id;
+        u->lay_msg[i].stats = m->has_stats;
+        u->lay_msg[i].first = u->nlines;
+        l = add_line(u, L_HEAD, (int)i, ui_attr(user ? UI_C_KEY : UI_C_NUMBER) | A_BOLD);
         if (l)
-            snprintf(l->info, sizeof l->info, "\xe2\x96\x8c %s%s", user ? "you" : "assistant",
-                     m->dropped ? "  (dropped: out of the context)" : "");
+            snprintf(l->info, sizeof l->info, "\xe2\x96\x8c %s", user ? "you" : "assistant");
         w.msg = (int)i;
-        w.a = m->dropped ? ui_attr(UI_C_DIM) : ui_attr(UI_C_NORMAL);
+        w.a = ui_attr(UI_C_NORMAL);
         wrap(m->content, m->len, tw, text_span, &w);
         if (m->has_stats) {
             l = add_line(u, L_INFO, (int)i, ui_attr(UI_C_DIM));
@@ -447,6 +827,11 @@ static void layout_lines(chat_ui *u, int width)
         }
         add_line(u, L_BLANK, (int)i, 0);
     }
+    u->lay_nmsg = n;
+    u->lay_kind = LAY_TRANSCRIPT;
+    u->lay_w = width;
+    u->lay_n = u->nlines;
+tail:
     if (u->streaming) {
         l = add_line(u, L_HEAD, -2, ui_attr(UI_C_NUMBER) | A_BOLD);
         if (l)
@@ -553,12 +938,26 @@ static void draw_inspector(chat_ui *u, WINDOW *w, int y0, int cols)
 
 /* ---- transcript pane ---- */
 
+/* The template view's lines and the transcript's trade places. */
+#define SWAP_LINES(u)                                                                                    \
+    do {                                                                                                 \
+        tline *l_ = (u)->lines;                                                                          \
+        size_t n_ = (u)->nlines, c_ = (u)->caplines;                                                     \
+        (u)->lines = (u)->tlines, (u)->nlines = (u)->ntlines, (u)->caplines = (u)->captlines;            \
+        (u)->tlines = l_, (u)->ntlines = n_, (u)->captlines = c_;                                        \
+    } while (0)
+
 static void draw_template(chat_ui *u, WINDOW *w, int rows, int cols)
 {
-    /* lines of the rendered prompt; special tokens highlighted */
-    u->nlines = 0;
-    wrapctx wc = {u, -4, ui_attr(UI_C_NORMAL), 0};
-    wrap(u->tmpl_text, u->tmpl_len, cols - 1, text_span, &wc);
+    /* lines of the rendered prompt (laid out once per width, in lines of
+     * their own: the transcript's stay); special tokens highlighted */
+    SWAP_LINES(u);
+    if (u->tmpl_w != cols) {
+        u->nlines = 0;
+        wrapctx wc = {u, -4, ui_attr(UI_C_NORMAL), 0};
+        wrap(u->tmpl_text, u->tmpl_len, cols - 1, text_span, &wc);
+        u->tmpl_w = cols;
+    }
     if (u->top > (long)u->nlines - rows)
         u->top = (long)u->nlines - rows;
     if (u->top < 0)
@@ -568,7 +967,15 @@ static void draw_template(chat_ui *u, WINDOW *w, int rows, int cols)
         size_t a = l->off, b = l->off + l->len;
         int x = 0;
         size_t p = a;
-        for (size_t h = 0; h < u->tmpl_nhl && p < b; h++) {
+        size_t h0 = 0, h1 = u->tmpl_nhl;   /* the first highlight ending after p */
+        while (h0 < h1) {
+            size_t mid = h0 + (h1 - h0) / 2;
+            if (u->tmpl_hl[2 * mid + 1] <= p)
+                h0 = mid + 1;
+            else
+                h1 = mid;
+        }
+        for (size_t h = h0; h < u->tmpl_nhl && p < b; h++) {
             size_t hs = u->tmpl_hl[2 * h], he = u->tmpl_hl[2 * h + 1];
             if (he <= p)
                 continue;
@@ -583,6 +990,7 @@ static void draw_template(chat_ui *u, WINDOW *w, int rows, int cols)
         if (b < u->tmpl_len && u->tmpl_text[b] == '\n' && x < cols)
             ui_put(w, r, x, 1, "\xe2\x86\xb5", 3, ui_attr(UI_C_DIM), false);   /* ↵ */
     }
+    SWAP_LINES(u);
 }
 
 static void tr_draw(panel *p, WINDOW *w, bool focused)
@@ -590,7 +998,7 @@ static void tr_draw(panel *p, WINDOW *w, bool focused)
     chat_ui *u = p->self;
     (void)focused;
     pull(u);
-    if (u->streaming)
+    if (u->job)
         update_title(u);
     int rows = p->ih, cols = p->iw;
     if (u->tmpl_view) {
@@ -640,16 +1048,22 @@ static void tr_draw(panel *p, WINDOW *w, bool focused)
         u->follow = true;
     for (int r = 0; r < trows && (size_t)(u->top + r) < u->nlines; r++) {
         tline *l = &u->lines[u->top + r];
-        if (l->kind == L_HEAD || l->kind == L_INFO) {
+        bool dropped = l->msg >= 0 && chs_at(u->c, (size_t)l->msg)->dropped;
+        attr_t la = dropped && l->kind != L_INFO ? ui_attr(UI_C_DIM) : l->a;
+        if (l->kind == L_HEAD && dropped) {
+            char head[200];
+            snprintf(head, sizeof head, "%s  (dropped: out of the context)", l->info);
+            ui_put(w, r, 0, cols, head, SIZE_MAX, la, true);
+        } else if (l->kind == L_HEAD || l->kind == L_INFO) {
             ui_put(w, r, l->kind == L_INFO ? 2 : 0, cols - (l->kind == L_INFO ? 2 : 0), l->info, SIZE_MAX, l->a,
                    true);
         } else if (l->kind == L_TEXT) {
             size_t tl;
             const char *t = msg_text(u, l->msg, &tl);
             if (sm && l->msg == u->sel_msg)
-                put_hl(w, r, 2, cols - 2, t, l->off, l->off + l->len, hs, he, l->a, ui_attr(UI_C_SELECT));
+                put_hl(w, r, 2, cols - 2, t, l->off, l->off + l->len, hs, he, la, ui_attr(UI_C_SELECT));
             else
-                ui_put(w, r, 2, cols - 2, t + l->off, l->len, l->a, false);
+                ui_put(w, r, 2, cols - 2, t + l->off, l->len, la, false);
         }
     }
     if (u->nlines > (size_t)trows && trows > 0) {
@@ -792,11 +1206,27 @@ static void noop_destroy(panel *p)
     free(p);
 }
 
+/* The panes' entry points, timed (GGSCOPE_CHAT_STALL_LOG). */
+static void tr_draw_timed(panel *p, WINDOW *w, bool focused)
+{
+    stall_t t0 = stall_begin();
+    tr_draw(p, w, focused);
+    stall_end(p->self, t0, "draw transcript");
+}
+
+static int tr_key_timed(panel *p, int key)
+{
+    stall_t t0 = stall_begin();
+    int r = tr_key(p, key);
+    stall_end(p->self, t0, "key (transcript)");
+    return r;
+}
+
 static const panel_ops tr_ops = {
     .name = "Chat",
     .title = tr_title,
-    .draw = tr_draw,
-    .on_key = tr_key,
+    .draw = tr_draw_timed,
+    .on_key = tr_key_timed,
     .on_mouse = tr_mouse,
     .hints = tr_hints,
     .destroy = noop_destroy,
@@ -839,7 +1269,7 @@ static void show_pager(chat_ui *u, const char *title, const char *fmt, ...)
 static void chatcmd_show(chat_ui *u)
 {
     chs_settings st = chs_get_settings(u->c);
-    uint32_t n_ctx = session_n_ctx(u->e.s);
+    uint32_t n_ctx = session_n_ctx(u->core->e.s);
     show_pager(u, "Chat settings",
                "model        %s\n"
                "template     %s\n"
@@ -858,7 +1288,7 @@ static void chatcmd_show(chat_ui *u)
                "n_predict       %d\n"
                "\n/set NAME VALUE changes one.",
                u->path, chat_template_describe(chs_template(u->c)), chs_format_status(u->c), u->ctx_used, n_ctx,
-               n_ctx ? 100.0 * u->ctx_used / n_ctx : 0.0, session_kv_bytes(u->e.s) / 1048576.0, chs_count(u->c),
+               n_ctx ? 100.0 * u->ctx_used / n_ctx : 0.0, session_kv_bytes(u->core->e.s) / 1048576.0, chs_count(u->c),
                chs_system(u->c)[0] ? chs_system(u->c) : "(none)", st.sp.temp, st.sp.top_k, st.sp.top_p, st.sp.min_p,
                st.sp.repeat_penalty, st.sp.repeat_last_n, (unsigned long long)st.sp.seed, st.n_predict);
 }
@@ -892,53 +1322,30 @@ static void chatcmd_help(chat_ui *u)
     free(t);
 }
 
+/* /template: the prompt rendered and tokenized on a worker (the template
+ * comes from the file), shown when done. */
 static void chatcmd_template(chat_ui *u)
 {
-    size_t len;
-    chat_result r;
-    char *text = chs_render(u->c, true, &len, &r);
-    if (!text) {
-        screen_message(u->s, "%s", r.status);
+    task *t = plan_task(u, false);
+    if (!t)
+        return;
+    t->highlights = true;
+    if (start_job(u, JOB_TEMPLATE, t))
+        screen_message(u->s, "/template: rendering… Esc stops");
+}
+
+/* /load: the file read and checked on a worker, the conversation replaced when done. */
+static void chatcmd_load(chat_ui *u, const char *path)
+{
+    task *t = task_new(u->core, TASK_LOAD);
+    if (!t || !(t->path = strdup(path))) {
+        task_release(t);
+        screen_message(u->s, "out of memory");
         return;
     }
-    int32_t *ids;
-    size_t n;
-    if (chs_tokenize(u->c, text, len, &ids, &n)) {
-        free(text);
-        return;
-    }
-    /* byte ranges of special tokens: with special tokens parsed, every
-     * occurrence of a control token's text in the prompt became that token,
-     * so the k-th special token is the next occurrence of its text after the
-     * previous one (a BOS added in front is not in the text: not found) */
-    free(u->tmpl_hl);
-    u->tmpl_hl = calloc(2 * (n + 1), sizeof *u->tmpl_hl);
-    u->tmpl_nhl = 0;
-    const tok_vocab *v = chs_vocab(u->c);
-    size_t off = 0;
-    for (size_t i = 0; i < n && u->tmpl_hl; i++) {
-        uint32_t at = tok_attr(v, ids[i]);
-        size_t tl = 0;
-        const char *tt = tok_text(v, ids[i], &tl);
-        if (!(at & (TOK_ATTR_CONTROL | TOK_ATTR_USER_DEFINED | TOK_ATTR_UNKNOWN)) || !tt || !tl)
-            continue;
-        for (size_t k = off; k + tl <= len; k++)
-            if (!memcmp(text + k, tt, tl)) {
-                u->tmpl_hl[2 * u->tmpl_nhl] = (uint32_t)k;
-                u->tmpl_hl[2 * u->tmpl_nhl + 1] = (uint32_t)(k + tl);
-                u->tmpl_nhl++;
-                off = k + tl;
-                break;
-            }
-    }
-    free(ids);
-    free(u->tmpl_text);
-    u->tmpl_text = text;
-    u->tmpl_len = len;
-    u->tmpl_view = true;
-    u->top = 0;
-    screen_focus(u->s, u->tr);
-    screen_message(u->s, "%zu tokens, %zu special; Esc returns", n, u->tmpl_nhl);
+    t->base = chs_get_settings(u->c);
+    if (start_job(u, JOB_LOAD, t))
+        screen_message(u->s, "/load: reading %s… Esc stops", path);
 }
 
 static void set_input(chat_ui *u, const char *t);
@@ -961,10 +1368,11 @@ static int run_command(chat_ui *u, const char *line)
         chatcmd_help(u);
     } else if (!strcmp(cmd, "/show")) {
         chatcmd_show(u);
+    } else if (u->job && strcmp(cmd, "/set")) {
+        screen_message(u->s, "%s: wait for the %s to finish (Esc stops it)", cmd,
+                       u->job->kind == JOB_REPLY ? "reply" : u->job->kind == JOB_LOAD ? "/load" : "/template");
     } else if (!strcmp(cmd, "/template")) {
         chatcmd_template(u);
-    } else if (u->job && strcmp(cmd, "/set")) {
-        screen_message(u->s, "%s: wait for the reply to finish (Esc stops it)", cmd);
     } else if (!strcmp(cmd, "/system")) {
         chs_set_system(u->c, arg);
         screen_message(u->s, *arg ? "system prompt set" : "system prompt removed");
@@ -1011,14 +1419,7 @@ static int run_command(chat_ui *u, const char *line)
             else
                 screen_message(u->s, "saved %zu messages to %s", chs_count(u->c), arg);
         } else {
-            if (chs_load(u->c, arg, msg, sizeof msg))
-                screen_message(u->s, "/load: %s", msg);
-            else {
-                u->notice[0] = 0;
-                u->sel_msg = -1;
-                u->follow = true;
-                screen_message(u->s, "loaded %zu messages from %s", chs_count(u->c), arg);
-            }
+            chatcmd_load(u, arg);
         }
     } else {
         screen_message(u->s, "unknown command %s (/help lists them)", cmd);
@@ -1391,11 +1792,26 @@ static const panel_keyhelp in_keys[] = {
     {NULL, NULL},
 };
 
+static void in_draw_timed(panel *p, WINDOW *w, bool focused)
+{
+    stall_t t0 = stall_begin();
+    in_draw(p, w, focused);
+    stall_end(p->self, t0, "draw input");
+}
+
+static int in_key_timed(panel *p, int key)
+{
+    stall_t t0 = stall_begin();
+    int r = in_key(p, key);
+    stall_end(p->self, t0, "key (input)");
+    return r;
+}
+
 static const panel_ops in_ops = {
     .name = "Message",
     .title = in_title,
-    .draw = in_draw,
-    .on_key = in_key,
+    .draw = in_draw_timed,
+    .on_key = in_key_timed,
     .hints = in_hints,
     .typing = in_typing,
     .destroy = noop_destroy,
@@ -1444,6 +1860,7 @@ chat_ui *chat_ui_new(const char *path, const chat_ui_opts *o, bool quiet, char *
         u->o.eng.threads = nc > 1 ? (int)(nc - 1) : 1;
     }
     u->sel_msg = -1;
+    u->tmpl_w = -1;
     u->follow = true;
     u->in_rows = 1;
     u->back_page = -1;
@@ -1451,12 +1868,20 @@ chat_ui *chat_ui_new(const char *path, const chat_ui_opts *o, bool quiet, char *
     const char *dl = getenv("GGSCOPE_CHAT_DELAY_MS");
     if (!u->o.delay_ms && dl && *dl)
         u->o.delay_ms = (unsigned)strtoul(dl, NULL, 10);
+    const char *sl = getenv("GGSCOPE_CHAT_STALL_LOG");
+    if (sl && *sl)
+        u->stall_path = strdup(sl);
     set_input(u, "");
-    if (!u->buf) {
+    u->core = calloc(1, sizeof *u->core);
+    if (!u->buf || !u->core) {
         snprintf(err, cap, "out of memory");
+        free(u->buf);
+        free(u->core);
+        free(u->stall_path);
         free(u);
         return NULL;
     }
+    atomic_init(&u->core->refs, 1);
     int rc;
     if (quiet) {
         /* ecli_open prints its errors: catch them while the screen is ours */
@@ -1465,7 +1890,7 @@ chat_ui *chat_ui_new(const char *path, const chat_ui_opts *o, bool quiet, char *
         int saved = dup(STDERR_FILENO);
         if (tmp && saved >= 0)
             dup2(fileno(tmp), STDERR_FILENO);
-        rc = ecli_open(path, &u->o.eng, u->o.eng.n_ctx, &u->e);
+        rc = ecli_open(path, &u->o.eng, u->o.eng.n_ctx, &u->core->e);
         fflush(stderr);
         if (tmp && saved >= 0) {
             dup2(saved, STDERR_FILENO);
@@ -1481,23 +1906,27 @@ chat_ui *chat_ui_new(const char *path, const chat_ui_opts *o, bool quiet, char *
         if (tmp)
             fclose(tmp);
     } else {
-        rc = ecli_open(path, &u->o.eng, u->o.eng.n_ctx, &u->e);
+        rc = ecli_open(path, &u->o.eng, u->o.eng.n_ctx, &u->core->e);
         if (rc)
             snprintf(err, cap, "cannot load the model");
     }
     if (rc) {
         free(u->buf);
+        free(u->core);
+        free(u->stall_path);
         free(u);
         return NULL;
     }
     char msg[512];
-    u->c = chs_new(u->e.f, u->e.s, msg, sizeof msg);
+    u->c = u->core->c = chs_new(u->core->e.f, u->core->e.s, msg, sizeof msg);
     if (!u->c) {
         snprintf(err, cap, "%s: %s", path, msg);
         if (!quiet)
             app_error("%s", err);
-        ecli_close(&u->e);
+        ecli_close(&u->core->e);
+        free(u->core);
         free(u->buf);
+        free(u->stall_path);
         free(u);
         return NULL;
     }
@@ -1505,6 +1934,9 @@ chat_ui *chat_ui_new(const char *path, const chat_ui_opts *o, bool quiet, char *
         chs_set_settings(u->c, &o->settings);
     if (o->system)
         chs_set_system(u->c, o->system);
+    if (o->session)
+        chs_load_file(u->c, o->session);   /* its system prompt and settings win */
+    u->o.session = NULL;
     return u;
 }
 
@@ -1547,8 +1979,8 @@ void chat_ui_free(chat_ui *u)
         u->tr->self = NULL;
     if (u->in)
         u->in->self = NULL;
-    chs_free(u->c);
-    ecli_close(&u->e);
+    core_release(u->core);   /* a task still rendering keeps it until it ends */
+    free(u->stall_path);
     for (size_t i = 0; i < u->nhist; i++)
         free(u->hist[i]);
     free(u->hist);
@@ -1557,6 +1989,9 @@ void chat_ui_free(chat_ui *u)
     free(u->reply);
     free(u->rtok);
     free(u->lines);
+    free(u->tlines);
+    free(u->lay_msg);
+    free(u->lay_sys);
     free(u->tmpl_text);
     free(u->tmpl_hl);
     free(u);

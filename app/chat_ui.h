@@ -25,6 +25,7 @@ typedef struct chat_ui_opts {
     bool have_settings;
     chs_settings settings;    /* when have_settings */
     unsigned delay_ms;        /* sleep after each token (tests; GGSCOPE_CHAT_DELAY_MS) */
+    chs_file *session;        /* a session file read (--load): taken by chat_ui_new, NULL: none */
 } chat_ui_opts;
 
 typedef struct chat_ui chat_ui;

@@ -19,6 +19,8 @@ static void help(FILE *out)
             "\n"
             "options:\n"
             "  --system TEXT         system prompt\n"
+            "  --load SESSION        start with a session file saved by /save (checked before\n"
+            "                        anything else; its system prompt and settings apply)\n"
             "  --temp T              temperature (default 0.8; 0 = greedy)\n"
             "  --top-k K             keep the K most likely tokens (default 40; 0 = off)\n"
             "  --top-p P             nucleus sampling (default 0.95; 1 = off)\n"
@@ -43,7 +45,7 @@ int cmd_chat(int argc, char **argv)
     co.settings = chs_default_settings();
     sampler_params *sp = &co.settings.sp;
     app_explore_opts eo = {0};
-    const char *path = NULL;
+    const char *path = NULL, *load = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int r = ecli_common_opt(argc, argv, &i, &co.eng);
@@ -62,6 +64,12 @@ int cmd_chat(int argc, char **argv)
                 return APP_BADINPUT;
             }
             co.system = argv[++i];
+        } else if (!strcmp(a, "--load")) {
+            if (!val) {
+                app_error("--load needs a session file");
+                return APP_BADINPUT;
+            }
+            load = argv[++i];
         } else if (!strcmp(a, "--temp")) {
             if (!ecli_parse_float(a, val, &sp->temp))
                 return APP_BADINPUT;
@@ -116,16 +124,30 @@ int cmd_chat(int argc, char **argv)
             return APP_BADINPUT;
         }
     }
+    chs_file session;
+    if (load) {
+        /* untrusted: read and checked (size, JSON, types, UTF-8) before the terminal is ours */
+        char msg[640];
+        if (chs_session_read(load, &co.settings, &session, msg, sizeof msg)) {
+            app_error("%s", msg);
+            return APP_BADINPUT;
+        }
+        co.session = &session;
+    }
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        if (load)
+            chs_file_free(&session);
         app_error("chat: stdin and stdout must be a terminal (use `ggscope run` in scripts)");
         return APP_BADINPUT;
     }
     if (!path)
         path = app_demo_path();
+    char err[512];
+    eo.chat = path ? chat_ui_new(path, &co, false, err, sizeof err) : NULL;
+    if (load)
+        chs_file_free(&session);   /* taken by chat_ui_new, or not needed */
     if (!path)
         return APP_FAIL;
-    char err[512];
-    eo.chat = chat_ui_new(path, &co, false, err, sizeof err);
     if (!eo.chat)
         return APP_BADINPUT;
     return app_explore(path, &eo);

@@ -3,12 +3,14 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define PROMPT_CHUNK 32   /* prompt tokens per eval between cancel checks */
@@ -23,6 +25,7 @@ struct chs {
     size_t n, cap;
     chs_settings st;
     uint64_t version;
+    uint64_t next_id;     /* of chs_msg.id */
     char status[640];
     /* engine side */
     int32_t *held;
@@ -240,6 +243,7 @@ static chs_msg *push(chs *c)
     }
     chs_msg *m = &c->m[c->n];
     memset(m, 0, sizeof *m);
+    m->id = ++c->next_id;
     return m;
 }
 
@@ -336,16 +340,17 @@ char *chs_render(chs *c, bool gen, size_t *len, chat_result *res)
     return out;
 }
 
-int chs_tokenize(const chs *c, const char *text, size_t len, int32_t **ids, size_t *n)
+/* chs_tokenize on a vocabulary (the plan has no chs). */
+static int tok_prompt(const tok_vocab *v, const char *text, size_t len, int32_t **ids, size_t *n)
 {
     tok_id *t = NULL;
     size_t nt = 0;
     *ids = NULL;
     *n = 0;
-    if (tok_tokenize(c->v, text, len, TOK_PARSE_SPECIAL, &t, &nt) != TOK_OK)
+    if (tok_tokenize(v, text, len, TOK_PARSE_SPECIAL, &t, &nt) != TOK_OK)
         return -1;
-    tok_id bos = tok_bos(c->v);
-    if (tok_add_bos(c->v) && bos != TOK_NULL && (nt == 0 || t[0] != bos)) {
+    tok_id bos = tok_bos(v);
+    if (tok_add_bos(v) && bos != TOK_NULL && (nt == 0 || t[0] != bos)) {
         tok_id *t2 = malloc((nt + 1) * sizeof *t2);
         if (!t2) {
             free(t);
@@ -368,69 +373,275 @@ int chs_tokenize(const chs *c, const char *text, size_t len, int32_t **ids, size
     return 0;
 }
 
+int chs_tokenize(const chs *c, const char *text, size_t len, int32_t **ids, size_t *n)
+{
+    return tok_prompt(c->v, text, len, ids, n);
+}
+
+/* ---- building a prompt (any thread) ---- */
+
+struct chs_plan {
+    const chat_template *ct;
+    const tok_vocab *v;
+    bool fit;
+    uint32_t n_ctx, reserve;
+    uint64_t version;
+    chat_message *mm;     /* mm[0]: a slot for the system prompt; mm[1..live]: the live messages */
+    size_t live;
+    const char *system;   /* NULL: none */
+    size_t *index;        /* live message j is message index[j] of the chs */
+    char *store;          /* the copied strings */
+    size_t *starts;       /* cut candidates: live positions a kept suffix may start at */
+    size_t n_starts;
+    /* results */
+    size_t cut;           /* live messages left out */
+    char *text;
+    size_t len;
+    int32_t *ids;
+    size_t n_ids;
+    unsigned renders;
+    char status[640];
+    char err[512];
+};
+
+void chs_plan_free(chs_plan *p)
+{
+    if (!p)
+        return;
+    free(p->mm);
+    free(p->index);
+    free(p->store);
+    free(p->starts);
+    free(p->text);
+    free(p->ids);
+    free(p);
+}
+
+chs_plan *chs_plan_new(const chs *c, bool fit, char *msg, size_t cap)
+{
+    size_t live = 0, bytes = strlen(c->system) + 1;
+    for (size_t i = 0; i < c->n; i++)
+        if (!c->m[i].dropped) {
+            live++;
+            bytes += strlen(c->m[i].role) + 1 + c->m[i].len + 1;
+        }
+    if (fit && !live) {
+        setmsg(msg, cap, "no message to answer");
+        return NULL;
+    }
+    chs_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        goto oom;
+    p->ct = c->ct;
+    p->v = c->v;
+    p->fit = fit;
+    p->version = c->version;
+    p->n_ctx = session_n_ctx(c->s);
+    p->reserve = p->n_ctx / 4;
+    if (c->st.n_predict > 0 && (uint32_t)c->st.n_predict < p->reserve)
+        p->reserve = (uint32_t)c->st.n_predict;
+    if (p->reserve < 1)
+        p->reserve = 1;
+    p->mm = malloc((live + 1) * sizeof *p->mm);
+    p->index = malloc((live + 1) * sizeof *p->index);
+    p->starts = malloc((live + 1) * sizeof *p->starts);
+    p->store = malloc(bytes);
+    if (!p->mm || !p->index || !p->starts || !p->store)
+        goto oom;
+    char *w = p->store;
+    if (c->system[0]) {
+        size_t l = strlen(c->system) + 1;
+        memcpy(w, c->system, l);
+        p->system = w;
+        w += l;
+    }
+    for (size_t i = 0; i < c->n; i++) {
+        const chs_msg *m = &c->m[i];
+        if (m->dropped)
+            continue;
+        size_t rl = strlen(m->role) + 1;
+        memcpy(w, m->role, rl);
+        const char *role = w;
+        w += rl;
+        memcpy(w, m->content, m->len);
+        w[m->len] = 0;
+        p->index[p->live] = i;
+        p->mm[1 + p->live++] = (chat_message){role, w};
+        w += m->len + 1;
+    }
+    /* a kept suffix starts at the first live message, at a user message,
+     * or at the last message (always kept) */
+    for (size_t k = 0; k < live; k++)
+        if (k == 0 || k + 1 == live || !strcmp(p->mm[1 + k].role, "user"))
+            p->starts[p->n_starts++] = k;
+    return p;
+oom:
+    chs_plan_free(p);
+    setmsg(msg, cap, "out of memory");
+    return NULL;
+}
+
+/* Render and tokenize the live messages from `first` on (the system prompt
+ * in front): 0 with *text and *ids malloc'd, or -1 with p->err set. */
+static int plan_try(chs_plan *p, size_t first, char **text, size_t *len, int32_t **ids, size_t *n)
+{
+    /* mm[first] is the slot before live message `first`: the system
+     * prompt goes there for this render, then it is put back */
+    chat_message saved = p->mm[first];
+    const chat_message *from = p->mm + first + 1;
+    size_t count = p->live - first;
+    if (p->system) {
+        p->mm[first] = (chat_message){"system", p->system};
+        from--;
+        count++;
+    }
+    chat_opts o = {.add_generation_prompt = true};
+    chat_result r;
+    p->renders++;
+    char *t = chat_render(p->ct, from, count, &o, len, &r);
+    p->mm[first] = saved;
+    snprintf(p->status, sizeof p->status, "%s", r.status);
+    if (!t) {
+        setmsg(p->err, sizeof p->err, "the chat template failed: %s", r.status);
+        return -1;
+    }
+    if (tok_prompt(p->v, t, *len, ids, n)) {
+        free(t);
+        setmsg(p->err, sizeof p->err, "out of memory");
+        return -1;
+    }
+    *text = t;
+    return 0;
+}
+
+/* Keep the result of a render (the plan's previous one is freed). */
+static void plan_keep(chs_plan *p, size_t cut, char *text, size_t len, int32_t *ids, size_t n)
+{
+    free(p->text);
+    free(p->ids);
+    p->cut = cut;
+    p->text = text;
+    p->len = len;
+    p->ids = ids;
+    p->n_ids = n;
+}
+
+static bool plan_cancelled(const atomic_bool *cancel)
+{
+    return cancel && atomic_load(cancel);
+}
+
+int chs_plan_build(chs_plan *p, const atomic_bool *cancel)
+{
+    char *text;
+    size_t len, n;
+    int32_t *ids;
+    if (plan_cancelled(cancel))
+        return 1;
+    if (plan_try(p, 0, &text, &len, &ids, &n))
+        return -1;
+    bool fits = n + p->reserve <= p->n_ctx;
+    plan_keep(p, 0, text, len, ids, n);
+    if (!p->fit || fits)
+        return 0;
+    if (p->n_starts < 2) {
+        setmsg(p->err, sizeof p->err,
+               "the message (%zu tokens with the template) does not fit the context (%u, %u kept for the reply)", n,
+               p->n_ctx, p->reserve);
+        return -1;
+    }
+    /* the smallest candidate k in [1, n_starts) whose suffix fits: the
+     * prompt only gets shorter as turns are dropped */
+    size_t lo = 1, hi = p->n_starts - 1;
+    bool found = false;
+    size_t last_n = n;
+    while (lo <= hi) {
+        if (plan_cancelled(cancel))
+            return 1;
+        size_t mid = lo + (hi - lo) / 2;
+        if (plan_try(p, p->starts[mid], &text, &len, &ids, &n))
+            return -1;
+        if (n + p->reserve <= p->n_ctx) {
+            plan_keep(p, p->starts[mid], text, len, ids, n);
+            found = true;
+            hi = mid - 1;
+        } else {
+            free(text);
+            free(ids);
+            if (mid == p->n_starts - 1)
+                last_n = n;
+            lo = mid + 1;
+        }
+    }
+    if (!found) {
+        setmsg(p->err, sizeof p->err,
+               "the message (%zu tokens with the template) does not fit the context (%u, %u kept for the reply)",
+               last_n, p->n_ctx, p->reserve);
+        return -1;
+    }
+    return 0;
+}
+
+const char *chs_plan_error(const chs_plan *p) { return p->err; }
+unsigned chs_plan_renders(const chs_plan *p) { return p->renders; }
+
+const char *chs_plan_text(const chs_plan *p, size_t *len)
+{
+    if (len)
+        *len = p->len;
+    return p->text;
+}
+
+const int32_t *chs_plan_ids(const chs_plan *p, size_t *n)
+{
+    *n = p->n_ids;
+    return p->ids;
+}
+
+int32_t *chs_plan_take_ids(chs_plan *p, size_t *n)
+{
+    int32_t *ids = p->ids;
+    *n = p->n_ids;
+    p->ids = NULL;
+    p->n_ids = 0;
+    return ids;
+}
+
+int chs_plan_apply(chs *c, const chs_plan *p, unsigned *n_dropped)
+{
+    if (n_dropped)
+        *n_dropped = 0;
+    if (c->version != p->version)
+        return -1;
+    for (size_t j = 0; j < p->cut; j++)
+        c->m[p->index[j]].dropped = true;
+    if (p->cut)
+        c->version++;
+    if (n_dropped)
+        *n_dropped = (unsigned)p->cut;
+    snprintf(c->status, sizeof c->status, "%s", p->status);
+    return 0;
+}
+
 int chs_prompt(chs *c, int32_t **ids, size_t *n, unsigned *n_dropped, char *msg, size_t cap)
 {
     *ids = NULL;
     *n = 0;
     if (n_dropped)
         *n_dropped = 0;
-    size_t live = 0;
-    for (size_t i = 0; i < c->n; i++)
-        live += !c->m[i].dropped;
-    if (!live) {
-        setmsg(msg, cap, "no message to answer");
+    chs_plan *p = chs_plan_new(c, true, msg, cap);
+    if (!p)
+        return -1;
+    if (chs_plan_build(p, NULL)) {
+        snprintf(c->status, sizeof c->status, "%s", p->status);
+        setmsg(msg, cap, "%s", p->err);
+        chs_plan_free(p);
         return -1;
     }
-    uint32_t n_ctx = session_n_ctx(c->s);
-    uint32_t reserve = n_ctx / 4;
-    if (c->st.n_predict > 0 && (uint32_t)c->st.n_predict < reserve)
-        reserve = (uint32_t)c->st.n_predict;
-    if (reserve < 1)
-        reserve = 1;
-    for (;;) {
-        size_t len;
-        chat_result r;
-        char *text = chs_render(c, true, &len, &r);
-        if (!text) {
-            setmsg(msg, cap, "the chat template failed: %s", r.status);
-            return -1;
-        }
-        int32_t *t;
-        size_t nt;
-        int rc = chs_tokenize(c, text, len, &t, &nt);
-        free(text);
-        if (rc) {
-            setmsg(msg, cap, "out of memory");
-            return -1;
-        }
-        if (nt + reserve <= n_ctx) {
-            *ids = t;
-            *n = nt;
-            return 0;
-        }
-        free(t);
-        /* drop the oldest live turn: the first live message and every
-         * non-user message after it, keeping at least the last message */
-        size_t first = 0;
-        while (first < c->n && c->m[first].dropped)
-            first++;
-        size_t last_live = c->n;
-        while (last_live > 0 && c->m[last_live - 1].dropped)
-            last_live--;
-        if (first + 1 >= last_live) {
-            setmsg(msg, cap, "the message (%zu tokens with the template) does not fit the context (%u, %u kept for the reply)",
-                   nt, n_ctx, reserve);
-            return -1;
-        }
-        size_t i = first;
-        do {
-            c->m[i].dropped = true;
-            if (n_dropped)
-                (*n_dropped)++;
-            i++;
-        } while (i + 1 < last_live && strcmp(c->m[i].role, "user"));
-        c->version++;
-    }
+    chs_plan_apply(c, p, n_dropped);
+    *ids = chs_plan_take_ids(p, n);
+    chs_plan_free(p);
+    return 0;
 }
 
 /* ---- the engine side ---- */
@@ -710,80 +921,143 @@ out:
     return ret;
 }
 
-static bool num_field(const cJSON *set, const char *name, double *v)
+/* Bytes of the first invalid UTF-8 sequence or disallowed control
+ * character of s[0..n): its offset, or n when there is none; *ctrl is the
+ * control character's code point (0: invalid UTF-8). */
+static size_t text_check(const unsigned char *s, size_t n, unsigned *ctrl)
+{
+    *ctrl = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i];
+        if (c < 0x80) {
+            if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
+                *ctrl = c;
+                return i;
+            }
+            i++;
+            continue;
+        }
+        size_t k;
+        unsigned cp, min;
+        if ((c & 0xE0) == 0xC0) {
+            k = 1, cp = c & 0x1F, min = 0x80;
+        } else if ((c & 0xF0) == 0xE0) {
+            k = 2, cp = c & 0x0F, min = 0x800;
+        } else if ((c & 0xF8) == 0xF0) {
+            k = 3, cp = c & 0x07, min = 0x10000;
+        } else {
+            return i;
+        }
+        if (n - i <= k)
+            return i;
+        for (size_t j = 1; j <= k; j++) {
+            if ((s[i + j] & 0xC0) != 0x80)
+                return i;
+            cp = (cp << 6) | (s[i + j] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return i;
+        if (cp >= 0x80 && cp <= 0x9F) {
+            *ctrl = cp;
+            return i;
+        }
+        i += k + 1;
+    }
+    return n;
+}
+
+/* A string field of the file: true when it is fine, else false with why in msg. */
+static bool text_ok(const char *what, const char *s, char *msg, size_t cap)
+{
+    size_t n = strlen(s);
+    unsigned ctrl;
+    size_t at = text_check((const unsigned char *)s, n, &ctrl);
+    if (at == n)
+        return true;
+    if (ctrl)
+        setmsg(msg, cap, "%s holds a control character (U+%04X at byte %zu; only tab and new lines are allowed)",
+               what, ctrl, at);
+    else
+        setmsg(msg, cap, "%s is not valid UTF-8 (byte %zu)", what, at);
+    return false;
+}
+
+static bool num_field(const cJSON *set, const char *name, double lo, double hi, double *v)
 {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(set, name);
     if (!x)
         return true;   /* absent: keep */
-    if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble))
+    if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < lo || x->valuedouble > hi)
         return false;
     *v = x->valuedouble;
     return true;
 }
 
-int chs_load(chs *c, const char *path, char *msg, size_t cap)
+void chs_file_free(chs_file *f)
 {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        setmsg(msg, cap, "%s: %s", path, strerror(errno));
+    if (!f)
+        return;
+    for (size_t i = 0; i < f->n; i++)
+        msg_free(&f->m[i]);
+    free(f->m);
+    free(f->system);
+    memset(f, 0, sizeof *f);
+}
+
+int chs_session_parse(const char *buf, size_t len, const chs_settings *base, chs_file *out, char *msg, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    out->st = base ? *base : chs_default_settings();
+    if (len > CHS_FILE_MAX_BYTES) {
+        setmsg(msg, cap, "too large for a session file (%zu bytes; at most %u MiB)", len, CHS_FILE_MAX_BYTES >> 20);
         return -1;
     }
-    size_t sz = 0, cp = 4096;
-    char *buf = malloc(cp);
-    while (buf) {
-        if (sz + 1 >= cp) {
-            if (cp > (64u << 20)) {
-                free(buf);
-                fclose(fp);
-                setmsg(msg, cap, "%s: too large for a session file", path);
-                return -1;
-            }
-            char *nb = realloc(buf, cp * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cp *= 2;
-        }
-        size_t r = fread(buf + sz, 1, cp - 1 - sz, fp);
-        sz += r;
-        if (r == 0)
-            break;
-    }
-    fclose(fp);
-    if (!buf) {
-        setmsg(msg, cap, "out of memory");
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(buf, len, &end, false);
+    if (!root) {
+        size_t at = end && end >= buf && end <= buf + len ? (size_t)(end - buf) : 0;
+        setmsg(msg, cap, "offset %zu: not JSON, or nested deeper than %d (a ggscope chat session file)", at,
+               CJSON_NESTING_LIMIT);
         return -1;
     }
-    buf[sz] = 0;
-    cJSON *root = cJSON_ParseWithLength(buf, sz);
-    free(buf);
     int ret = -1;
-    chs_settings st = c->st;
+    chs_settings st = out->st;
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "ggscope_chat");
     const cJSON *sys = cJSON_GetObjectItemCaseSensitive(root, "system");
     const cJSON *set = cJSON_GetObjectItemCaseSensitive(root, "settings");
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "messages");
-    if (!root || !cJSON_IsObject(root) || !cJSON_IsNumber(ver) || ver->valuedouble != 1 ||
-        (sys && !cJSON_IsString(sys)) || (set && !cJSON_IsObject(set)) || !cJSON_IsArray(arr)) {
-        setmsg(msg, cap, "%s: not a ggscope chat session file (version 1)", path);
+    if (!cJSON_IsObject(root) || !cJSON_IsNumber(ver) || ver->valuedouble != 1) {
+        setmsg(msg, cap, "not a ggscope chat session file (expected an object with \"ggscope_chat\": 1)");
         goto out;
     }
+    if (sys && !cJSON_IsString(sys)) {
+        setmsg(msg, cap, "system is not a string");
+        goto out;
+    }
+    if (set && !cJSON_IsObject(set)) {
+        setmsg(msg, cap, "settings is not an object");
+        goto out;
+    }
+    if (!cJSON_IsArray(arr)) {
+        setmsg(msg, cap, "messages is not an array");
+        goto out;
+    }
+    if (sys && !text_ok("system", sys->valuestring, msg, cap))
+        goto out;
     if (set) {
         double v[7] = {st.sp.temp,          st.sp.top_k,         st.sp.top_p, st.sp.min_p,
                        st.sp.repeat_penalty, st.sp.repeat_last_n, st.n_predict};
         static const char *names[7] = {"temp", "top_k", "top_p", "min_p", "repeat_penalty",
                                        "repeat_last_n", "n_predict"};
+        /* floats within float range; counts as /set takes them */
+        static const double lim[7] = {1e30, 1 << 24, 1e30, 1e30, 1e30, 1 << 24, 1 << 24};
         for (int i = 0; i < 7; i++)
-            if (!num_field(set, names[i], &v[i]) ||
-                ((i == 1 || i == 5 || i == 6) && (fabs(v[i]) > (1 << 24)))) {
-                setmsg(msg, cap, "%s: settings.%s is not a valid number", path, names[i]);
+            if (!num_field(set, names[i], -lim[i], lim[i], &v[i])) {
+                setmsg(msg, cap, "settings.%s is not a valid number (at most %g in magnitude)", names[i], lim[i]);
                 goto out;
             }
         if (!(v[4] > 0)) {
-            setmsg(msg, cap, "%s: settings.repeat_penalty must be > 0", path);
+            setmsg(msg, cap, "settings.repeat_penalty must be > 0");
             goto out;
         }
         st.sp.temp = (float)v[0];
@@ -795,48 +1069,171 @@ int chs_load(chs *c, const char *path, char *msg, size_t cap)
         st.n_predict = (int32_t)v[6];
         const cJSON *seed = cJSON_GetObjectItemCaseSensitive(set, "seed");
         if (cJSON_IsString(seed)) {
-            char *end;
+            char *e;
             errno = 0;
-            unsigned long long s = strtoull(seed->valuestring, &end, 10);
-            if (*end || errno || !seed->valuestring[0]) {
-                setmsg(msg, cap, "%s: settings.seed is not a whole number", path);
+            unsigned long long s = strtoull(seed->valuestring, &e, 10);
+            if (*e || errno || !seed->valuestring[0] || seed->valuestring[0] == '-') {
+                setmsg(msg, cap, "settings.seed is not a whole number");
                 goto out;
             }
             st.sp.seed = s;
-        } else if (cJSON_IsNumber(seed) && seed->valuedouble >= 0) {
+        } else if (cJSON_IsNumber(seed) && seed->valuedouble >= 0 && seed->valuedouble < 1.8e19) {
             st.sp.seed = (uint64_t)seed->valuedouble;
+        } else if (seed) {
+            setmsg(msg, cap, "settings.seed is not a whole number");
+            goto out;
         }
     }
+    size_t count = 0;
     const cJSON *it;
+    cJSON_ArrayForEach(it, arr)
+    {
+        if (++count > CHS_FILE_MAX_MESSAGES) {
+            setmsg(msg, cap, "more than %u messages", CHS_FILE_MAX_MESSAGES);
+            goto out;
+        }
+    }
+    out->m = calloc(count ? count : 1, sizeof *out->m);
+    out->system = dupn(sys ? sys->valuestring : "", sys ? strlen(sys->valuestring) : 0);
+    if (!out->m || !out->system) {
+        setmsg(msg, cap, "out of memory");
+        goto out;
+    }
+    size_t i = 0;
     cJSON_ArrayForEach(it, arr)
     {
         const cJSON *r = cJSON_GetObjectItemCaseSensitive(it, "role");
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(it, "content");
-        if (!cJSON_IsString(r) || !cJSON_IsString(t) ||
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(it, "dropped");
+        char what[64];
+        if (!cJSON_IsObject(it) || !cJSON_IsString(r) || !cJSON_IsString(t) ||
             (strcmp(r->valuestring, "user") && strcmp(r->valuestring, "assistant"))) {
-            setmsg(msg, cap, "%s: each message needs a role (user, assistant) and a content string", path);
+            setmsg(msg, cap, "messages[%zu]: each message needs a role (user, assistant) and a content string", i);
             goto out;
         }
-    }
-    /* valid: replace */
-    if (chs_set_system(c, sys ? sys->valuestring : "")) {
-        setmsg(msg, cap, "out of memory");
-        goto out;
-    }
-    chs_clear(c);
-    c->st = st;
-    cJSON_ArrayForEach(it, arr)
-    {
-        const char *r = cJSON_GetObjectItemCaseSensitive(it, "role")->valuestring;
-        const char *t = cJSON_GetObjectItemCaseSensitive(it, "content")->valuestring;
-        if (chs_add(c, r, t, strlen(t))) {
+        if (d && !cJSON_IsBool(d)) {
+            setmsg(msg, cap, "messages[%zu].dropped is not true or false", i);
+            goto out;
+        }
+        snprintf(what, sizeof what, "messages[%zu].content", i);
+        if (!text_ok(what, t->valuestring, msg, cap))
+            goto out;
+        chs_msg *m = &out->m[i];
+        size_t tl = strlen(t->valuestring);
+        m->role = dupn(r->valuestring, strlen(r->valuestring));
+        m->content = dupn(t->valuestring, tl);
+        m->len = tl;
+        m->dropped = cJSON_IsTrue(d);
+        out->n = ++i;
+        if (!m->role || !m->content) {
             setmsg(msg, cap, "out of memory");
             goto out;
         }
-        c->m[c->n - 1].dropped = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "dropped"));
     }
+    out->st = st;
     ret = 0;
 out:
     cJSON_Delete(root);
+    if (ret)
+        chs_file_free(out);
     return ret;
+}
+
+int chs_session_read(const char *path, const chs_settings *base, chs_file *out, char *msg, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    /* non-blocking: opening a FIFO must not wait for a writer */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        setmsg(msg, cap, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        setmsg(msg, cap, "%s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        setmsg(msg, cap, "%s: not a regular file (a session file is)", path);
+        close(fd);
+        return -1;
+    }
+    if (sb.st_size > (off_t)CHS_FILE_MAX_BYTES) {
+        setmsg(msg, cap, "%s: too large for a session file (%lld bytes; at most %u MiB)", path,
+               (long long)sb.st_size, CHS_FILE_MAX_BYTES >> 20);
+        close(fd);
+        return -1;
+    }
+    /* read at most the bound + 1 (the file may grow meanwhile) */
+    size_t cp = (size_t)sb.st_size + 1, sz = 0;
+    char *buf = malloc(cp + 1);
+    if (!buf) {
+        close(fd);
+        setmsg(msg, cap, "out of memory");
+        return -1;
+    }
+    for (;;) {
+        if (sz == cp) {
+            if (cp > CHS_FILE_MAX_BYTES)
+                break;
+            size_t nc = cp * 2 > (size_t)CHS_FILE_MAX_BYTES + 1 ? (size_t)CHS_FILE_MAX_BYTES + 1 : cp * 2;
+            char *nb = realloc(buf, nc + 1);
+            if (!nb) {
+                free(buf);
+                close(fd);
+                setmsg(msg, cap, "out of memory");
+                return -1;
+            }
+            buf = nb;
+            cp = nc;
+        }
+        ssize_t r = read(fd, buf + sz, cp - sz);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            setmsg(msg, cap, "%s: %s", path, strerror(errno));
+            free(buf);
+            close(fd);
+            return -1;
+        }
+        if (r == 0)
+            break;
+        sz += (size_t)r;
+    }
+    close(fd);
+    char inner[448];
+    int rc = chs_session_parse(buf, sz, base, out, inner, sizeof inner);
+    free(buf);
+    if (rc)
+        setmsg(msg, cap, "%s: %s", path, inner);
+    return rc;
+}
+
+void chs_load_file(chs *c, chs_file *f)
+{
+    chs_clear(c);
+    free(c->m);
+    free(c->system);
+    c->system = f->system ? f->system : dupn("", 0);
+    c->m = f->m;
+    c->n = c->cap = f->n;
+    if (!c->m)
+        c->cap = 0;
+    c->st = f->st;
+    for (size_t i = 0; i < c->n; i++)
+        c->m[i].id = ++c->next_id;
+    c->version++;
+    f->system = NULL;
+    f->m = NULL;
+    f->n = 0;
+}
+
+int chs_load(chs *c, const char *path, char *msg, size_t cap)
+{
+    chs_file f;
+    if (chs_session_read(path, &c->st, &f, msg, cap))
+        return -1;
+    chs_load_file(c, &f);
+    return 0;
 }

@@ -68,6 +68,7 @@ typedef struct {
     size_t n_toks;
     bool has_stats;
     chs_reply_stats st;
+    uint64_t id;          /* unique within the chs (caches of the UI) */
 } chs_msg;
 
 typedef struct {
@@ -142,8 +143,53 @@ int chs_tokenize(const chs *c, const char *text, size_t len, int32_t **ids, size
  * the replies after it) are marked dropped, the system prompt kept, until
  * it does; *n_dropped says how many messages were dropped now. Returns 0,
  * or -1 with a message (the last message alone does not fit, no message,
- * out of memory). *ids is malloc'd. */
+ * out of memory). *ids is malloc'd. The same as chs_plan_new, _build and
+ * _apply in a row, on the calling thread. */
 int chs_prompt(chs *c, int32_t **ids, size_t *n, unsigned *n_dropped, char *msg, size_t cap);
+
+/* ---- building a prompt off the loop thread ----
+ *
+ * Rendering runs a template from the model file and tokenizing a long
+ * conversation takes time: neither belongs on the UI's thread. A plan is a
+ * copy of what a prompt is built from (system prompt, the messages not
+ * dropped, the template, the tokenizer, n_ctx and the room a reply needs),
+ * made on the loop thread by chs_plan_new; chs_plan_build renders and
+ * tokenizes it on any thread, without touching the chs; chs_plan_apply
+ * brings the result back (the messages dropped) on the loop thread.
+ *
+ * The cut (how many of the oldest turns to drop) is binary-searched: one
+ * render when the conversation fits, about log2(turns) + 2 when it does not.
+ * The plan keeps pointers to the chs's template and tokenizer: the chs must
+ * outlive it. */
+typedef struct chs_plan chs_plan;
+
+/* A plan for the next reply (fit = true: drop the oldest turns until a reply
+ * fits) or for showing the prompt as it is (fit = false: no dropping, the
+ * text and tokens are kept whatever their size). NULL with a message when
+ * there is no message to answer (fit only) or out of memory. */
+chs_plan *chs_plan_new(const chs *c, bool fit, char *msg, size_t cap);
+
+/* Render and tokenize (any thread; `cancel` polled between renders, may be
+ * NULL). 0 done, 1 cancelled, -1 failed (chs_plan_error says why). */
+int chs_plan_build(chs_plan *p, const atomic_bool *cancel);
+
+/* Why chs_plan_new/_build failed ("" when it did not). */
+const char *chs_plan_error(const chs_plan *p);
+/* After a successful build: the rendered prompt (owned by the plan). */
+const char *chs_plan_text(const chs_plan *p, size_t *len);
+/* After a successful build: the prompt's tokens, owned by the plan, or
+ * taken (malloc'd, the caller frees; the plan then holds none). */
+const int32_t *chs_plan_ids(const chs_plan *p, size_t *n);
+int32_t *chs_plan_take_ids(chs_plan *p, size_t *n);
+/* Renders the build made (tests, the cost bound). */
+unsigned chs_plan_renders(const chs_plan *p);
+/* Loop thread, after a successful build: mark the messages the cut left
+ * out as dropped and take the format status of the render. Returns 0 with
+ * the number of messages dropped now in *n_dropped (may be NULL), or -1
+ * when the transcript changed since chs_plan_new (nothing done). */
+int chs_plan_apply(chs *c, const chs_plan *p, unsigned *n_dropped);
+/* Free; accepts NULL. */
+void chs_plan_free(chs_plan *p);
 
 /* ---- the engine side (worker) ---- */
 
@@ -176,8 +222,40 @@ void chs_reset_cache(chs *c);
 /* Write the conversation and settings as JSON to `path`, atomically (a
  * temporary file in the same directory, then rename). 0, or -1 with a message. */
 int chs_save(const chs *c, const char *path, char *msg, size_t cap);
+/* The largest session file /load reads, and the most messages it takes. */
+#define CHS_FILE_MAX_BYTES (16u << 20)
+#define CHS_FILE_MAX_MESSAGES 200000u
+
+/* A session file's contents, checked (chs_session_parse). */
+typedef struct {
+    char *system;         /* "" when none */
+    chs_settings st;      /* the base settings with the file's applied */
+    chs_msg *m;           /* role, content, len, dropped */
+    size_t n;
+} chs_file;
+
+/* Parse and check a session file's bytes buf[0..len) (need not be
+ * NUL-terminated; untrusted): version 1, settings numbers in range, each
+ * message a role ("user", "assistant") and a content string, every string
+ * valid UTF-8 without control characters other than tab, CR and LF, at
+ * most CHS_FILE_MAX_MESSAGES messages. Settings absent from the file keep
+ * those of `base`. 0 with *out filled (free with chs_file_free), or -1 with
+ * one line in msg (where: "messages[3].content", a byte offset for JSON
+ * syntax) and *out empty. Never prints; any thread. */
+int chs_session_parse(const char *buf, size_t len, const chs_settings *base, chs_file *out, char *msg,
+                      size_t cap);
+/* Read `path` (a regular file of at most CHS_FILE_MAX_BYTES) and parse it;
+ * messages start with the path. Any thread. */
+int chs_session_read(const char *path, const chs_settings *base, chs_file *out, char *msg, size_t cap);
+/* Free the contents; accepts an emptied or zeroed chs_file. */
+void chs_file_free(chs_file *f);
+/* Loop thread: replace the conversation and settings with f's, taking its
+ * contents (f is emptied). */
+void chs_load_file(chs *c, chs_file *f);
+
 /* Replace the conversation and settings with those of a file chs_save
- * wrote. On failure (-1, message) nothing changes. */
+ * wrote (chs_session_read, then chs_load_file). On failure (-1, message)
+ * nothing changes. */
 int chs_load(chs *c, const char *path, char *msg, size_t cap);
 
 #endif

@@ -9,7 +9,12 @@
 #     stops the reply mid-way, quitting (Ctrl+C) during generation exits 0
 #     and leaves the alternate screen;
 #   - with ../shared: on stories260K with greedy settings the first reply
-#     equals `ggscope run` on the same rendered prompt.
+#     equals `ggscope run` on the same rendered prompt;
+#   - a 10,000-message session (/load) and a model whose chat template takes
+#     ~2 s a render: while the prompt is built (or /template renders) keys are
+#     answered (the chat's own stall log: under 50 ms of the loop thread's
+#     CPU per event; tmux echo near the idle chat's) and Ctrl+C exits within
+#     1 s.
 #   GGSCOPE_BIN           the binary (required)
 #   GGSCOPE_SHARED        ../shared (optional)
 #   GGSCOPE_SCREENS_OUT   if set, a directory where screens are saved
@@ -305,6 +310,152 @@ if [[ -f $MODEL ]]; then
 else
     echo "SKIP (part): ../shared is absent: no stories260K comparison with ggscope run"
 fi
+
+# ---- 6. a 10,000-message session: the UI answers while the prompt is built; Ctrl+C exits at once ----
+# The prompt of a long conversation is built on a worker (the cut binary-
+# searched); the chat logs the longest time it held the loop thread
+# (GGSCOPE_CHAT_STALL_LOG), whose CPU time must stay under 50 ms: the
+# acceptance check, measured from the inside (wall-clock time is logged too;
+# on a machine loaded 10 times over its cores it is inflated by waiting for
+# a core, which no program controls). From the outside, keys typed right
+# after sending are echoed through tmux (whose round trip alone costs tens
+# to hundreds of ms on a loaded machine): the median may exceed that of the
+# idle chat, measured just before, by at most 150 ms, and no key may wait
+# 1 s (the frozen chat this guards against took seconds to minutes). Key presses typed right after sending must
+stall_ms() { awk '{print int($4)}' "$1" 2>/dev/null || echo 0; }   # the loop thread's CPU time
+latency() {   # latency CHARS: type each, time until the input box shows it; prints "MEDIAN MAX" in ms
+    local typed="" lat=() ch t0
+    for ch in $(echo "$1" | grep -o .); do
+        typed+=$ch; t0=$(date +%s%N); keys "$ch"
+        while ! screen | grep -qF "› $typed"; do (( ($(date +%s%N) - t0) > 3000000000 )) && break; done
+        lat+=($(( ($(date +%s%N) - t0) / 1000000 )))
+    done
+    echo "info: key press -> echo: ${lat[*]} ms" >&2
+    echo "$(printf '%s\n' "${lat[@]}" | sort -n | sed -n "$(( (${#lat[@]} + 1) / 2 ))p") $(printf '%s\n' "${lat[@]}" | sort -n | tail -1)"
+}
+lat_check() {   # lat_check WHAT "MEDIAN MAX" "IDLE-MEDIAN IDLE-MAX"
+    local med=${2% *} max=${2#* } base=${3% *}
+    check "$1: echoed within the idle chat's time + 150 ms (median ${med} ms, idle ${base} ms)" \
+        test "$med" -lt $(( base + 150 ))
+    check "$1: no key waits 1 s (longest ${max} ms)" test "$max" -lt 1000
+}
+quit_ms() {   # Ctrl+C; prints "A E": ms until the terminal is restored (alternate screen off), until the process has exited
+    local t0=$(date +%s%N) ta=""
+    keys C-c
+    while ! screen | grep -q "EXITED"; do
+        [[ -z $ta && $(T display -p -t "$S" '#{alternate_on}') == 0 ]] && ta=$(( ($(date +%s%N) - t0) / 1000000 ))
+        (( ($(date +%s%N) - t0) > 10000000000 )) && break
+        sleep 0.01
+    done
+    local te=$(( ($(date +%s%N) - t0) / 1000000 ))
+    echo "${ta:-$te} $te"
+}
+# under ASan the process's exit runs LeakSanitizer's check (hundreds of ms on
+# this machine) after the chat has closed: the process may take 3 s there
+exit_limit=1000
+ldd "$BIN" 2>/dev/null | grep -q 'libasan\|asan' && exit_limit=3000
+quit_check() {   # quit_check WHAT "A E"
+    local ta=${2% *} te=${2#* }
+    check "$1: the chat closes (terminal restored) within 1 s (${ta} ms)" test "$ta" -lt 1000
+    check "$1: the process exits within $exit_limit ms (${te} ms)" test "$te" -lt "$exit_limit"
+}
+python3 -c "
+import json
+m = []
+for i in range(5000):
+    m.append({'role': 'user', 'content': 'Question number %d: what did ggscope do with the tensor in layer %d?' % (i, i % 32)})
+    m.append({'role': 'assistant', 'content': 'Answer %d: it showed every tensor in hex and measured the quantization error.' % i})
+json.dump({'ggscope_chat': 1, 'system': 'Be brief.', 'messages': m}, open('$TMP/long.json', 'w'))"
+STALL=$TMP/stall.txt
+rm -f "$STALL"
+start long 120x30 "GGSCOPE_CHAT_DELAY_MS=50 GGSCOPE_CHAT_STALL_LOG=$STALL" --temp 0
+wait_for "┌ Message"
+keys "/load $TMP/long.json" Enter
+wait_for "loaded 10000 messages" 30 && echo "ok: /load of a 10,000-message session"
+wait_for "Answer 4999"
+echo "info: /load and the first layout of 10,000 messages: $(cat "$STALL" 2>/dev/null)"
+idle=$(latency uvwxyz); keys C-u
+rm -f "$STALL"   # a new measurement: from sending on
+keys "Hello there" Enter
+lat_check "keys typed while a 10,000-message prompt is built" "$(latency abcdefg)" "$idle"
+wait_for "oldest messages" 60 && echo "ok: the prompt was cut (the oldest turns dropped)"
+echo "info: $(cat "$STALL" 2>/dev/null)"
+check "the chat never held the loop thread 50 ms or more (longest $(stall_ms "$STALL") ms of CPU)" test "$(stall_ms "$STALL")" -lt 50
+keys C-u "Again" Enter
+quit_check "Ctrl+C right after sending (prompt being built)" "$(quit_ms)"
+wait_for "EXITED 0" 1
+start longarg 120x30 "GGSCOPE_CHAT_DELAY_MS=0" --load "$TMP/long.json" --temp 0
+wait_for "10000 messages" 30 && wait_for "Answer 4999" && echo "ok: --load starts with the session loaded"
+keys C-c
+wait_for "EXITED 0"
+
+# ---- 7. a slow chat template (a long range() loop, ~2 s a render): keys answered, Ctrl+C at once ----
+DEMO=$(ls "$TMP"/cache/ggscope/*.gguf 2>/dev/null | head -1)
+[[ -z $DEMO ]] && { XDG_CACHE_HOME=$TMP/cache "$BIN" </dev/null >/dev/null 2>&1; DEMO=$(ls "$TMP"/cache/ggscope/*.gguf | head -1); }
+SLOW=$TMP/slow-template.gguf
+printf '%s' '{%- for i in range(1000000) %}{%- endfor -%}{%- for m in messages -%}<|im_start|>{{ m.role }}
+{{ m.content }}<|im_end|>
+{% endfor -%}{%- if add_generation_prompt -%}<|im_start|>assistant
+{% endif -%}' > "$TMP/slow.jinja"
+# the demo model with its tokenizer.chat_template replaced (the GGUF rewritten: header, then the same data)
+python3 - "$DEMO" "$SLOW" "$TMP/slow.jinja" <<'PY'
+import struct, sys
+src, dst, tmpl = sys.argv[1], sys.argv[2], open(sys.argv[3]).read()
+b = open(src, 'rb').read()
+assert b[:4] == b'GGUF'
+nt, nkv = struct.unpack_from('<QQ', b, 8)
+p = 24
+SZ = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+def skip_str(p):
+    return p + 8 + struct.unpack_from('<Q', b, p)[0]
+def skip_val(t, p):
+    if t == 8:
+        return skip_str(p)
+    if t == 9:
+        et, n = struct.unpack_from('<IQ', b, p); p += 12
+        for _ in range(n):
+            p = skip_val(et, p)
+        return p
+    return p + SZ[t]
+out = bytearray(b[:24]); align = 32
+for _ in range(nkv):
+    k0 = p; p = skip_str(p); key = b[k0 + 8:p].decode()
+    t, = struct.unpack_from('<I', b, p); v0 = p + 4; p = skip_val(t, v0)
+    if key == 'general.alignment':
+        align, = struct.unpack_from('<I', b, v0)
+    if key == 'tokenizer.chat_template':
+        e = tmpl.encode(); out += b[k0:v0] + struct.pack('<Q', len(e)) + e
+    else:
+        out += b[k0:p]
+t0 = p
+for _ in range(nt):
+    p = skip_str(p); nd, = struct.unpack_from('<I', b, p); p += 4 + 8 * nd + 4 + 8
+out += b[t0:p]
+out += b'\0' * ((-len(out)) % align)
+out += b[(p + align - 1) // align * align:]
+open(dst, 'wb').write(out)
+PY
+echo '[{"role":"user","content":"hi"}]' > "$TMP/m1.json"
+t0=$(date +%s%N); "$BIN" template "$SLOW" "$TMP/m1.json" >/dev/null 2>&1; render_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+echo "info: one render of the slow template: ${render_ms} ms"
+rm -f "$STALL"
+start slowtpl 120x30 "GGSCOPE_CHAT_STALL_LOG=$STALL" "$SLOW" --temp 0
+wait_for "┌ Message"
+idle=$(latency uvwxyz); keys C-u
+keys "Hello" Enter
+lat_check "keys typed while the slow template renders" "$(latency hijklmn)" "$idle"
+wait_for "end of turn" 30 && echo "ok: the reply comes after the slow render"
+keys C-u "/template" Enter
+lat_check "keys typed while /template renders" "$(latency opq)" "$idle"
+wait_for "special tokens highlighted" 30 && echo "ok: /template shows the slow template's render"
+keys Escape; sleep 0.1
+keys C-u "Again" Enter
+sleep 0.2
+check "still building the prompt when Ctrl+C comes (the render takes ${render_ms} ms)" has "building the prompt"
+quit_check "Ctrl+C while the slow template renders" "$(quit_ms)"
+wait_for "EXITED 0" 1
+echo "info: $(cat "$STALL" 2>/dev/null)"
+check "the chat never held the loop thread 50 ms or more (longest $(stall_ms "$STALL") ms of CPU)" test "$(stall_ms "$STALL")" -lt 50
 
 if (( fails )); then echo "$fails check(s) failed"; exit 1; fi
 echo "all chat checks passed"

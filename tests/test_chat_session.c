@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -13,6 +14,13 @@
 #include "model.h"
 #include "session.h"
 #include "testmodel.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 typedef struct {
     char path[512];
@@ -421,6 +429,201 @@ static void test_save_load(void **state)
     close_fx(fx);
 }
 
+/* A long conversation (10,000 messages) that does not fit: the prompt is
+ * built in a handful of renders (the cut is binary-searched), not one
+ * render per dropped turn (quadratic: minutes). */
+static void test_long_conversation_prompt(void **state)
+{
+    (void)state;
+    fixture *fx = open_fx("chs-long.gguf", 256);
+    char line[64];
+    for (int i = 0; i < 5000; i++) {
+        snprintf(line, sizeof line, "question %d", i);
+        assert_int_equal(chs_add(fx->c, "user", line, strlen(line)), 0);
+        snprintf(line, sizeof line, "answer %d", i);
+        assert_int_equal(chs_add(fx->c, "assistant", line, strlen(line)), 0);
+    }
+    assert_int_equal(chs_add(fx->c, "user", "last", 4), 0);
+    int32_t *ids;
+    size_t n;
+    unsigned dropped = 0;
+    char msg[256];
+    double t0 = now_s();
+    assert_int_equal(chs_prompt(fx->c, &ids, &n, &dropped, msg, sizeof msg), 0);
+    double dt = now_s() - t0;
+    print_message("prompt of 10,001 messages built in %.3f s, %u dropped, %zu tokens\n", dt, dropped, n);
+    assert_true(dt < 10.0);
+    chs_settings st = chs_get_settings(fx->c);
+    assert_true(n + (size_t)st.n_predict <= 256);
+    assert_true(dropped > 9900);
+    for (unsigned i = 0; i < dropped; i++)
+        assert_true(chs_at(fx->c, i)->dropped);
+    assert_false(chs_at(fx->c, dropped)->dropped);
+    assert_string_equal(chs_at(fx->c, dropped)->role, "user");
+    free(ids);
+    close_fx(fx);
+}
+
+/* The smallest cut is found: with one turn fewer dropped it would not fit. */
+static void test_prompt_cut_is_minimal(void **state)
+{
+    (void)state;
+    fixture *fx = open_fx("chs-cut.gguf", 256);
+    char line[64];
+    for (int i = 0; i < 40; i++) {
+        snprintf(line, sizeof line, "question number %d", i);
+        assert_int_equal(chs_add(fx->c, "user", line, strlen(line)), 0);
+        snprintf(line, sizeof line, "answer number %d", i);
+        assert_int_equal(chs_add(fx->c, "assistant", line, strlen(line)), 0);
+    }
+    assert_int_equal(chs_add(fx->c, "user", "last", 4), 0);
+    int32_t *ids;
+    size_t n;
+    unsigned dropped = 0;
+    char msg[256];
+    assert_int_equal(chs_prompt(fx->c, &ids, &n, &dropped, msg, sizeof msg), 0);
+    free(ids);
+    assert_true(dropped >= 2 && dropped % 2 == 0);
+    /* un-drop the last dropped turn: the prompt no longer fits */
+    size_t keep = dropped - 2;
+    chs_msg *m = (chs_msg *)chs_at(fx->c, keep);
+    m->dropped = false;
+    ((chs_msg *)chs_at(fx->c, keep + 1))->dropped = false;
+    size_t len;
+    char *text = chs_render(fx->c, true, &len, NULL);
+    int32_t *t2;
+    size_t n2;
+    assert_int_equal(chs_tokenize(fx->c, text, len, &t2, &n2), 0);
+    chs_settings st = chs_get_settings(fx->c);
+    assert_true(n2 + (size_t)st.n_predict > 256);
+    free(t2);
+    free(text);
+    close_fx(fx);
+}
+
+static void write_file(const char *path, const char *data, size_t len)
+{
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(data, 1, len, fp), len);
+    fclose(fp);
+}
+
+/* Hostile session files: each one clear message, nothing changed. */
+static void test_load_hostile(void **state)
+{
+    (void)state;
+    fixture *fx = open_fx("chs-hostile.gguf", 128);
+    chs *c = fx->c;
+    char msg[256];
+    chs_add(c, "user", "keep", 4);
+    char path[600];
+    snprintf(path, sizeof path, "%s", tu_tmp_path("chs-hostile.json"));
+    static const struct {
+        const char *json, *want;
+    } cases[] = {
+        {"{\"ggscope_chat\":1,\"messages\":[{\"role\":\"user\",\"content\":\"bad \xff utf-8\"}]}", "UTF-8"},
+        {"{\"ggscope_chat\":1,\"messages\":[{\"role\":\"user\",\"content\":\"\xc3\"}]}", "UTF-8"},
+        {"{\"ggscope_chat\":1,\"system\":\"\xed\xa0\x80\",\"messages\":[]}", "UTF-8"},
+        {"{\"ggscope_chat\":1,\"messages\":[{\"role\":\"user\",\"content\":\"esc \\u001b[2J\"}]}", "control character"},
+        {"{\"ggscope_chat\":1,\"messages\":[{\"role\":\"user\",\"content\":\"csi \xc2\x9b" "2J\"}]}", "control character"},
+        {"{\"ggscope_chat\":1,\"settings\":{\"temp\":1e300},\"messages\":[]}", "settings.temp"},
+        {"{\"ggscope_chat\":1,\"messages\":[{\"role\":\"user\",\"content\":7}]}", "messages[0]"},
+        {"{\"ggscope_chat\":1,\"messages\":[1]}", "messages[0]"},
+        {"{\"ggscope_chat\":1,\"messages\":{}}", "messages"},
+        {"{\"ggscope_chat\":1,\"messages\":[], \"settings\":[]}", "settings"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_file(path, cases[i].json, strlen(cases[i].json));
+        msg[0] = 0;
+        assert_int_equal(chs_load(c, path, msg, sizeof msg), -1);
+        if (!strstr(msg, cases[i].want))
+            fail_msg("case %zu: '%s' lacks '%s'", i, msg, cases[i].want);
+        assert_int_equal(chs_count(c), 1);
+    }
+    /* deep JSON */
+    size_t depth = 100000;
+    char *deep = malloc(2 * depth + 64);
+    size_t k = (size_t)sprintf(deep, "{\"ggscope_chat\":1,\"messages\":");
+    for (size_t i = 0; i < depth; i++)
+        deep[k++] = '[';
+    for (size_t i = 0; i < depth; i++)
+        deep[k++] = ']';
+    deep[k++] = '}';
+    write_file(path, deep, k);
+    free(deep);
+    assert_int_equal(chs_load(c, path, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "JSON"));
+    /* a 100 MB file: refused by size, before reading it */
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(ftruncate(fileno(fp), 100 << 20), 0);
+    fclose(fp);
+    assert_int_equal(chs_load(c, path, msg, sizeof msg), -1);
+    if (!strstr(msg, "too large") || !strstr(msg, "MiB"))
+        fail_msg("'%s'", msg);
+    /* not a regular file (a FIFO would block, /dev/zero never ends) */
+    assert_int_equal(chs_load(c, "/dev/zero", msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "not a regular file"));
+    assert_int_equal(chs_load(c, "/tmp", msg, sizeof msg), -1);
+    assert_int_equal(chs_count(c), 1);
+    /* the parser alone, on a buffer */
+    chs_file sf;
+    const char *ok = "{\"ggscope_chat\":1,\"system\":\"s\",\"messages\":[{\"role\":\"user\",\"content\":\"tab\\there\\nok\"}]}";
+    chs_settings base = chs_default_settings();
+    assert_int_equal(chs_session_parse(ok, strlen(ok), &base, &sf, msg, sizeof msg), 0);
+    assert_int_equal(sf.n, 1);
+    assert_string_equal(sf.m[0].content, "tab\there\nok");
+    chs_file_free(&sf);
+    remove(path);
+    close_fx(fx);
+}
+
+/* The plan API the chat uses off the loop thread: a copy (the conversation
+ * may change meanwhile), O(log turns) renders, cancellation, apply refused
+ * when the transcript changed. */
+static void test_plan(void **state)
+{
+    (void)state;
+    fixture *fx = open_fx("chs-plan.gguf", 256);
+    char line[64], msg[256];
+    for (int i = 0; i < 2000; i++) {
+        snprintf(line, sizeof line, "question %d", i);
+        assert_int_equal(chs_add(fx->c, "user", line, strlen(line)), 0);
+        snprintf(line, sizeof line, "answer %d", i);
+        assert_int_equal(chs_add(fx->c, "assistant", line, strlen(line)), 0);
+    }
+    assert_int_equal(chs_add(fx->c, "user", "last", 4), 0);
+    chs_plan *p = chs_plan_new(fx->c, true, msg, sizeof msg);
+    assert_non_null(p);
+    atomic_bool cancel;
+    atomic_init(&cancel, true);
+    assert_int_equal(chs_plan_build(p, &cancel), 1);   /* cancelled before any render */
+    assert_int_equal(chs_plan_renders(p), 0);
+    atomic_store(&cancel, false);
+    assert_int_equal(chs_plan_build(p, &cancel), 0);
+    print_message("2,001 messages: %u renders\n", chs_plan_renders(p));
+    assert_true(chs_plan_renders(p) <= 14);   /* 1 + ceil(log2(2001 cut points)) + 1 */
+    size_t n;
+    assert_non_null(chs_plan_ids(p, &n));
+    assert_true(n > 0 && n + 6 <= 256);
+    /* the transcript changed since the plan was made: apply refuses */
+    chs_plan *q = chs_plan_new(fx->c, true, msg, sizeof msg);
+    assert_int_equal(chs_plan_build(q, NULL), 0);
+    assert_int_equal(chs_add(fx->c, "assistant", "x", 1), 0);
+    unsigned dropped = 1;
+    assert_int_equal(chs_plan_apply(fx->c, q, &dropped), -1);
+    assert_int_equal(dropped, 0);
+    assert_false(chs_at(fx->c, 0)->dropped);
+    chs_plan_free(q);
+    chs_plan_free(p);
+    /* nothing to answer */
+    chs_clear(fx->c);
+    assert_null(chs_plan_new(fx->c, true, msg, sizeof msg));
+    assert_non_null(strstr(msg, "no message"));
+    close_fx(fx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -430,6 +633,10 @@ int main(void)
         cmocka_unit_test(test_overflow_drops_oldest),
         cmocka_unit_test(test_regen_edit_set),
         cmocka_unit_test(test_save_load),
+        cmocka_unit_test(test_long_conversation_prompt),
+        cmocka_unit_test(test_prompt_cut_is_minimal),
+        cmocka_unit_test(test_load_hostile),
+        cmocka_unit_test(test_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
