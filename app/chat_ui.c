@@ -1,5 +1,6 @@
 /* chat_ui: see chat_ui.h. */
 #include "chat_ui.h"
+#include "textesc.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -896,8 +897,9 @@ static void piece(chat_ui *u, int32_t id, char *buf, size_t cap)
     size_t n = tok_piece(chs_vocab(u->c), id, raw, sizeof raw - 1, TOK_DETOK_SPECIAL);
     if (n > sizeof raw - 1)
         n = sizeof raw - 1;
-    raw[n] = 0;
-    snprintf(buf, cap, "\"%s\"", raw);
+    char esc[80];
+    textesc_term(esc, sizeof esc, raw, n, TEXTESC_DQUOTE);   /* a token's bytes are file text */
+    snprintf(buf, cap, "\"%s\"", esc);
 }
 
 static void draw_inspector(chat_ui *u, WINDOW *w, int y0, int cols)

@@ -85,6 +85,13 @@ static size_t next_char(const char *s, size_t len, mbstate_t *st, wchar_t *wc)
         *wc = L'\xFFFD';
         return 1;
     }
+    /* C1 controls, bidi controls and line / paragraph separators never reach
+     * the terminal raw (a caller that shows file text escapes it first:
+     * screen_put_text; this is the last line of defence) */
+    wchar_t c1 = *wc;
+    if ((c1 >= 0x80 && c1 <= 0x9f) || c1 == 0x061c || c1 == 0x200e || c1 == 0x200f ||
+        (c1 >= 0x202a && c1 <= 0x202e) || (c1 >= 0x2066 && c1 <= 0x2069) || c1 == 0x2028 || c1 == 0x2029)
+        *wc = L'·';
     return n;
 }
 
