@@ -1,5 +1,6 @@
 /* chatsession: see chatsession.h. */
 #include "chatsession.h"
+#include "afile.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -853,7 +854,7 @@ int chs_save(const chs *c, const char *path, char *msg, size_t cap)
     cJSON *set = cJSON_CreateObject();
     cJSON *arr = cJSON_CreateArray();
     int ret = -1;
-    char *txt = NULL, *tmp = NULL;
+    char *txt = NULL;
     if (!root || !set || !arr) {
         cJSON_Delete(set);
         cJSON_Delete(arr);
@@ -885,37 +886,24 @@ int chs_save(const chs *c, const char *path, char *msg, size_t cap)
             cJSON_AddBoolToObject(o, "dropped", 1);
     }
     txt = cJSON_Print(root);
-    size_t pl = strlen(path);
-    tmp = malloc(pl + 32);
-    if (!txt || !tmp)
+    if (!txt)
         goto oom;
-    snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
-    FILE *fp = fopen(tmp, "wb");
-    if (!fp) {
-        setmsg(msg, cap, "%s: %s", tmp, strerror(errno));
-        goto out;
-    }
+    /* one atomic write path (afile.h): mkstemp beside the file, fsync, rename */
+    afile af = {.fd = -1};
     size_t tl = strlen(txt);
-    bool ok = fwrite(txt, 1, tl, fp) == tl && fputc('\n', fp) != EOF && fflush(fp) == 0 &&
-              fsync(fileno(fp)) == 0;
-    int e = errno;
-    if (fclose(fp) != 0 && ok) {
-        ok = false;
-        e = errno;
-    }
-    if (!ok || rename(tmp, path) != 0) {
-        if (ok)
-            e = errno;
-        setmsg(msg, cap, "%s: %s", path, strerror(e));
-        remove(tmp);
+    if (afile_open(&af, path) != 0 || afile_write(&af, txt, tl) != 0 || afile_write(&af, "\n", 1) != 0 ||
+        afile_commit(&af) != 0) {
+        setmsg(msg, cap, "%s: %s", path,
+               af.step == AFILE_CREATE && af.err == ENOENT ? "the folder does not exist" : strerror(af.err));
+        afile_close(&af);
         goto out;
     }
+    afile_close(&af);
     ret = 0;
     goto out;
 oom:
     setmsg(msg, cap, "out of memory");
 out:
-    free(tmp);
     free(txt);
     cJSON_Delete(root);
     return ret;
