@@ -354,6 +354,31 @@ static int64_t hash_find(const uint64_t *tab, uint64_t cap, const char *s, const
 
 /* ------------------------------------------------------------------ parsing */
 
+#define QUOTE_CAP 200
+
+/* A name from the file, for a message: control bytes and backslashes as
+ * \xNN (so a message stays one line and cannot drive a terminal), cut to
+ * fit cap with "...". Returns buf. */
+static char *quote_str(gguf_str s, char *buf, size_t cap)
+{
+    size_t k = 0;
+    for (uint64_t i = 0; i < s.len; i++) {
+        unsigned char ch = (unsigned char)s.ptr[i];
+        bool esc = ch < 0x20 || ch == 0x7f || ch == '\\';
+        if (k + (esc ? 4 : 1) + 4 > cap) {
+            memcpy(buf + k, "...", 3);
+            k += 3;
+            break;
+        }
+        if (esc)
+            k += (size_t)snprintf(buf + k, cap - k, "\\x%02x", ch);
+        else
+            buf[k++] = (char)ch;
+    }
+    buf[k] = 0;
+    return buf;
+}
+
 /* Recognise common accidents before the magic check, for a helpful message. */
 static bool diagnose_not_gguf(const uint8_t *p, uint64_t size, const char *path, gguf_error *err)
 {
@@ -529,8 +554,8 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
             kvs[i] = kv;
             int64_t dup = hash_insert(kv_hash, kv_hash_cap, kv.key, i, kv_name, &tmp);
             if (dup >= 0) {
-                char name[128];
-                cur_fail(&c, kv.key_offset, "duplicate key '%s' (expected unique keys; first at offset %llu)", gguf_str_copy(kv.key, name, sizeof name),
+                char name[QUOTE_CAP];
+                cur_fail(&c, kv.key_offset, "duplicate key '%s' (expected unique keys; first at offset %llu)", quote_str(kv.key, name, sizeof name),
                          (unsigned long long)kvs[dup].key_offset);
                 goto fail_kv;
             }
@@ -638,9 +663,9 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
         uint64_t end;
         if (__builtin_add_overflow(t->offset, t->n_bytes, &end) || __builtin_add_overflow(end, (uint64_t)alignment, &end) ||
             __builtin_add_overflow(end, data_off, &end)) {
-            char name[80];
+            char name[QUOTE_CAP];
             return cur_fail(&c, t->info_offset, "tensor '%s' data offset %llu plus size %llu overflows 64 bits (expected an offset inside the file)",
-                            gguf_str_copy(t->name, name, sizeof name), (unsigned long long)t->offset, (unsigned long long)t->n_bytes);
+                            quote_str(t->name, name, sizeof name), (unsigned long long)t->offset, (unsigned long long)t->n_bytes);
         }
         end = t->offset + t->n_bytes;
         end += (alignment - end % alignment) % alignment;
@@ -649,9 +674,9 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
     }
     if (data_end > data_size) {
         const gguf_tensor *t = &f->tensors[last];
-        char name[80];
+        char name[QUOTE_CAP];
         return cur_fail(&c, t->info_offset, "tensor '%s' data ends at byte %llu, past the end of the file (expected the whole data; the file has %llu bytes: truncated by %llu bytes)",
-                        gguf_str_copy(t->name, name, sizeof name), (unsigned long long)(data_off + data_end),
+                        quote_str(t->name, name, sizeof name), (unsigned long long)(data_off + data_end),
                         (unsigned long long)sh->size, (unsigned long long)(data_off + data_end - sh->size));
     }
     for (uint64_t i = 0; i < n_tensors; i++) {
@@ -675,10 +700,10 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
         for (uint64_t k = 1; k < m; k++) {
             const gguf_tensor *a = &f->tensors[ord[k - 1].idx], *b = &f->tensors[ord[k].idx];
             if (a->offset + a->n_bytes > b->offset) {
-                char na[80], nb[80];
+                char na[QUOTE_CAP], nb[QUOTE_CAP];
                 cur_fail(&c, b->info_offset, "tensor '%s' (data %llu..%llu) overlaps tensor '%s' from %llu (expected disjoint data)",
-                         gguf_str_copy(a->name, na, sizeof na), (unsigned long long)a->offset,
-                         (unsigned long long)(a->offset + a->n_bytes), gguf_str_copy(b->name, nb, sizeof nb),
+                         quote_str(a->name, na, sizeof na), (unsigned long long)a->offset,
+                         (unsigned long long)(a->offset + a->n_bytes), quote_str(b->name, nb, sizeof nb),
                          (unsigned long long)b->offset);
                 free(ord);
                 return false;
@@ -707,10 +732,10 @@ static bool build_tensor_hash(gguf_file *f, gguf_error *err)
     for (uint64_t i = 0; i < f->n_tensors; i++) {
         int64_t dup = hash_insert(f->t_hash, f->t_hash_cap, f->tensors[i].name, i, t_name, f);
         if (dup >= 0) {
-            char name[80];
+            char name[QUOTE_CAP];
             const gguf_tensor *t = &f->tensors[i];
             set_err(err, GGUF_EFORMAT, f->shards[t->shard].path, t->info_offset,
-                    "duplicate tensor name '%s' (expected unique names; first at offset %llu)", gguf_str_copy(t->name, name, sizeof name),
+                    "duplicate tensor name '%s' (expected unique names; first at offset %llu)", quote_str(t->name, name, sizeof name),
                     (unsigned long long)f->tensors[dup].info_offset);
             return false;
         }

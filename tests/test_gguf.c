@@ -455,6 +455,15 @@ static void test_corrupt_corpus(void **state)
     /* a v1 file whose 32-bit counts cannot fit */
     r = new_raw(); r.lw = 4; raw_header(&r, 1, 0xffffffffu, 0);
     expect_error(&r, "tensor count");
+    /* names from the file are quoted in messages: a newline in one must not
+     * split the one-line error */
+    r = new_raw(); raw_header(&r, 3, 0, 2); raw_kv_u32(&r, "a\nb", 1); raw_kv_u32(&r, "a\nb", 2);
+    expect_error(&r, "duplicate key 'a\\x0ab'");
+    r = new_raw(); raw_header(&r, 3, 2, 0); raw_tensor(&r, "x\ry", 1, ne1, GGTYPE_F32, 0); raw_tensor(&r, "x\ry", 1, ne1, GGTYPE_F32, 128);
+    raw_pad(&r, 32); raw_zeros(&r, 512);
+    expect_error(&r, "duplicate tensor name 'x\\x0dy'");
+    r = new_raw(); raw_header(&r, 3, 1, 0); raw_tensor(&r, "a\n", 1, ne1, GGTYPE_F32, 0); raw_pad(&r, 32); raw_zeros(&r, 100);
+    expect_error(&r, "tensor 'a\\x0a' data ends");
     /* empty file, short file */
     r = new_raw();
     expect_error(&r, "empty");
@@ -799,6 +808,60 @@ static void test_split_hostile(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* A split set held in memory: gguf_open_memfiles follows it exactly as
+ * gguf_open follows files (the seam the split fuzzer drives). */
+static uint8_t *mem_shard(int claim_no, int claim_count, const char *tname, size_t *size)
+{
+    gguf_writer *w = gguf_writer_new(32);
+    assert_int_equal(gguf_writer_set_u16(w, "split.no", (uint16_t)claim_no), GGUF_OK);
+    assert_int_equal(gguf_writer_set_u16(w, "split.count", (uint16_t)claim_count), GGUF_OK);
+    float d[32] = {0};
+    d[0] = (float)claim_no;
+    uint64_t ne[1] = {32};
+    assert_int_equal(gguf_writer_add_tensor(w, tname, GGTYPE_F32, 1, ne, d), GGUF_OK);
+    uint8_t *out;
+    assert_int_equal(gguf_writer_to_memory(w, &out, size), GGUF_OK);
+    gguf_writer_free(w);
+    return out;
+}
+
+static void test_memfiles(void **state)
+{
+    (void)state;
+    size_t n0, n1, n2;
+    uint8_t *s0 = mem_shard(0, 2, "a", &n0), *s1 = mem_shard(1, 2, "b", &n1), *self = mem_shard(1, 2, "c", &n2);
+    gguf_memfile set[2] = {{"m-00001-of-00002.gguf", s0, n0}, {"m-00002-of-00002.gguf", s1, n1}};
+    gguf_error err;
+    for (int k = 0; k < 2; k++) {
+        gguf_file *f = gguf_open_memfiles(set, 2, set[k].name, &err);
+        assert_non_null(f);
+        assert_int_equal(gguf_shard_count(f), 2);
+        const gguf_tensor *t = gguf_find_tensor(f, "b");
+        assert_non_null(t);
+        assert_int_equal(t->shard, 1);
+        float v;
+        memcpy(&v, t->data, 4);
+        assert_true(v == 1.0f);
+        assert_string_equal(gguf_shard_path(f, 1), "m-00002-of-00002.gguf");
+        gguf_close(f);
+    }
+    /* the second shard missing from the table */
+    assert_null(gguf_open_memfiles(set, 1, set[0].name, &err));
+    assert_int_equal(err.code, GGUF_ESPLIT);
+    assert_non_null(strstr(err.msg, "missing"));
+    /* the 71-byte-file attack, in memory: no recursion, one error */
+    gguf_memfile bad[1] = {{"s-00001-of-00002.gguf", self, n2}};
+    assert_null(gguf_open_memfiles(bad, 1, bad[0].name, &err));
+    assert_int_equal(err.code, GGUF_ESPLIT);
+    assert_non_null(strstr(err.msg, "(expected split.no 0)"));
+    /* a name not in the table */
+    assert_null(gguf_open_memfiles(set, 2, "nope.gguf", &err));
+    assert_int_equal(err.code, GGUF_ENOTFOUND);
+    free(s0);
+    free(s1);
+    free(self);
+}
+
 /* A gguf_str may be {NULL, 0} (an absent value): copying and comparing it is
  * valid (memcpy / memcmp from NULL are undefined even for 0 bytes). */
 static void test_str_null(void **state)
@@ -1040,6 +1103,7 @@ int main(void)
         cmocka_unit_test(test_split),
         cmocka_unit_test(test_split_hostile),
         cmocka_unit_test(test_str_null),
+        cmocka_unit_test(test_memfiles),
         cmocka_unit_test(test_naming),
         cmocka_unit_test(test_traits),
         cmocka_unit_test(test_manifest),

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Rewrite a little-endian GGUF v2/v3 file for the reader-* hostile cases.
 
-  reader-gguf.py IN OUT [--drop KEY] [--str-arr-len KEY N]
+  reader-gguf.py IN OUT [--drop KEY] [--str-arr-len KEY N] [--set-str KEY VALUE]
 
---drop removes a key; --str-arr-len cuts a string array to N elements or
+--drop removes a key; --set-str replaces a key's value with a string;
+--str-arr-len cuts a string array to N elements or
 pads it with "<padK>" strings. Tensor infos and data are kept byte for byte
 (the data section is re-aligned after the new header).
 """
@@ -79,6 +80,12 @@ def main():
                 kb = key.encode()
                 kv[2] = (struct.pack("<Q", len(kb)) + kb + struct.pack("<IIQ", 9, 8, n)
                          + b"".join(struct.pack("<Q", len(s)) + s for s in items))
+            i += 3
+        elif op == "--set-str":
+            key, val = ops[i + 1].encode(), ops[i + 2].encode()
+            for kv in kvs:
+                if kv[0] == ops[i + 1]:
+                    kv[2] = struct.pack("<Q", len(key)) + key + struct.pack("<IQ", 8, len(val)) + val
             i += 3
         else:
             sys.exit("unknown option " + op)
