@@ -34,7 +34,7 @@ typedef struct {
     bool mapped;
     uint64_t data_offset;
     uint64_t id[2];          /* identity of the file (device, inode; or table entry) */
-    /* split.no / split.count as the shard's own metadata says (split_ok) */
+    /* split.no / split.count as the shard's own metadata says (parse_shard) */
     bool has_split_no, has_split_count;
     uint64_t split_no, split_count;
     uint64_t split_no_off, split_count_off;   /* file offsets of the values */
@@ -902,15 +902,16 @@ static int split_check_first(const gguf_shard *s0, size_t *prefix_len, uint32_t 
                 (unsigned long long)no, (unsigned long long)c);
         return -1;
     }
-    if (c == 1)
-        return 0;
-    if (!s0->has_split_no) {
+    uint32_t name_no, name_count;
+    bool named = split_name(p, prefix_len, &name_no, &name_count);
+    if (c == 1 && !named)
+        return 0; /* a one-shard "set" under any name */
+    if (c > 1 && !s0->has_split_no) {
         set_err(err, GGUF_ESPLIT, p, s0->split_count_off, "split.count is %llu but split.no is absent (expected both in every shard)",
                 (unsigned long long)c);
         return -1;
     }
-    uint32_t name_no, name_count;
-    if (!split_name(p, prefix_len, &name_no, &name_count)) {
+    if (!named) {
         set_err(err, GGUF_ESPLIT, p, s0->split_count_off,
                 "split.count is %llu but the file name does not end in -NNNNN-of-NNNNN.gguf (expected -%05llu-of-%05llu.gguf, "
                 "so that the other shards can be found)", (unsigned long long)c, (unsigned long long)no + 1, (unsigned long long)c);
@@ -926,6 +927,8 @@ static int split_check_first(const gguf_shard *s0, size_t *prefix_len, uint32_t 
                 (unsigned long long)no, name_no, name_no > 0 ? name_no - 1 : 0);
         return -1;
     }
+    if (c == 1)
+        return 0;
     *count = (uint32_t)c;
     return no == 0 ? 1 : 2;
 }

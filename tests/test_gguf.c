@@ -791,6 +791,9 @@ static void test_split_hostile(void **state)
     expect_split_error(dir, "z-00001-of-00001.gguf", "z-00001-of-00001", "split.count");
     write_split(dir, "o", 1, 1, 1, 1, "a");
     expect_split_error(dir, "o-00001-of-00001.gguf", "o-00001-of-00001", "split.no");
+    /* a one-shard set named as shard 1 of 2 */
+    write_split(dir, "one", 1, 2, 0, 1, "a");
+    expect_split_error(dir, "one-00001-of-00002.gguf", "one-00001-of-00002", "split.count");
     /* a consistent two-shard set still opens, from either end */
     write_split(dir, "ok", 1, 2, 0, 2, "a");
     write_split(dir, "ok", 2, 2, 1, 2, "b");
