@@ -513,6 +513,10 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
             cur_fail(&c, kv.key_offset, "key %llu is empty (expected a dotted name)", (unsigned long long)i);
             goto fail_kv;
         }
+        if (memchr(kv.key.ptr, 0, (size_t)kv.key.len)) {
+            cur_fail(&c, kv.key_offset, "key %llu holds a NUL byte (expected text, so that it can be looked up)", (unsigned long long)i);
+            goto fail_kv;
+        }
         if (kv.key.len > GGUF_MAX_KEY_LEN) {
             cur_fail(&c, kv.key_offset, "key %llu is %llu bytes long (expected at most 65535)", (unsigned long long)i,
                      (unsigned long long)kv.key.len);
@@ -594,6 +598,9 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
         if (t->name.len > GGUF_MAX_NAME_LEN)
             return cur_fail(&c, t->info_offset, "tensor name is %llu bytes long (expected at most %d)",
                             (unsigned long long)t->name.len, GGUF_MAX_NAME_LEN);
+        if (memchr(t->name.ptr, 0, (size_t)t->name.len))
+            return cur_fail(&c, t->info_offset, "tensor %llu's name holds a NUL byte (expected text, so that it can be looked up)",
+                            (unsigned long long)i);
         uint64_t dims_at = c.pos;
         if (!cur_u32(&c, &t->n_dims, "tensor dimension count"))
             return false;

@@ -464,6 +464,14 @@ static void test_corrupt_corpus(void **state)
     expect_error(&r, "duplicate tensor name 'x\\x0dy'");
     r = new_raw(); raw_header(&r, 3, 1, 0); raw_tensor(&r, "a\n", 1, ne1, GGTYPE_F32, 0); raw_pad(&r, 32); raw_zeros(&r, 100);
     expect_error(&r, "tensor 'a\\x0a' data ends");
+    /* a NUL byte inside a tensor name or a key: such a name cannot be looked
+     * up by its C string (found by fuzz_split) */
+    r = new_raw(); raw_header(&r, 3, 1, 0);
+    raw_len(&r, 3); raw_put(&r, "a\0b", 3); raw_u32(&r, 1); raw_len(&r, 32); raw_u32(&r, GGTYPE_F32); raw_u64(&r, 0);
+    raw_pad(&r, 32); raw_zeros(&r, 128);
+    expect_error(&r, "NUL byte");
+    r = new_raw(); raw_header(&r, 3, 0, 1); raw_len(&r, 4); raw_put(&r, "a.b\0", 4); raw_u32(&r, GGUF_VT_UINT8); raw_put(&r, "\x01", 1);
+    expect_error(&r, "NUL byte");
     /* empty file, short file */
     r = new_raw();
     expect_error(&r, "empty");
