@@ -29,6 +29,11 @@ static void *fail(loader *L, model_status s, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(L->msg, L->cap, fmt, ap);
         va_end(ap);
+        /* names from the file may hold control bytes: keep the message one
+         * line, and escape sequences off the terminal */
+        for (char *p = L->msg; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                *p = '?';
     }
     return NULL;
 }
@@ -285,6 +290,19 @@ model *model_load(const gguf_file *f, model_status *status, char *msg, size_t ca
     if (vs != hp->n_vocab) {
         fail(&L, MODEL_ESHAPE, "%s.vocab_size = %u but token_embd.weight has %u rows",
              hp->arch_name, vs, hp->n_vocab);
+        goto fail_m;
+    }
+    /* one token per embedding row, as llama.cpp requires: ids the tokenizer
+     * makes must have a row, and every row's logit a token */
+    const gguf_value *toks;
+    gguf_status ts = gguf_get_arr(f, "tokenizer.ggml.tokens", &toks);
+    if (ts == GGUF_ETYPE || (ts == GGUF_OK && toks->arr_type != GGUF_VT_STRING)) {
+        fail(&L, MODEL_EPARAM, "tokenizer.ggml.tokens is not an array of strings (expected one string per token)");
+        goto fail_m;
+    }
+    if (ts == GGUF_OK && toks->arr_len != hp->n_vocab) {
+        fail(&L, MODEL_ESHAPE, "tokenizer.ggml.tokens has %llu tokens but token_embd.weight has %u rows (expected the same count)",
+             (unsigned long long)toks->arr_len, hp->n_vocab);
         goto fail_m;
     }
     const uint64_t E = hp->n_embd, V = hp->n_vocab, F = hp->n_ff;

@@ -112,6 +112,11 @@ static void expect_error(raw *r, const char *needle)
         print_message("expected '%s' in '%s'\n", needle, err.msg);
         fail();
     }
+    /* every reader message says what was expected */
+    if (!strstr(err.msg, "(expected")) {
+        print_message("no '(expected' in '%s'\n", err.msg);
+        fail();
+    }
     /* the one-line form: "FILE: offset N: ..." */
     assert_non_null(strstr(line, "test.gguf: "));
     assert_null(strchr(line, '\n'));
@@ -424,6 +429,49 @@ static void test_corrupt_corpus(void **state)
     r = new_raw(); raw_header(&r, 3, 1, 0); raw_tensor(&r, "a123456789012345678901234567890123456789012345678901234567890123456789", 1, ne1, GGTYPE_F32, 0);
     raw_pad(&r, 32); raw_zeros(&r, 128);
     expect_error(&r, "tensor name is");
+    /* a tensor with an empty name */
+    r = new_raw(); raw_header(&r, 3, 1, 0); raw_tensor(&r, "", 1, ne1, GGTYPE_F32, 0); raw_pad(&r, 32); raw_zeros(&r, 128);
+    expect_error(&r, "empty name");
+    /* a fixed-size field cut off, a string cut off */
+    r = new_raw(); raw_put(&r, "GGUF", 4); raw_u32(&r, 3); raw_u32(&r, 0);
+    expect_error(&r, "runs past the end");
+    r = new_raw(); raw_header(&r, 3, 0, 1); raw_u64(&r, 100); raw_put(&r, "abc", 3);
+    expect_error(&r, "string length 100");
+    /* an array of strings whose elements run past the end */
+    r = new_raw(); raw_header(&r, 3, 0, 1); raw_str(&r, "a.b"); raw_u32(&r, GGUF_VT_ARRAY); raw_u32(&r, GGUF_VT_STRING); raw_u64(&r, 2);
+    raw_str(&r, "x"); raw_u64(&r, 1000);
+    expect_error(&r, "string length 1000");
+    /* a tensor info section ending after the end of the file's data section */
+    r = new_raw(); raw_header(&r, 3, 1, 0); raw_tensor(&r, "t", 1, ne1, GGTYPE_F32, 0);
+    expect_error(&r, "data section would start");
+    /* data offset + size overflowing */
+    r = new_raw(); raw_header(&r, 3, 1, 0); raw_tensor(&r, "t", 1, ne1, GGTYPE_F32, ~0ull - 31); raw_pad(&r, 32); raw_zeros(&r, 128);
+    expect_error(&r, "overflows 64 bits");
+    /* a dimension of 2^63 or more */
+    r = new_raw(); raw_header(&r, 3, 1, 0);
+    { uint64_t neh[1] = {1ull << 63}; raw_tensor(&r, "t", 1, neh, GGTYPE_F32, 0); }
+    raw_pad(&r, 32); raw_zeros(&r, 128);
+    expect_error(&r, "dimension 0 is");
+    /* a v1 file whose 32-bit counts cannot fit */
+    r = new_raw(); r.lw = 4; raw_header(&r, 1, 0xffffffffu, 0);
+    expect_error(&r, "tensor count");
+    /* names from the file are quoted in messages: a newline in one must not
+     * split the one-line error */
+    r = new_raw(); raw_header(&r, 3, 0, 2); raw_kv_u32(&r, "a\nb", 1); raw_kv_u32(&r, "a\nb", 2);
+    expect_error(&r, "duplicate key 'a\\x0ab'");
+    r = new_raw(); raw_header(&r, 3, 2, 0); raw_tensor(&r, "x\ry", 1, ne1, GGTYPE_F32, 0); raw_tensor(&r, "x\ry", 1, ne1, GGTYPE_F32, 128);
+    raw_pad(&r, 32); raw_zeros(&r, 512);
+    expect_error(&r, "duplicate tensor name 'x\\x0dy'");
+    r = new_raw(); raw_header(&r, 3, 1, 0); raw_tensor(&r, "a\n", 1, ne1, GGTYPE_F32, 0); raw_pad(&r, 32); raw_zeros(&r, 100);
+    expect_error(&r, "tensor 'a\\x0a' data ends");
+    /* a NUL byte inside a tensor name or a key: such a name cannot be looked
+     * up by its C string (found by fuzz_split) */
+    r = new_raw(); raw_header(&r, 3, 1, 0);
+    raw_len(&r, 3); raw_put(&r, "a\0b", 3); raw_u32(&r, 1); raw_len(&r, 32); raw_u32(&r, GGTYPE_F32); raw_u64(&r, 0);
+    raw_pad(&r, 32); raw_zeros(&r, 128);
+    expect_error(&r, "NUL byte");
+    r = new_raw(); raw_header(&r, 3, 0, 1); raw_len(&r, 4); raw_put(&r, "a.b\0", 4); raw_u32(&r, GGUF_VT_UINT8); raw_put(&r, "\x01", 1);
+    expect_error(&r, "NUL byte");
     /* empty file, short file */
     r = new_raw();
     expect_error(&r, "empty");
@@ -494,10 +542,14 @@ static void truncate_everywhere(const uint8_t *buf, size_t n, size_t step_after,
             fails++;
         } else {
             assert_int_not_equal(err.code, GGUF_OK);
+            if (!strstr(err.msg, "(expected")) {
+                print_message("%s: cut at %zu: no '(expected' in '%s'\n", what, cut, err.msg);
+                fails++;
+            }
         }
         free(copy);
     }
-    print_message("  %s: %zu truncations, all refused\n", what, tries);
+    print_message("  %s: %zu truncations, all refused, each saying what was expected\n", what, tries);
     assert_int_equal(fails, 0);
 }
 
@@ -669,6 +721,169 @@ static void write_shard(const char *dir, int no, int count, int n_total, const c
     snprintf(path, sizeof path, "%s/Model-7B-v1.0-F32-%05d-of-%05d.gguf", dir, no + 1, count);
     assert_int_equal(gguf_writer_write(w, path, NULL, NULL), GGUF_OK);
     gguf_writer_free(w);
+}
+
+/* A shard file named BASE-NNNNN-of-MMMMM.gguf that claims split.no / split.count. */
+static void write_split(const char *dir, const char *base, int name_no, int name_count, int claim_no, int claim_count,
+                        const char *tname)
+{
+    gguf_writer *w = gguf_writer_new(32);
+    assert_int_equal(gguf_writer_set_u16(w, "split.no", (uint16_t)claim_no), GGUF_OK);
+    assert_int_equal(gguf_writer_set_u16(w, "split.count", (uint16_t)claim_count), GGUF_OK);
+    float d[32] = {0};
+    uint64_t ne[1] = {32};
+    assert_int_equal(gguf_writer_add_tensor(w, tname, GGTYPE_F32, 1, ne, d), GGUF_OK);
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s-%05d-of-%05d.gguf", dir, base, name_no, name_count);
+    assert_int_equal(gguf_writer_write(w, path, NULL, NULL), GGUF_OK);
+    gguf_writer_free(w);
+}
+
+/* Open dir/name; expect a split error in `in` (a file name part) whose message has `needle`. */
+static void expect_split_error(const char *dir, const char *name, const char *in, const char *needle)
+{
+    char p[1100], line[1400];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    gguf_error err;
+    gguf_file *f = gguf_open(p, &err);
+    gguf_error_format(&err, line, sizeof line);
+    print_message("  %-28s -> %s\n", name, line);
+    if (f) {
+        gguf_close(f);
+        fail_msg("%s opened", name);
+    }
+    assert_int_equal(err.code, GGUF_ESPLIT);
+    assert_non_null(strstr(err.path, in));
+    if (!strstr(err.msg, needle) || !strstr(err.msg, "(expected"))
+        fail_msg("expected '%s' and '(expected' in '%s'", needle, err.msg);
+    assert_null(strchr(line, '\n'));
+}
+
+/* Shard sets that do not add up are refused without recursion: a file that
+ * names itself as a later shard, mixed sets, disagreeing names and counts. */
+static void test_split_hostile(void **state)
+{
+    (void)state;
+    char dir[512], cmd[1200];
+    snprintf(dir, sizeof dir, "%s", tu_tmp_path("splith"));
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
+    assert_int_equal(system(cmd), 0);
+    /* shard 1 of 2 by name says split.no = 1: it used to reopen itself forever */
+    write_split(dir, "self", 1, 2, 1, 2, "a");
+    expect_split_error(dir, "self-00001-of-00002.gguf", "self-00001-of-00002", "split.no");
+    write_split(dir, "self9", 1, 2, 9, 2, "a");
+    expect_split_error(dir, "self9-00001-of-00002.gguf", "self9-00001-of-00002", "split.no");
+    /* opened from shard 2, whose shard 1 also claims to be shard 2 */
+    write_split(dir, "both", 1, 2, 1, 2, "a");
+    write_split(dir, "both", 2, 2, 1, 2, "b");
+    expect_split_error(dir, "both-00002-of-00002.gguf", "both-00001-of-00002", "split.no");
+    /* sets do not mix: "of 3" by name, split.count = 2, and another set's shard 2 of 2 */
+    write_split(dir, "mm", 1, 3, 0, 2, "a");
+    write_split(dir, "mm", 2, 2, 1, 2, "b");
+    expect_split_error(dir, "mm-00001-of-00003.gguf", "mm-00001-of-00003", "split.count");
+    expect_split_error(dir, "mm-00002-of-00002.gguf", "mm-00001-of-00002", "missing");
+    /* a later shard with another count, another index */
+    write_split(dir, "bc", 1, 2, 0, 2, "a");
+    write_split(dir, "bc", 2, 2, 1, 3, "b");
+    expect_split_error(dir, "bc-00001-of-00002.gguf", "bc-00002-of-00002", "split.count");
+    write_split(dir, "bn", 1, 2, 0, 2, "a");
+    write_split(dir, "bn", 2, 2, 0, 2, "b");
+    expect_split_error(dir, "bn-00001-of-00002.gguf", "bn-00002-of-00002", "split.no");
+    /* shard 2 is the same file as shard 1 (a symbolic link) */
+    write_split(dir, "ln", 1, 2, 0, 2, "a");
+    snprintf(cmd, sizeof cmd, "ln -s ln-00001-of-00002.gguf '%s/ln-00002-of-00002.gguf'", dir);
+    assert_int_equal(system(cmd), 0);
+    expect_split_error(dir, "ln-00001-of-00002.gguf", "ln-00002-of-00002", "same file");
+    /* split.count = 0; split.no past split.count */
+    write_split(dir, "z", 1, 1, 0, 0, "a");
+    expect_split_error(dir, "z-00001-of-00001.gguf", "z-00001-of-00001", "split.count");
+    write_split(dir, "o", 1, 1, 1, 1, "a");
+    expect_split_error(dir, "o-00001-of-00001.gguf", "o-00001-of-00001", "split.no");
+    /* a one-shard set named as shard 1 of 2 */
+    write_split(dir, "one", 1, 2, 0, 1, "a");
+    expect_split_error(dir, "one-00001-of-00002.gguf", "one-00001-of-00002", "split.count");
+    /* a consistent two-shard set still opens, from either end */
+    write_split(dir, "ok", 1, 2, 0, 2, "a");
+    write_split(dir, "ok", 2, 2, 1, 2, "b");
+    for (int k = 1; k <= 2; k++) {
+        char p[1100];
+        snprintf(p, sizeof p, "%s/ok-%05d-of-00002.gguf", dir, k);
+        gguf_error err;
+        gguf_file *f = gguf_open(p, &err);
+        assert_non_null(f);
+        assert_int_equal(gguf_shard_count(f), 2);
+        assert_non_null(gguf_find_tensor(f, "b"));
+        gguf_close(f);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* A split set held in memory: gguf_open_memfiles follows it exactly as
+ * gguf_open follows files (the seam the split fuzzer drives). */
+static uint8_t *mem_shard(int claim_no, int claim_count, const char *tname, size_t *size)
+{
+    gguf_writer *w = gguf_writer_new(32);
+    assert_int_equal(gguf_writer_set_u16(w, "split.no", (uint16_t)claim_no), GGUF_OK);
+    assert_int_equal(gguf_writer_set_u16(w, "split.count", (uint16_t)claim_count), GGUF_OK);
+    float d[32] = {0};
+    d[0] = (float)claim_no;
+    uint64_t ne[1] = {32};
+    assert_int_equal(gguf_writer_add_tensor(w, tname, GGTYPE_F32, 1, ne, d), GGUF_OK);
+    uint8_t *out;
+    assert_int_equal(gguf_writer_to_memory(w, &out, size), GGUF_OK);
+    gguf_writer_free(w);
+    return out;
+}
+
+static void test_memfiles(void **state)
+{
+    (void)state;
+    size_t n0, n1, n2;
+    uint8_t *s0 = mem_shard(0, 2, "a", &n0), *s1 = mem_shard(1, 2, "b", &n1), *self = mem_shard(1, 2, "c", &n2);
+    gguf_memfile set[2] = {{"m-00001-of-00002.gguf", s0, n0}, {"m-00002-of-00002.gguf", s1, n1}};
+    gguf_error err;
+    for (int k = 0; k < 2; k++) {
+        gguf_file *f = gguf_open_memfiles(set, 2, set[k].name, &err);
+        assert_non_null(f);
+        assert_int_equal(gguf_shard_count(f), 2);
+        const gguf_tensor *t = gguf_find_tensor(f, "b");
+        assert_non_null(t);
+        assert_int_equal(t->shard, 1);
+        float v;
+        memcpy(&v, t->data, 4);
+        assert_true(v == 1.0f);
+        assert_string_equal(gguf_shard_path(f, 1), "m-00002-of-00002.gguf");
+        gguf_close(f);
+    }
+    /* the second shard missing from the table */
+    assert_null(gguf_open_memfiles(set, 1, set[0].name, &err));
+    assert_int_equal(err.code, GGUF_ESPLIT);
+    assert_non_null(strstr(err.msg, "missing"));
+    /* the 71-byte-file attack, in memory: no recursion, one error */
+    gguf_memfile bad[1] = {{"s-00001-of-00002.gguf", self, n2}};
+    assert_null(gguf_open_memfiles(bad, 1, bad[0].name, &err));
+    assert_int_equal(err.code, GGUF_ESPLIT);
+    assert_non_null(strstr(err.msg, "(expected split.no 0)"));
+    /* a name not in the table */
+    assert_null(gguf_open_memfiles(set, 2, "nope.gguf", &err));
+    assert_int_equal(err.code, GGUF_ENOTFOUND);
+    free(s0);
+    free(s1);
+    free(self);
+}
+
+/* A gguf_str may be {NULL, 0} (an absent value): copying and comparing it is
+ * valid (memcpy / memcmp from NULL are undefined even for 0 bytes). */
+static void test_str_null(void **state)
+{
+    (void)state;
+    gguf_str none = {NULL, 0};
+    char buf[8] = "xxxxxxx";
+    assert_ptr_equal(gguf_str_copy(none, buf, sizeof buf), buf);
+    assert_string_equal(buf, "");
+    assert_true(gguf_str_eq(none, ""));
+    assert_false(gguf_str_eq(none, "a"));
 }
 
 static void test_split(void **state)
@@ -897,6 +1112,9 @@ int main(void)
         cmocka_unit_test(test_big_endian),
         cmocka_unit_test(test_versions),
         cmocka_unit_test(test_split),
+        cmocka_unit_test(test_split_hostile),
+        cmocka_unit_test(test_str_null),
+        cmocka_unit_test(test_memfiles),
         cmocka_unit_test(test_naming),
         cmocka_unit_test(test_traits),
         cmocka_unit_test(test_manifest),

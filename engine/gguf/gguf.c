@@ -33,6 +33,11 @@ typedef struct {
     uint64_t size;
     bool mapped;
     uint64_t data_offset;
+    uint64_t id[2];          /* identity of the file (device, inode; or table entry) */
+    /* split.no / split.count as the shard's own metadata says (parse_shard) */
+    bool has_split_no, has_split_count;
+    uint64_t split_no, split_count;
+    uint64_t split_no_off, split_count_off;   /* file offsets of the values */
 } gguf_shard;
 
 /* Lazily built offsets of a top-level array's elements (strings, nested arrays). */
@@ -94,7 +99,7 @@ const char *gguf_error_format(const gguf_error *err, char *buf, size_t cap)
 {
     if (!err || err->code == GGUF_OK)
         snprintf(buf, cap, "no error");
-    else if (err->code == GGUF_EFORMAT)
+    else if (err->code == GGUF_EFORMAT || (err->code == GGUF_ESPLIT && err->offset))
         snprintf(buf, cap, "%s: offset %llu: %s", err->path, (unsigned long long)err->offset, err->msg);
     else
         snprintf(buf, cap, "%s: %s", err->path, err->msg);
@@ -132,7 +137,7 @@ static bool cur_need(cursor *c, uint64_t n, const char *what)
     if (n <= c->size - c->pos)
         return true;
     uint64_t missing = n - (c->size - c->pos);
-    return cur_fail(c, c->pos, "%s runs past the end of the file (%llu bytes needed, %llu left: "
+    return cur_fail(c, c->pos, "%s runs past the end of the file (expected %llu more bytes, %llu left: "
                                "the file is truncated by at least %llu bytes)",
                     what, (unsigned long long)n, (unsigned long long)(c->size - c->pos),
                     (unsigned long long)missing);
@@ -177,7 +182,7 @@ static bool cur_str(cursor *c, gguf_str *out, const char *what)
         return false;
     if (len > c->size - c->pos) {
         c->pos = at;
-        return cur_fail(c, at, "%s: string length %llu runs past the end of the file (%llu bytes left)",
+        return cur_fail(c, at, "%s: string length %llu runs past the end of the file (expected at most the %llu bytes left)",
                         what, (unsigned long long)len, (unsigned long long)(c->size - at));
     }
     out->ptr = (const char *)c->base + c->pos;
@@ -228,14 +233,14 @@ static bool skip_array(cursor *c, int depth, gguf_value *out)
     gguf_vtype et = GGUF_VT_UINT8;
     uint64_t n;
     if (depth >= GGUF_MAX_DEPTH)
-        return cur_fail(c, at, "arrays nested deeper than %d levels", GGUF_MAX_DEPTH);
+        return cur_fail(c, at, "arrays nested deeper than %d levels (expected at most %d)", GGUF_MAX_DEPTH, GGUF_MAX_DEPTH);
     if (!read_type(c, &et, "array element type") || !cur_count(c, &n, "array length"))
         return false;
     uint64_t start = c->pos;
     int es = vtype_size(et);
     if (es > 0) {
         if (n > (c->size - c->pos) / (uint64_t)es)
-            return cur_fail(c, at, "array of %llu %s runs past the end of the file (%llu bytes left)",
+            return cur_fail(c, at, "array of %llu %s runs past the end of the file (expected at most the %llu bytes left)",
                             (unsigned long long)n, gguf_vtype_name(et), (unsigned long long)(c->size - c->pos));
         if (et == GGUF_VT_BOOL)
             for (uint64_t i = 0; i < n; i++)
@@ -247,7 +252,7 @@ static bool skip_array(cursor *c, int depth, gguf_value *out)
         /* strings or arrays: each element takes at least 4 bytes (a length). */
         uint64_t min = et == GGUF_VT_STRING ? (c->version == 1 ? 4 : 8) : (c->version == 1 ? 8 : 12);
         if (n > (c->size - c->pos) / min)
-            return cur_fail(c, at, "array of %llu %s cannot fit in the %llu bytes left",
+            return cur_fail(c, at, "array of %llu %s cannot fit in the %llu bytes left (expected a length the file can hold)",
                             (unsigned long long)n, gguf_vtype_name(et), (unsigned long long)(c->size - c->pos));
         for (uint64_t i = 0; i < n; i++)
             if (!skip_value(c, et, depth + 1, NULL))
@@ -313,7 +318,7 @@ static uint64_t *hash_new(uint64_t n, uint64_t *cap)
 
 static bool str_eq(gguf_str a, gguf_str b)
 {
-    return a.len == b.len && memcmp(a.ptr, b.ptr, a.len) == 0;
+    return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
 }
 
 /* Insert entry `idx` with name `s`; returns the index of an existing entry with the same name, or -1. */
@@ -340,7 +345,7 @@ static int64_t hash_find(const uint64_t *tab, uint64_t cap, const char *s, const
     uint64_t h = hash_bytes(s, n) & (cap - 1);
     while (tab[h]) {
         const gguf_str *k = name_of(f, tab[h] - 1);
-        if (k->len == n && memcmp(k->ptr, s, n) == 0)
+        if (k->len == n && (n == 0 || memcmp(k->ptr, s, n) == 0))
             return (int64_t)(tab[h] - 1);
         h = (h + 1) & (cap - 1);
     }
@@ -348,6 +353,31 @@ static int64_t hash_find(const uint64_t *tab, uint64_t cap, const char *s, const
 }
 
 /* ------------------------------------------------------------------ parsing */
+
+#define QUOTE_CAP 200
+
+/* A name from the file, for a message: control bytes and backslashes as
+ * \xNN (so a message stays one line and cannot drive a terminal), cut to
+ * fit cap with "...". Returns buf. */
+static char *quote_str(gguf_str s, char *buf, size_t cap)
+{
+    size_t k = 0;
+    for (uint64_t i = 0; i < s.len; i++) {
+        unsigned char ch = (unsigned char)s.ptr[i];
+        bool esc = ch < 0x20 || ch == 0x7f || ch == '\\';
+        if (k + (esc ? 4 : 1) + 4 > cap) {
+            memcpy(buf + k, "...", 3);
+            k += 3;
+            break;
+        }
+        if (esc)
+            k += (size_t)snprintf(buf + k, cap - k, "\\x%02x", ch);
+        else
+            buf[k++] = (char)ch;
+    }
+    buf[k] = 0;
+    return buf;
+}
 
 /* Recognise common accidents before the magic check, for a helpful message. */
 static bool diagnose_not_gguf(const uint8_t *p, uint64_t size, const char *path, gguf_error *err)
@@ -437,7 +467,7 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
         f->version = version;
         f->big_endian = be;
     } else if (version != f->version || be != f->big_endian) {
-        set_err(err, GGUF_ESPLIT, sh->path, 4, "shard has GGUF version %u%s, the first shard %u%s", version,
+        set_err(err, GGUF_ESPLIT, sh->path, 4, "shard has GGUF version %u%s (expected %u%s, as the first shard)", version,
                 be ? " big-endian" : "", f->version, f->big_endian ? " big-endian" : "");
         return false;
     }
@@ -452,10 +482,10 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
      * counts the file cannot hold before allocating anything for them. */
     uint64_t left = sh->size - c.pos;
     if (n_tensors > left / 24)
-        return cur_fail(&c, at, "tensor count %llu cannot fit in the %llu bytes left (at least 24 bytes per tensor)",
+        return cur_fail(&c, at, "tensor count %llu cannot fit in the %llu bytes left (expected at most one tensor per 24 bytes)",
                         (unsigned long long)n_tensors, (unsigned long long)left);
     if (n_kv > left / 9)
-        return cur_fail(&c, kv_at, "metadata key count %llu cannot fit in the %llu bytes left (at least 9 bytes per key)",
+        return cur_fail(&c, kv_at, "metadata key count %llu cannot fit in the %llu bytes left (expected at most one key per 9 bytes)",
                         (unsigned long long)n_kv, (unsigned long long)left);
 
     /* ---- metadata ---- */
@@ -483,8 +513,12 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
             cur_fail(&c, kv.key_offset, "key %llu is empty (expected a dotted name)", (unsigned long long)i);
             goto fail_kv;
         }
+        if (memchr(kv.key.ptr, 0, (size_t)kv.key.len)) {
+            cur_fail(&c, kv.key_offset, "key %llu holds a NUL byte (expected text, so that it can be looked up)", (unsigned long long)i);
+            goto fail_kv;
+        }
         if (kv.key.len > GGUF_MAX_KEY_LEN) {
-            cur_fail(&c, kv.key_offset, "key %llu is %llu bytes long (at most 65535 allowed)", (unsigned long long)i,
+            cur_fail(&c, kv.key_offset, "key %llu is %llu bytes long (expected at most 65535)", (unsigned long long)i,
                      (unsigned long long)kv.key.len);
             goto fail_kv;
         }
@@ -507,12 +541,25 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
             }
             alignment = a;
         }
+        if (gguf_str_eq(kv.key, "split.no") || gguf_str_eq(kv.key, "split.count")) {
+            bool is_no = kv.key.len == 8;
+            uint64_t u;
+            if (gguf_value_u64(&kv.value, &u) != GGUF_OK) {
+                cur_fail(&c, type_at, "%s is not a non-negative integer (type %s; expected an unsigned integer)",
+                         is_no ? "split.no" : "split.count", gguf_vtype_name(t));
+                goto fail_kv;
+            }
+            if (is_no)
+                sh->has_split_no = true, sh->split_no = u, sh->split_no_off = kv.value.offset;
+            else
+                sh->has_split_count = true, sh->split_count = u, sh->split_count_off = kv.value.offset;
+        }
         if (first) {
             kvs[i] = kv;
             int64_t dup = hash_insert(kv_hash, kv_hash_cap, kv.key, i, kv_name, &tmp);
             if (dup >= 0) {
-                char name[128];
-                cur_fail(&c, kv.key_offset, "duplicate key '%s' (first at offset %llu)", gguf_str_copy(kv.key, name, sizeof name),
+                char name[QUOTE_CAP];
+                cur_fail(&c, kv.key_offset, "duplicate key '%s' (expected unique keys; first at offset %llu)", quote_str(kv.key, name, sizeof name),
                          (unsigned long long)kvs[dup].key_offset);
                 goto fail_kv;
             }
@@ -525,7 +572,7 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
         f->kv_hash_cap = kv_hash_cap;
         f->alignment = alignment;
     } else if (alignment != f->alignment) {
-        set_err(err, GGUF_ESPLIT, sh->path, 0, "shard alignment %u differs from the first shard's %u", alignment, f->alignment);
+        set_err(err, GGUF_ESPLIT, sh->path, 0, "shard alignment is %u (expected %u, as the first shard)", alignment, f->alignment);
         return false;
     }
 
@@ -547,10 +594,13 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
         if (!cur_str(&c, &t->name, "tensor name"))
             return false;
         if (t->name.len == 0)
-            return cur_fail(&c, t->info_offset, "tensor %llu has an empty name", (unsigned long long)i);
+            return cur_fail(&c, t->info_offset, "tensor %llu has an empty name (expected a name)", (unsigned long long)i);
         if (t->name.len > GGUF_MAX_NAME_LEN)
-            return cur_fail(&c, t->info_offset, "tensor name is %llu bytes long (at most %d allowed)",
+            return cur_fail(&c, t->info_offset, "tensor name is %llu bytes long (expected at most %d)",
                             (unsigned long long)t->name.len, GGUF_MAX_NAME_LEN);
+        if (memchr(t->name.ptr, 0, (size_t)t->name.len))
+            return cur_fail(&c, t->info_offset, "tensor %llu's name holds a NUL byte (expected text, so that it can be looked up)",
+                            (unsigned long long)i);
         uint64_t dims_at = c.pos;
         if (!cur_u32(&c, &t->n_dims, "tensor dimension count"))
             return false;
@@ -568,7 +618,7 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
             if (t->ne[d] > (uint64_t)INT64_MAX)
                 return cur_fail(&c, dim_at, "tensor dimension %u is %llu (expected at most 2^63-1)", d, (unsigned long long)t->ne[d]);
             if (__builtin_mul_overflow(ne, t->ne[d], &ne) || ne > (uint64_t)INT64_MAX)
-                return cur_fail(&c, dim_at, "tensor element count overflows 64 bits (dimension %u = %llu)", d,
+                return cur_fail(&c, dim_at, "tensor element count overflows 64 bits at dimension %u = %llu (expected a product below 2^63)", d,
                                 (unsigned long long)t->ne[d]);
         }
         t->n_elements = ne;
@@ -586,16 +636,16 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
              * running across rows. Open them, flagged, when the element
              * count is a whole number of blocks. */
             if (t->n_elements % tr->blck_size != 0)
-                return cur_fail(&c, type_at, "tensor has %llu elements, not a multiple of the %s block size %u",
+                return cur_fail(&c, type_at, "tensor has %llu elements (expected a multiple of the %s block size %u)",
                                 (unsigned long long)t->n_elements, tr->name, tr->blck_size);
             t->rows_unaligned = t->ne[0] % tr->blck_size != 0;
             uint64_t bytes;
             if (__builtin_mul_overflow(t->n_elements / tr->blck_size, (uint64_t)tr->type_size, &bytes))
-                return cur_fail(&c, type_at, "tensor byte size overflows 64 bits");
+                return cur_fail(&c, type_at, "tensor byte size overflows 64 bits (expected fewer elements)");
             t->n_bytes = bytes;
         }
         if (t->offset % alignment != 0)
-            return cur_fail(&c, off_at, "tensor data offset %llu is not a multiple of the alignment %u",
+            return cur_fail(&c, off_at, "tensor data offset %llu is not a multiple of the alignment %u (expected an aligned offset)",
                             (unsigned long long)t->offset, alignment);
     }
 
@@ -607,7 +657,7 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
     }
     sh->data_offset = data_off;
     if (n_tensors > 0 && data_off > sh->size)
-        return cur_fail(&c, c.pos, "the data section would start at %llu, past the end of the file (%llu bytes): truncated by at least %llu bytes",
+        return cur_fail(&c, c.pos, "the data section would start at %llu, past the end of the file (expected the whole header; the file has %llu bytes: truncated by at least %llu bytes)",
                         (unsigned long long)data_off, (unsigned long long)sh->size, (unsigned long long)(data_off - sh->size));
     uint64_t data_size = data_off <= sh->size ? sh->size - data_off : 0;
     /* The data must reach the aligned end of the last tensor: ggml and
@@ -620,9 +670,9 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
         uint64_t end;
         if (__builtin_add_overflow(t->offset, t->n_bytes, &end) || __builtin_add_overflow(end, (uint64_t)alignment, &end) ||
             __builtin_add_overflow(end, data_off, &end)) {
-            char name[80];
-            return cur_fail(&c, t->info_offset, "tensor '%s' data offset %llu plus size %llu overflows 64 bits",
-                            gguf_str_copy(t->name, name, sizeof name), (unsigned long long)t->offset, (unsigned long long)t->n_bytes);
+            char name[QUOTE_CAP];
+            return cur_fail(&c, t->info_offset, "tensor '%s' data offset %llu plus size %llu overflows 64 bits (expected an offset inside the file)",
+                            quote_str(t->name, name, sizeof name), (unsigned long long)t->offset, (unsigned long long)t->n_bytes);
         }
         end = t->offset + t->n_bytes;
         end += (alignment - end % alignment) % alignment;
@@ -631,9 +681,9 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
     }
     if (data_end > data_size) {
         const gguf_tensor *t = &f->tensors[last];
-        char name[80];
-        return cur_fail(&c, t->info_offset, "tensor '%s' data ends at byte %llu, past the end of the file (%llu bytes): truncated by %llu bytes",
-                        gguf_str_copy(t->name, name, sizeof name), (unsigned long long)(data_off + data_end),
+        char name[QUOTE_CAP];
+        return cur_fail(&c, t->info_offset, "tensor '%s' data ends at byte %llu, past the end of the file (expected the whole data; the file has %llu bytes: truncated by %llu bytes)",
+                        quote_str(t->name, name, sizeof name), (unsigned long long)(data_off + data_end),
                         (unsigned long long)sh->size, (unsigned long long)(data_off + data_end - sh->size));
     }
     for (uint64_t i = 0; i < n_tensors; i++) {
@@ -657,10 +707,10 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
         for (uint64_t k = 1; k < m; k++) {
             const gguf_tensor *a = &f->tensors[ord[k - 1].idx], *b = &f->tensors[ord[k].idx];
             if (a->offset + a->n_bytes > b->offset) {
-                char na[80], nb[80];
-                cur_fail(&c, b->info_offset, "tensor '%s' (data %llu..%llu) overlaps tensor '%s' (data from %llu)",
-                         gguf_str_copy(a->name, na, sizeof na), (unsigned long long)a->offset,
-                         (unsigned long long)(a->offset + a->n_bytes), gguf_str_copy(b->name, nb, sizeof nb),
+                char na[QUOTE_CAP], nb[QUOTE_CAP];
+                cur_fail(&c, b->info_offset, "tensor '%s' (data %llu..%llu) overlaps tensor '%s' from %llu (expected disjoint data)",
+                         quote_str(a->name, na, sizeof na), (unsigned long long)a->offset,
+                         (unsigned long long)(a->offset + a->n_bytes), quote_str(b->name, nb, sizeof nb),
                          (unsigned long long)b->offset);
                 free(ord);
                 return false;
@@ -689,10 +739,10 @@ static bool build_tensor_hash(gguf_file *f, gguf_error *err)
     for (uint64_t i = 0; i < f->n_tensors; i++) {
         int64_t dup = hash_insert(f->t_hash, f->t_hash_cap, f->tensors[i].name, i, t_name, f);
         if (dup >= 0) {
-            char name[80];
+            char name[QUOTE_CAP];
             const gguf_tensor *t = &f->tensors[i];
             set_err(err, GGUF_EFORMAT, f->shards[t->shard].path, t->info_offset,
-                    "duplicate tensor name '%s' (first at offset %llu)", gguf_str_copy(t->name, name, sizeof name),
+                    "duplicate tensor name '%s' (expected unique names; first at offset %llu)", quote_str(t->name, name, sizeof name),
                     (unsigned long long)f->tensors[dup].info_offset);
             return false;
         }
@@ -708,14 +758,32 @@ static gguf_file *file_new(void)
     return f;
 }
 
-static bool map_shard(gguf_shard *sh, const char *path, gguf_error *err)
+/* Where shards come from: files on disk, or an in-memory table of named
+ * files (gguf_open_memfiles). Both go through the same split logic. */
+typedef struct {
+    /* Fill sh (path, base, size, mapped, id) for `path`. Returns false with
+     * *err set (GGUF_ENOTFOUND when there is no such file). */
+    bool (*map)(void *ctx, gguf_shard *sh, const char *path, gguf_error *err);
+    void *ctx;
+} shard_src;
+
+static const char *file_kind(mode_t m)
 {
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : S_ISCHR(m) ? "a character device"
+           : S_ISBLK(m) ? "a block device" : "not a plain file";
+}
+
+static bool map_file(void *ctx, gguf_shard *sh, const char *path, gguf_error *err)
+{
+    (void)ctx;
     sh->path = strdup(path);
     if (!sh->path) {
         set_err(err, GGUF_ENOMEM, path, 0, "out of memory");
         return false;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; we only fstat
+     * and mmap, so the flag changes nothing for a regular file. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         set_err(err, errno == ENOENT ? GGUF_ENOTFOUND : GGUF_EIO, path, 0, "cannot open: %s", strerror(errno));
         return false;
@@ -727,10 +795,12 @@ static bool map_shard(gguf_shard *sh, const char *path, gguf_error *err)
         return false;
     }
     if (!S_ISREG(st.st_mode)) {
-        set_err(err, GGUF_EIO, path, 0, "not a regular file");
+        set_err(err, GGUF_EIO, path, 0, "not a regular file: %s (expected a GGUF file)", file_kind(st.st_mode));
         close(fd);
         return false;
     }
+    sh->id[0] = (uint64_t)st.st_dev;
+    sh->id[1] = (uint64_t)st.st_ino;
     sh->size = (uint64_t)st.st_size;
     if (sh->size > 0) {
         void *p = mmap(NULL, (size_t)sh->size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -749,7 +819,34 @@ static bool map_shard(gguf_shard *sh, const char *path, gguf_error *err)
     return true;
 }
 
-/* "dir/NAME-00001-of-00003.gguf" -> prefix length up to "-00001", shard count from the name. */
+typedef struct {
+    const gguf_memfile *files;
+    size_t n;
+} memfile_table;
+
+static bool map_memfile(void *ctx, gguf_shard *sh, const char *path, gguf_error *err)
+{
+    static const uint8_t empty[1];
+    const memfile_table *t = ctx;
+    sh->path = strdup(path);
+    if (!sh->path) {
+        set_err(err, GGUF_ENOMEM, path, 0, "out of memory");
+        return false;
+    }
+    for (size_t i = 0; i < t->n; i++) {
+        if (t->files[i].name && !strcmp(t->files[i].name, path)) {
+            sh->base = t->files[i].data ? t->files[i].data : empty;
+            sh->size = t->files[i].data ? t->files[i].size : 0;
+            sh->id[0] = UINT64_MAX;
+            sh->id[1] = i;
+            return true;
+        }
+    }
+    set_err(err, GGUF_ENOTFOUND, path, 0, "cannot open: No such file or directory");
+    return false;
+}
+
+/* "dir/NAME-00001-of-00003.gguf" -> prefix length up to "-00001", shard number and count from the name. */
 static bool split_name(const char *path, size_t *prefix_len, uint32_t *no, uint32_t *count)
 {
     size_t n = strlen(path);
@@ -769,106 +866,9 @@ static bool split_name(const char *path, size_t *prefix_len, uint32_t *no, uint3
     return true;
 }
 
-static gguf_file *open_split(gguf_file *f, const char *path, gguf_error *err)
+/* Map and parse one file as shard 0 of a new handle; never follows splits. */
+static gguf_file *open_single(const shard_src *src, const char *path, gguf_error *err)
 {
-    uint64_t count64;
-    if (gguf_get_u64(f, "split.count", &count64) != GGUF_OK || count64 <= 1)
-        return f;
-    const char *p0 = f->shards[0].path;
-    uint64_t no = 0;
-    gguf_get_u64(f, "split.no", &no);
-    if (count64 > GGUF_MAX_SHARDS) {
-        set_err(err, GGUF_ESPLIT, path, 0, "split.count is %llu (at most %d shards supported)", (unsigned long long)count64, GGUF_MAX_SHARDS);
-        gguf_close(f);
-        return NULL;
-    }
-    size_t plen;
-    uint32_t name_no, name_count;
-    if (!split_name(p0, &plen, &name_no, &name_count)) {
-        set_err(err, GGUF_ESPLIT, path, 0, "split.count is %llu but the file name does not end in -NNNNN-of-NNNNN.gguf, so the other shards cannot be found",
-                (unsigned long long)count64);
-        gguf_close(f);
-        return NULL;
-    }
-    if (no != 0) {
-        /* opened a later shard: reopen from the first */
-        char *first = malloc(plen + 32);
-        if (!first) {
-            gguf_close(f);
-            return NULL;
-        }
-        snprintf(first, plen + 32, "%.*s-%05u-of-%05u.gguf", (int)plen, p0, 1u, (unsigned)count64);
-        gguf_close(f);
-        f = gguf_open(first, err);
-        free(first);
-        return f;
-    }
-    uint32_t count = (uint32_t)count64;
-    gguf_shard *sh = realloc(f->shards, count * sizeof *sh);
-    if (!sh) {
-        gguf_close(f);
-        return NULL;
-    }
-    f->shards = sh;
-    memset(sh + 1, 0, (count - 1) * sizeof *sh);
-    for (uint32_t i = 1; i < count; i++) {
-        char *sp = malloc(plen + 32);
-        if (!sp) {
-            gguf_close(f);
-            return NULL;
-        }
-        snprintf(sp, plen + 32, "%.*s-%05u-of-%05u.gguf", (int)plen, f->shards[0].path, i + 1, count);
-        f->n_shards = i + 1;
-        bool ok = map_shard(&f->shards[i], sp, err);
-        if (!ok && err && err->code == GGUF_ENOTFOUND) {
-            err->code = GGUF_ESPLIT;
-            snprintf(err->msg, sizeof err->msg, "shard %u of %u is missing (%s)", i + 1, count, sp);
-        }
-        free(sp);
-        if (!ok || !parse_shard(f, i, err, false)) {
-            gguf_close(f);
-            return NULL;
-        }
-        /* the shard's own split.no / split.count must match */
-        gguf_error e2 = {0};
-        gguf_file *g = gguf_open_memory(f->shards[i].base, f->shards[i].size, f->shards[i].path, &e2);
-        uint64_t sno = UINT64_MAX, scount = 0;
-        if (g) {
-            gguf_get_u64(g, "split.no", &sno);
-            gguf_get_u64(g, "split.count", &scount);
-            gguf_close(g);
-        }
-        if (sno != i || scount != count) {
-            set_err(err, GGUF_ESPLIT, f->shards[i].path, 0, "shard says split.no=%lld of split.count=%llu (expected %u of %u)",
-                    sno == UINT64_MAX ? -1LL : (long long)sno, (unsigned long long)scount, i, count);
-            gguf_close(f);
-            return NULL;
-        }
-    }
-    uint64_t total;
-    if (gguf_get_u64(f, "split.tensors.count", &total) == GGUF_OK && total != f->n_tensors) {
-        set_err(err, GGUF_ESPLIT, path, 0, "the shards hold %llu tensors but split.tensors.count says %llu",
-                (unsigned long long)f->n_tensors, (unsigned long long)total);
-        gguf_close(f);
-        return NULL;
-    }
-    free(f->t_hash);
-    f->t_hash = NULL;
-    if (!build_tensor_hash(f, err)) {
-        gguf_close(f);
-        return NULL;
-    }
-    return f;
-}
-
-gguf_file *gguf_open(const char *path, gguf_error *err)
-{
-    if (err)
-        memset(err, 0, sizeof *err);
-    if (!path) {
-        set_err(err, GGUF_EARG, "", 0, "no path");
-        return NULL;
-    }
     gguf_file *f = file_new();
     if (!f || !(f->shards = calloc(1, sizeof *f->shards))) {
         free(f);
@@ -876,11 +876,220 @@ gguf_file *gguf_open(const char *path, gguf_error *err)
         return NULL;
     }
     f->n_shards = 1;
-    if (!map_shard(&f->shards[0], path, err) || !parse_shard(f, 0, err, true) || !build_tensor_hash(f, err)) {
+    if (!src->map(src->ctx, &f->shards[0], path, err) || !parse_shard(f, 0, err, true) || !build_tensor_hash(f, err)) {
         gguf_close(f);
         return NULL;
     }
-    return open_split(f, path, err);
+    return f;
+}
+
+/* Check that the opened file's name and split.no / split.count agree.
+ * Returns 0: not split (or a one-shard set); 1: the first shard of a set of
+ * *count; 2: a later shard (*prefix_len set: reopen from the first);
+ * -1: error (err set). */
+static int split_check_first(const gguf_shard *s0, size_t *prefix_len, uint32_t *count, gguf_error *err)
+{
+    const char *p = s0->path;
+    if (!s0->has_split_count) {
+        if (s0->has_split_no && s0->split_no != 0) {
+            set_err(err, GGUF_ESPLIT, p, s0->split_no_off, "split.no is %llu but there is no split.count (expected both, or split.no 0)",
+                    (unsigned long long)s0->split_no);
+            return -1;
+        }
+        return 0;
+    }
+    uint64_t c = s0->split_count, no = s0->has_split_no ? s0->split_no : 0;
+    if (c == 0 || c > GGUF_MAX_SHARDS) {
+        set_err(err, GGUF_ESPLIT, p, s0->split_count_off, "split.count is %llu (expected 1 to %d)", (unsigned long long)c,
+                GGUF_MAX_SHARDS);
+        return -1;
+    }
+    if (no >= c) {
+        set_err(err, GGUF_ESPLIT, p, s0->split_no_off, "split.no is %llu but split.count is %llu (expected split.no below split.count)",
+                (unsigned long long)no, (unsigned long long)c);
+        return -1;
+    }
+    uint32_t name_no, name_count;
+    bool named = split_name(p, prefix_len, &name_no, &name_count);
+    if (c == 1 && !named)
+        return 0; /* a one-shard "set" under any name */
+    if (c > 1 && !s0->has_split_no) {
+        set_err(err, GGUF_ESPLIT, p, s0->split_count_off, "split.count is %llu but split.no is absent (expected both in every shard)",
+                (unsigned long long)c);
+        return -1;
+    }
+    if (!named) {
+        set_err(err, GGUF_ESPLIT, p, s0->split_count_off,
+                "split.count is %llu but the file name does not end in -NNNNN-of-NNNNN.gguf (expected -%05llu-of-%05llu.gguf, "
+                "so that the other shards can be found)", (unsigned long long)c, (unsigned long long)no + 1, (unsigned long long)c);
+        return -1;
+    }
+    if (name_count != c) {
+        set_err(err, GGUF_ESPLIT, p, s0->split_count_off, "split.count is %llu but the file name says %u shards (expected the same count)",
+                (unsigned long long)c, name_count);
+        return -1;
+    }
+    if (name_no != no + 1) {
+        set_err(err, GGUF_ESPLIT, p, s0->split_no_off, "split.no is %llu but the file name says shard %u (expected split.no %u)",
+                (unsigned long long)no, name_no, name_no > 0 ? name_no - 1 : 0);
+        return -1;
+    }
+    if (c == 1)
+        return 0;
+    *count = (uint32_t)c;
+    return no == 0 ? 1 : 2;
+}
+
+/* Add shards 1..count-1 to f (shard 0 is the first of the set). Each shard
+ * is mapped and parsed on its own: opening one never opens a set. */
+static bool open_shards(gguf_file *f, const shard_src *src, size_t plen, uint32_t count, gguf_error *err)
+{
+    gguf_shard *sh = realloc(f->shards, count * sizeof *sh);
+    if (!sh) {
+        set_err(err, GGUF_ENOMEM, f->shards[0].path, 0, "out of memory");
+        return false;
+    }
+    f->shards = sh;
+    memset(sh + 1, 0, (count - 1) * sizeof *sh);
+    size_t cap = plen + 32;
+    char *sp = malloc(cap);
+    if (!sp) {
+        set_err(err, GGUF_ENOMEM, f->shards[0].path, 0, "out of memory");
+        return false;
+    }
+    bool ok = false;
+    for (uint32_t i = 1; i < count; i++) {
+        snprintf(sp, cap, "%.*s-%05u-of-%05u.gguf", (int)plen, f->shards[0].path, i + 1, count);
+        f->n_shards = i + 1;
+        gguf_shard *s = &f->shards[i];
+        if (!src->map(src->ctx, s, sp, err)) {
+            if (err && err->code == GGUF_ENOTFOUND) {
+                err->code = GGUF_ESPLIT;
+                snprintf(err->msg, sizeof err->msg, "shard %u of %u is missing (expected %s beside the first shard)", i + 1, count, sp);
+            }
+            goto out;
+        }
+        for (uint32_t k = 0; k < i; k++)
+            if (f->shards[k].id[0] == s->id[0] && f->shards[k].id[1] == s->id[1]) {
+                set_err(err, GGUF_ESPLIT, sp, 0, "shard %u is the same file as shard %u, %s (expected a distinct file)", i + 1, k + 1,
+                        f->shards[k].path);
+                goto out;
+            }
+        if (!parse_shard(f, i, err, false))
+            goto out;
+        if (!s->has_split_count || s->split_count != count) {
+            if (s->has_split_count)
+                set_err(err, GGUF_ESPLIT, sp, s->split_count_off, "split.count is %llu (expected %u, as the first shard and the file name)",
+                        (unsigned long long)s->split_count, count);
+            else
+                set_err(err, GGUF_ESPLIT, sp, 0, "split.count is absent (expected %u, as the first shard)", count);
+            goto out;
+        }
+        if (!s->has_split_no || s->split_no != i) {
+            if (s->has_split_no)
+                set_err(err, GGUF_ESPLIT, sp, s->split_no_off, "split.no is %llu (expected %u, from the file name)",
+                        (unsigned long long)s->split_no, i);
+            else
+                set_err(err, GGUF_ESPLIT, sp, 0, "split.no is absent (expected %u, from the file name)", i);
+            goto out;
+        }
+    }
+    uint64_t total;
+    const gguf_kv *tkv = gguf_find_kv(f, "split.tensors.count");
+    if (tkv && gguf_value_u64(&tkv->value, &total) == GGUF_OK && total != f->n_tensors) {
+        set_err(err, GGUF_ESPLIT, f->shards[0].path, tkv->value.offset,
+                "split.tensors.count is %llu but the shards hold %llu tensors (expected the same)", (unsigned long long)total,
+                (unsigned long long)f->n_tensors);
+        goto out;
+    }
+    free(f->t_hash);
+    f->t_hash = NULL;
+    ok = build_tensor_hash(f, err);
+out:
+    free(sp);
+    return ok;
+}
+
+/* Open `path` from src and, when it is one shard of a split set, the whole
+ * set. A later shard reopens the set from its first shard, once: the first
+ * shard's own name and metadata must then say it is the first. */
+static gguf_file *open_set(const shard_src *src, const char *path, gguf_error *err)
+{
+    if (err)
+        memset(err, 0, sizeof *err);
+    if (!path) {
+        set_err(err, GGUF_EARG, "", 0, "no path");
+        return NULL;
+    }
+    char *first = NULL;
+    gguf_file *f = NULL;
+    uint32_t want_count = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        f = open_single(src, pass ? first : path, err);
+        if (!f) {
+            if (pass && err && err->code == GGUF_ENOTFOUND) {
+                err->code = GGUF_ESPLIT;
+                snprintf(err->msg, sizeof err->msg, "shard 1 of %u is missing (expected it beside %s)", want_count, path);
+            }
+            break;
+        }
+        size_t plen = 0;
+        uint32_t count = 0;
+        int r = split_check_first(&f->shards[0], &plen, &count, err);
+        if (r == 0 && pass) {
+            set_err(err, GGUF_ESPLIT, f->shards[0].path, 0, "the first shard has no split set (expected split.count %u, as %s says)",
+                    want_count, path);
+            gguf_close(f);
+            f = NULL;
+            break;
+        }
+        if (r == 0)
+            break;
+        if (r == 1) {
+            if (!open_shards(f, src, plen, count, err)) {
+                gguf_close(f);
+                f = NULL;
+            }
+            break;
+        }
+        if (r == 2 && pass == 0) {
+            /* a later shard: the set is opened from its first shard */
+            first = malloc(plen + 32);
+            if (!first) {
+                set_err(err, GGUF_ENOMEM, path, 0, "out of memory");
+                gguf_close(f);
+                f = NULL;
+                break;
+            }
+            snprintf(first, plen + 32, "%.*s-%05u-of-%05u.gguf", (int)plen, f->shards[0].path, 1u, count);
+            want_count = count;
+            gguf_close(f);
+            f = NULL;
+            continue;
+        }
+        /* an error, or (cannot happen: the name says shard 1) a first shard claiming to be a later one */
+        if (r == 2)
+            set_err(err, GGUF_ESPLIT, f->shards[0].path, f->shards[0].split_no_off, "the first shard says split.no is %llu (expected 0)",
+                    (unsigned long long)f->shards[0].split_no);
+        gguf_close(f);
+        f = NULL;
+        break;
+    }
+    free(first);
+    return f;
+}
+
+gguf_file *gguf_open(const char *path, gguf_error *err)
+{
+    shard_src src = {map_file, NULL};
+    return open_set(&src, path, err);
+}
+
+gguf_file *gguf_open_memfiles(const gguf_memfile *files, size_t n, const char *path, gguf_error *err)
+{
+    memfile_table t = {files, files ? n : 0};
+    shard_src src = {map_memfile, &t};
+    return open_set(&src, path, err);
 }
 
 gguf_file *gguf_open_memory(const void *data, size_t size, const char *name, gguf_error *err)
@@ -1289,7 +1498,7 @@ const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name)
 bool gguf_str_eq(gguf_str s, const char *c)
 {
     size_t n = strlen(c);
-    return s.len == n && memcmp(s.ptr, c, n) == 0;
+    return s.len == n && (n == 0 || memcmp(s.ptr, c, n) == 0); /* s.ptr may be NULL when empty */
 }
 
 char *gguf_str_copy(gguf_str s, char *buf, size_t cap)
@@ -1297,7 +1506,8 @@ char *gguf_str_copy(gguf_str s, char *buf, size_t cap)
     if (cap == 0)
         return buf;
     size_t n = s.len < cap - 1 ? (size_t)s.len : cap - 1;
-    memcpy(buf, s.ptr, n);
+    if (n) /* s.ptr may be NULL when empty (an absent value) */
+        memcpy(buf, s.ptr, n);
     buf[n] = 0;
     return buf;
 }

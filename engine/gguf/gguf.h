@@ -84,14 +84,27 @@ typedef struct {
 
 /* ---- opening ---- */
 
-/* Open and validate `path`. Split models (NAME-00001-of-0000N.gguf with
- * split.count > 1) open every shard as one model. Returns NULL on error and
- * fills *err (if not NULL). Close with gguf_close(). */
+/* Open and validate `path`. Split models (NAME-0000K-of-0000N.gguf with
+ * split.count > 1) open every shard as one model, from any shard: the names,
+ * split.no and split.count of every shard must agree (else GGUF_ESPLIT).
+ * Returns NULL on error and fills *err (if not NULL). Close with gguf_close(). */
 gguf_file *gguf_open(const char *path, gguf_error *err);
 
 /* Validate a GGUF image in memory (not copied: must outlive the handle).
  * `name` is used in errors. Split models are not followed. */
 gguf_file *gguf_open_memory(const void *data, size_t size, const char *name, gguf_error *err);
+
+/* One named file of an in-memory file set (gguf_open_memfiles). */
+typedef struct {
+    const char *name;    /* the name a path would have, e.g. "m-00001-of-00002.gguf" */
+    const void *data;    /* not copied: must outlive the handle */
+    size_t size;
+} gguf_memfile;
+
+/* Open `path` exactly as gguf_open does, split sets included, but look it and
+ * its shards up by name in `files` (n entries) instead of on disk; a name not
+ * in the table is a missing file. For tests and the split fuzzer. */
+gguf_file *gguf_open_memfiles(const gguf_memfile *files, size_t n, const char *path, gguf_error *err);
 
 /* Close; accepts NULL. */
 void gguf_close(gguf_file *f);
@@ -153,9 +166,9 @@ const gguf_tensor *gguf_tensor_at(const gguf_file *f, uint64_t i);
 const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name);
 
 /* ---- helpers ---- */
-/* Compare a gguf_str with a C string. */
+/* Compare a gguf_str with a C string. {NULL, 0} is the empty string. */
 bool gguf_str_eq(gguf_str s, const char *c);
-/* Copy into buf as a C string, truncated; returns buf. */
+/* Copy into buf as a C string, truncated; returns buf. {NULL, 0} copies as "". */
 char *gguf_str_copy(gguf_str s, char *buf, size_t cap);
 
 /* ---- writer (v3, little-endian) ---- */
