@@ -29,11 +29,8 @@ static void *fail(loader *L, model_status s, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(L->msg, L->cap, fmt, ap);
         va_end(ap);
-        /* names from the file may hold control bytes: keep the message one
-         * line, and escape sequences off the terminal */
-        for (char *p = L->msg; *p; p++)
-            if ((unsigned char)*p < 0x20 || *p == 0x7f)
-                *p = '?';
+        /* names from the file may hold any bytes: whoever shows the message
+         * escapes it (app_error, screen_put_text: base/textesc.h) */
     }
     return NULL;
 }

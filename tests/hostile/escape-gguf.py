@@ -13,6 +13,9 @@ import struct
 import sys
 
 EVIL = b"\x1b[2J\x07\x00mid\xff\xe2\x80\xae\xc2\x85end"   # ESC[2J, BEL, NUL, 0xff, RLO, NEL
+# Keys and tensor names may not hold a NUL (the reader refuses them: they could
+# not be looked up), so names carry everything else.
+EVIL_NAME = EVIL.replace(b"\x00", b"")
 
 
 def gstr(b):
@@ -58,7 +61,7 @@ tokens = [b"<unk>", b"<s" + EVIL + b">", b"</s>", b"\xe2\x96\x81a", b"a", b"\xe4
 kvs = [
     kv_str(b"general.architecture", b"ll\x1b[2Jama\xe2\x80\xae"),
     kv_str(b"general.name", b"evil" + EVIL),
-    kv_str(b"evil.key" + EVIL, b"value" + EVIL),
+    kv_str(b"evil.key" + EVIL_NAME, b"value" + EVIL),
     kv_str(b"tokenizer.ggml.model", b"ll\x1b[2Jama\xe2\x80\xae" if "--bad-model" in sys.argv else b"llama"),
     kv_arr(b"tokenizer.ggml.tokens", 8, tokens),
     kv_arr(b"tokenizer.ggml.scores", 6, [0.0, 0.0, 0.0, -1.0, -2.0, -3.0]),
@@ -66,10 +69,11 @@ kvs = [
     kv_arr(b"evil.array", 8, [b"ok", EVIL]),
     kv_str(b"tokenizer.chat_template", b"{{ messages | no_such\x1b[2J\xe2\x80\xae }}"),
 ]
-# Tensors: F32, 256 x 2 (q4_K re-quantizable). The first name has a NUL in
-# the middle (reachable only through the file); the second none (dump can
-# name it on the command line); the third has CSV's comma and quote.
-names = [b"blk.0.attn_q" + EVIL[:-3], b"blk.1.ffn_up\x1b[2J\x07\xff\xe2\x80\xae", b'blk.2.ffn_down,"x"']
+# Tensors: F32, 256 x 2 (q4_K re-quantizable). The first name has an ESC
+# sequence, BEL, an invalid byte, RLO and NEL (reachable only through the
+# file); the second no NEL (dump can name it on the command line); the third
+# has CSV's comma and quote.
+names = [b"blk.0.attn_q" + EVIL_NAME[:-3], b"blk.1.ffn_up\x1b[2J\x07\xff\xe2\x80\xae", b'blk.2.ffn_down,"x"']
 ne = (256, 2)
 nbytes = ne[0] * ne[1] * 4
 tinfo = b""

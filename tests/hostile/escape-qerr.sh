@@ -13,4 +13,4 @@ check "qerr --csv quotes a name with a comma and a quote" "grep -qF -- '\"blk.2.
 "$bin" qerr e.gguf --types q8_0 --json >j.out 2>j.err
 check "qerr --json raw output is clean" 'python3 "$here/escape-gguf.py" --clean j.out'
 check "qerr --json is valid and holds the names" \
-    'python3 -c "import json,sys; d=json.loads(open(sys.argv[1],\"rb\").read().decode()); n=[r[\"name\"] for r in d]; assert \"blk.1.ffn_up\x1b[2J\x07\ufffd\u202e\" in n and \"blk.0.attn_q\x1b[2J\x07\x00mid\ufffd\u202e\u0085\" in n, n" j.out'
+    'python3 -c "import json,sys; d=json.loads(open(sys.argv[1],\"rb\").read().decode()); n=[r[\"name\"] for r in d]; assert \"blk.1.ffn_up\x1b[2J\x07\ufffd\u202e\" in n and \"blk.0.attn_q\x1b[2J\x07mid\ufffd\u202e\u0085\" in n, n" j.out'
