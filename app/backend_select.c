@@ -17,19 +17,23 @@ static void on_upload(void *user, uint64_t done, uint64_t total)
     app_progress("uploading weights", (double)done, (double)total);
 }
 
-/* The Vulkan backend with the model's weights uploaded, or NULL with why. */
-static backend *open_vulkan(int device, const model *m, char *why, size_t cap)
+/* The Vulkan backend with the model's weights uploaded (model_prepare), or NULL with why. */
+static backend *open_vulkan(int device, model *m, char *why, size_t cap)
 {
     if (!vk_model_supported(m, why, cap))
         return NULL;
     backend *b = backend_vulkan_new(device, why, cap);
     if (!b)
         return NULL;
-    backend_vulkan_set_progress(b, on_upload, NULL, 0);
-    int rc = backend_vulkan_load_model(b, m, why, cap);
+    backend_vulkan_set_progress(b, on_upload, NULL, model_weight_bytes(m));
+    int rc = model_prepare(m, b, why, cap);
     app_progress_end();
     backend_vulkan_set_progress(b, NULL, NULL, 0);
     if (rc != 0) {
+        const char *lm = backend_vulkan_last_message(b);
+        size_t l = strlen(why);
+        if (lm[0] && l < cap)
+            snprintf(why + l, cap - l, ": %s", lm);
         backend_free(b);
         return NULL;
     }
@@ -50,7 +54,7 @@ void app_backend_describe(const backend *b, char *buf, size_t cap)
              backend_cpu_threads(b) == 1 ? "" : "s");
 }
 
-backend *app_backend_open(const char *name, int device, int threads, const model *m, bool quiet)
+backend *app_backend_open(const char *name, int device, int threads, model *m, bool quiet)
 {
     if (!name)
         name = "auto";
@@ -170,6 +174,7 @@ int app_eval(ecli_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos, fl
         return rc;
     }
     session_free(e->s);
+    model_release(e->m);   /* the device copies, before their backend goes */
     backend_free(e->be);
     e->s = s;
     e->be = cpu;

@@ -21,8 +21,9 @@
  *    for by index) and the model's types are supported, else the CPU.
  * Prints one line on stderr saying which backend runs and why ("backend:
  * ..."), unless `quiet`. Uploads the weights to the device with a progress
- * bar. Returns NULL (message printed) on failure. */
-backend *app_backend_open(const char *name, int device, int threads, const model *m, bool quiet);
+ * bar (model_prepare: the caller calls model_release before backend_free).
+ * Returns NULL (message printed) on failure. */
+backend *app_backend_open(const char *name, int device, int threads, model *m, bool quiet);
 
 /* One line describing backend `b` ("vulkan: NAME (discrete)", "cpu, 2
  * threads") into buf, for status lines. */

@@ -128,6 +128,7 @@ int ecli_open(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine 
 void ecli_close(ecli_engine *e)
 {
     session_free(e->s);
+    model_release(e->m);   /* weights prepared for e->be (Vulkan), before it is freed */
     backend_free(e->be);
     model_free(e->m);
     gguf_close(e->f);

@@ -13,7 +13,14 @@
  *    type (F32 for activations, F16 for the KV cache).
  *  - Weights are `backend_weight`s: a ggml-typed tensor in host memory (the
  *    model file's mapping), ne0 = columns (elements per row), ne1 = rows.
- *    A backend may keep its own copy after `weight_prepare` (optional).
+ *  - A backend that has `weight_prepare` (Vulkan: a device copy) needs every
+ *    weight prepared before an op uses it: its ops read `w->priv` and do not
+ *    look weights up; an unprepared weight gives BACKEND_EARG. Whoever
+ *    prepares releases (`weight_release`) before the backend is freed;
+ *    `model_prepare` / `model_release` (model.h) do both for a model. `priv`
+ *    belongs to the backend that set it: a backend without `weight_prepare`
+ *    (the CPU) never reads it, so a model prepared for the GPU also runs on
+ *    the CPU (the device-loss fallback).
  *  - In-place use (dst == src) is allowed where the op says so.
  *  - Ops return 0 on success, a negative BACKEND_E* code on failure.
  *  - Ops may execute asynchronously; results are visible to `buf_read`
@@ -90,9 +97,13 @@ typedef struct backend_ops {
     void *(*buf_host_ptr)(void *ctx, backend_buf *b);
 
     /* ---- weights ---- */
-    /* (optional) Prepare a weight for use (upload, repack); sets w->priv. */
+    /* (optional) Prepare a weight for use (upload, repack); sets w->priv.
+     * w->priv must be NULL, or set by this backend (then nothing is done).
+     * Returns 0 or a BACKEND_E* code (BACKEND_EUNSUPPORTED: a type without
+     * kernels), leaving w->priv NULL on failure. */
     int (*weight_prepare)(void *ctx, backend_weight *w);
-    /* (optional) Release what weight_prepare made; accepts w->priv == NULL. */
+    /* (optional) Release what weight_prepare made and set w->priv to NULL;
+     * accepts w->priv == NULL. Present exactly when weight_prepare is. */
     void (*weight_release)(void *ctx, backend_weight *w);
     /* (optional) Whether matmul supports weights of ggml `type`. NULL = all. */
     bool (*supports_type)(void *ctx, uint32_t type);
@@ -105,6 +116,12 @@ typedef struct backend_ops {
     /* dst[r][:] = src[r][:] / sqrt(mean(src[r][:]^2) + eps). In place allowed. */
     int (*rms_norm)(void *ctx, backend_view src, backend_view dst, uint32_t n_rows,
                     uint32_t n_cols, float eps);
+    /* dst[r][c] = rms_norm(src)[r][c] * w[c]: rms_norm, then mul_w by the F32
+     * vector w of n_cols, as one op (the forward pass's norms). The CPU
+     * backend runs exactly its two steps (same floats); Vulkan records one
+     * dispatch. In place allowed. */
+    int (*rms_norm_mul)(void *ctx, backend_view src, const backend_weight *w, backend_view dst,
+                        uint32_t n_rows, uint32_t n_cols, float eps);
     /* dst[r][c] = src[r][c] * w[c]; w is an F32 vector of n_cols. In place allowed. */
     int (*mul_w)(void *ctx, backend_view src, const backend_weight *w, backend_view dst,
                  uint32_t n_rows, uint32_t n_cols);

@@ -383,3 +383,74 @@ uint64_t model_weight_bytes(const model *m)
     }
     return n;
 }
+
+/* Slot i of the model's weights (i < 3 + 12 * n_layer), or NULL for a slot
+ * without data and for a tied output (it shares the embedding's data). */
+static backend_weight *weight_slot(model *m, size_t i)
+{
+    backend_weight *w;
+    if (i < 3) {
+        backend_weight *top[] = {&m->tok_embd, &m->output_norm, &m->output};
+        w = top[i];
+        if (i == 2 && m->output.data == m->tok_embd.data)
+            return NULL;
+    } else {
+        model_layer *l = &m->layers[(i - 3) / 12];
+        backend_weight *lw[] = {&l->attn_norm, &l->wq, &l->wk, &l->wv, &l->wo, &l->bq, &l->bk,
+                                &l->bv, &l->ffn_norm, &l->ffn_gate, &l->ffn_up, &l->ffn_down};
+        w = lw[(i - 3) % 12];
+    }
+    return w->data ? w : NULL;
+}
+
+int model_prepare(model *m, backend *be, char *msg, size_t cap)
+{
+    if (msg && cap)
+        msg[0] = 0;
+    if (!m || !be) {
+        if (msg)
+            snprintf(msg, cap, "no model or backend");
+        return BACKEND_EARG;
+    }
+    if (m->prepared == be || !be->ops->weight_prepare)
+        return 0;
+    if (m->prepared) {
+        if (msg)
+            snprintf(msg, cap, "the model is prepared for another backend (model_release first)");
+        return BACKEND_EARG;
+    }
+    const size_t n = 3 + (size_t)m->hp.n_layer * 12;
+    for (size_t i = 0; i < n; i++) {
+        backend_weight *w = weight_slot(m, i);
+        int rc = w ? be->ops->weight_prepare(be->ctx, w) : 0;
+        if (rc != 0) {
+            if (msg)
+                snprintf(msg, cap, "preparing %s for the %s backend: %s", w->name ? w->name : "a weight",
+                         be->ops->name, backend_strerror(rc));
+            while (i-- > 0)
+                if ((w = weight_slot(m, i)))
+                    be->ops->weight_release(be->ctx, w);
+            return rc;
+        }
+    }
+    if (m->output.data == m->tok_embd.data)
+        m->output.priv = m->tok_embd.priv;
+    m->prepared = be;
+    return 0;
+}
+
+void model_release(model *m)
+{
+    if (!m || !m->prepared)
+        return;
+    const backend *be = m->prepared;
+    const size_t n = 3 + (size_t)m->hp.n_layer * 12;
+    for (size_t i = 0; i < n; i++) {
+        backend_weight *w = weight_slot(m, i);
+        if (w)
+            be->ops->weight_release(be->ctx, w);
+    }
+    if (m->output.data == m->tok_embd.data)
+        m->output.priv = NULL;
+    m->prepared = NULL;
+}

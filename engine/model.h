@@ -70,6 +70,7 @@ typedef struct model {
     backend_weight output;     /* [n_embd] x [n_vocab] (== tok_embd when tied) */
     const float *rope_freqs;   /* [n_rot/2] F32, or NULL */
     model_layer *layers;       /* n_layer entries */
+    const backend *prepared;   /* backend whose weight_prepare set the weights' priv, or NULL */
 } model;
 
 /* Bind the model in `f` (which must stay open while the model lives).
@@ -86,5 +87,20 @@ const char *model_strerror(model_status s);
 
 /* Bytes of weight data the model references (for memory figures). */
 uint64_t model_weight_bytes(const model *m);
+
+/* Prepare every weight of `m` once for backend `be` (weight_prepare: the
+ * Vulkan backend uploads it to device memory), keeping the handles in the
+ * weights (`priv`) so that ops use them directly; a tied output shares the
+ * embedding's handle. A no-op returning 0 for a backend without
+ * weight_prepare (the CPU). Returns 0, or a BACKEND_E* code with a message
+ * naming the tensor in msg (nothing stays prepared then); BACKEND_EARG when
+ * `m` is prepared for another backend. The caller calls model_release before
+ * freeing `be` and before model_free; sessions on `m` and `be` must be freed
+ * first. */
+int model_prepare(model *m, backend *be, char *msg, size_t cap);
+
+/* Release what model_prepare made (through the backend it prepared for) and
+ * forget that backend; accepts NULL and an unprepared model. */
+void model_release(model *m);
 
 #endif

@@ -88,6 +88,13 @@ session *session_new(const model *m, const session_params *p, char *msg, size_t 
     }
     const backend_ops *o = s->be->ops;
     void *c = s->be->ctx;
+    if (o->weight_prepare && m->prepared != s->be) {
+        if (msg)
+            snprintf(msg, cap, "the model's weights are not prepared for the %s backend (model_prepare)",
+                     o->name);
+        session_free(s);
+        return NULL;
+    }
     const size_t E = hp->n_embd, QD = (size_t)hp->n_head * hp->head_dim;
     const size_t KD = (size_t)hp->n_head_kv * hp->head_dim, F = hp->n_ff, NB = s->n_batch;
     const size_t kvn = (size_t)hp->n_layer * s->n_ctx * KD;
@@ -168,8 +175,7 @@ static int forward_chunk(session *s, const int32_t *tokens, uint32_t n, uint32_t
         const model_layer *ly = &m->layers[il];
         const size_t kv_off = (size_t)il * s->n_ctx * KD;
         /* attention */
-        TRY(o->rms_norm(c, V(s->x, 0), V(s->xb, 0), n, E, hp->rms_eps));
-        TRY(o->mul_w(c, V(s->xb, 0), &ly->attn_norm, V(s->xb, 0), n, E));
+        TRY(o->rms_norm_mul(c, V(s->x, 0), &ly->attn_norm, V(s->xb, 0), n, E, hp->rms_eps));
         TRY(o->matmul(c, &ly->wq, V(s->xb, 0), n, V(s->q, 0)));
         TRY(o->matmul(c, &ly->wk, V(s->xb, 0), n, V(s->k, 0)));
         TRY(o->matmul(c, &ly->wv, V(s->xb, 0), n, V(s->v, 0)));
@@ -196,8 +202,7 @@ static int forward_chunk(session *s, const int32_t *tokens, uint32_t n, uint32_t
         const uint32_t nf = n - f0;
         if (nf) {
             const size_t xo = (size_t)f0 * E;
-            TRY(o->rms_norm(c, V(s->x, xo), V(s->xb, 0), nf, E, hp->rms_eps));
-            TRY(o->mul_w(c, V(s->xb, 0), &ly->ffn_norm, V(s->xb, 0), nf, E));
+            TRY(o->rms_norm_mul(c, V(s->x, xo), &ly->ffn_norm, V(s->xb, 0), nf, E, hp->rms_eps));
             TRY(o->matmul(c, &ly->ffn_gate, V(s->xb, 0), nf, V(s->g, 0)));
             TRY(o->matmul(c, &ly->ffn_up, V(s->xb, 0), nf, V(s->u, 0)));
             TRY(o->silu_mul(c, V(s->g, 0), V(s->u, 0), V(s->g, 0), nf, F));
@@ -221,8 +226,8 @@ static int forward_chunk(session *s, const int32_t *tokens, uint32_t n, uint32_t
         nr = n - r < LOGIT_ROWS ? n - r : LOGIT_ROWS;
         if (n - r - nr == 1)
             nr -= 4;
-        TRY(o->rms_norm(c, V(s->x, (size_t)r * E), V(s->xb, 0), nr, E, hp->rms_eps));
-        TRY(o->mul_w(c, V(s->xb, 0), &m->output_norm, V(s->xb, 0), nr, E));
+        TRY(o->rms_norm_mul(c, V(s->x, (size_t)r * E), &m->output_norm, V(s->xb, 0), nr, E,
+                            hp->rms_eps));
         TRY(o->matmul(c, &m->output, V(s->xb, 0), nr, V(s->lg, 0)));
         float *dst = all ? logits + (size_t)r * nv : logits;
         TRY(o->buf_read(c, s->lg, 0, dst, (size_t)nr * nv));

@@ -31,8 +31,10 @@ typedef struct {
     double t_gen_s;
 } session_stats;
 
-/* Create a session for `m` (which must outlive it). Returns NULL on failure
- * with a message in msg (if not NULL). */
+/* Create a session for `m` (which must outlive it). On a backend with
+ * weight_prepare (Vulkan) the model must have been prepared for that backend
+ * (model_prepare) and stay so while the session lives. Returns NULL on
+ * failure with a message in msg (if not NULL). */
 session *session_new(const model *m, const session_params *p, char *msg, size_t cap);
 
 /* Free; accepts NULL. Frees the backend only when the session made it. */

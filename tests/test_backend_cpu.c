@@ -136,6 +136,43 @@ static void test_elementwise(void **state)
     O->buf_free(B->ctx, bo);
 }
 
+/* rms_norm_mul is exactly rms_norm then an in-place mul_w (the same floats,
+ * bit for bit: the session's logits depend on it), in place too. */
+static void test_rms_norm_mul(void **state)
+{
+    (void)state;
+    enum { R = 4, C = 67 };
+    float x[R * C], g[C], two[R * C], one[R * C];
+    for (int i = 0; i < R * C; i++)
+        x[i] = 5 * frand();
+    for (int i = 0; i < C; i++)
+        g[i] = 1 + frand() / 2;
+    backend_weight gw = {.type = GGTYPE_F32, .ne0 = C, .ne1 = 1, .row_bytes = C * 4, .data = g};
+    backend_buf *bx = buf_from(x, R * C), *bo = O->buf_new(B->ctx, BACKEND_F32, R * C);
+    assert_non_null(O->rms_norm_mul);
+    assert_int_equal(O->rms_norm(B->ctx, V(bx), V(bo), R, C, 1e-6f), 0);
+    assert_int_equal(O->mul_w(B->ctx, V(bo), &gw, V(bo), R, C), 0);
+    read_back(bo, two, R * C);
+    assert_int_equal(O->buf_write(B->ctx, bo, 0, x, R * C), 0);   /* stale output must not matter */
+    assert_int_equal(O->rms_norm_mul(B->ctx, V(bx), &gw, V(bo), R, C, 1e-6f), 0);
+    read_back(bo, one, R * C);
+    assert_memory_equal(one, two, sizeof one);
+    assert_int_equal(O->rms_norm_mul(B->ctx, V(bx), &gw, V(bx), R, C, 1e-6f), 0);   /* in place */
+    read_back(bx, one, R * C);
+    assert_memory_equal(one, two, sizeof one);
+    /* a vector of the wrong length or type is refused, and dst is left alone */
+    assert_int_equal(O->buf_write(B->ctx, bo, 0, x, R * C), 0);
+    gw.ne0 = C - 1;
+    assert_int_equal(O->rms_norm_mul(B->ctx, V(bx), &gw, V(bo), R, C, 1e-6f), BACKEND_EARG);
+    gw.ne0 = C;
+    gw.type = GGTYPE_F16;
+    assert_int_equal(O->rms_norm_mul(B->ctx, V(bx), &gw, V(bo), R, C, 1e-6f), BACKEND_EARG);
+    read_back(bo, one, R * C);
+    assert_memory_equal(one, x, sizeof one);
+    O->buf_free(B->ctx, bx);
+    O->buf_free(B->ctx, bo);
+}
+
 /* get_rows and matmul for weights of several types: against the dequantized
  * weights (codec) and double dot products of the activations. */
 static void test_get_rows_matmul(void **state)
@@ -316,6 +353,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_elementwise),
+        cmocka_unit_test(test_rms_norm_mul),
         cmocka_unit_test(test_get_rows_matmul),
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_attention),

@@ -57,6 +57,8 @@ static int teardown(void **state)
         }                                              \
     } while (0)
 
+/* A session on `be`; the model must be prepared for it (model_prepare)
+ * when it is the Vulkan backend. */
 static session *open_session(const model *m, backend *be)
 {
     char msg[256];
@@ -71,11 +73,13 @@ static session *open_session(const model *m, backend *be)
 /* Logits of every position of `ids` on both backends; returns the relative
  * RMS error sqrt(sum((a-b)^2) / sum(a^2)). The prompt is evaluated in two
  * calls (a batch, then single tokens) to cover mat-mat and mat-vec. */
-static double compare_logits(fixture *f, const model *m, const int32_t *ids, uint32_t n)
+static double compare_logits(fixture *f, model *m, const int32_t *ids, uint32_t n)
 {
     uint32_t nv = m->hp.n_vocab;
     float *lg[2];
     backend *bs[2] = {f->cpu, f->vk};
+    char err[256];
+    assert_int_equal(model_prepare(m, f->vk, err, sizeof err), 0);
     for (int k = 0; k < 2; k++) {
         session *s = open_session(m, bs[k]);
         lg[k] = malloc((size_t)n * nv * sizeof(float));
@@ -86,6 +90,7 @@ static double compare_logits(fixture *f, const model *m, const int32_t *ids, uin
             assert_int_equal(session_eval(s, ids + i, 1, i, lg[k] + (size_t)i * nv, false), 0);
         session_free(s);
     }
+    model_release(m);
     double num = 0, den = 0;
     for (size_t i = 0; i < (size_t)n * nv; i++) {
         double d = (double)lg[0][i] - lg[1][i];
@@ -170,6 +175,8 @@ static void test_stories(void **state)
     backend *bs[2] = {f->cpu, f->vk};
     uint32_t nv = m->hp.n_vocab;
     float *lg = malloc(nv * sizeof *lg);
+    char err[256];
+    assert_int_equal(model_prepare(m, f->vk, err, sizeof err), 0);
     for (int k = 0; k < 2; k++) {
         session *s = open_session(m, bs[k]);
         static const int32_t prompt[] = {1, 403, 407, 261, 378}; /* "Once upon a time" */
@@ -185,6 +192,7 @@ static void test_stories(void **state)
         }
         session_free(s);
     }
+    model_release(m);
     for (int i = 0; i < 32; i++)
         if (out[0][i] != out[1][i]) {
             print_error("greedy token %d: cpu %d vulkan %d\n", i, out[0][i], out[1][i]);
@@ -214,9 +222,9 @@ static void test_upload_and_submits(void **state)
     char err[256];
     backend *vk = backend_vulkan_new(-1, err, sizeof err);
     assert_non_null(vk);
-    assert_int_equal(backend_vulkan_load_model(vk, m, err, sizeof err), 0);
+    assert_int_equal(model_prepare(m, vk, err, sizeof err), 0);
     backend_vulkan_stats st = backend_vulkan_get_stats(vk);
-    assert_true(st.bytes_uploaded >= model_weight_bytes(m));
+    assert_int_equal(st.bytes_uploaded, model_weight_bytes(m));   /* each weight once */
     session *s = open_session(m, vk);
     float *lg = malloc(m->hp.n_vocab * sizeof *lg);
     int32_t tok = 1;
@@ -233,7 +241,97 @@ static void test_upload_and_submits(void **state)
     assert_true(st.barriers < st.dispatches);
     free(lg);
     session_free(s);
+    model_release(m);
     backend_free(vk);
+    model_free(m);
+    gguf_close(gf);
+    remove(path);
+}
+
+/* model_prepare prepares each weight once and keeps the handles in the
+ * weights (a tied output shares the embedding's); a session on the Vulkan
+ * backend needs it; the CPU backend ignores another backend's handles (the
+ * device-loss fallback runs the prepared model on the CPU: same logits, bit
+ * for bit); model_release frees every copy (ASan: no leak). */
+static void test_prepare_contract(void **state)
+{
+    fixture *f = *state;
+    NEED_DEVICE(f);
+    testmodel_params p = testmodel_default_params();
+    p.wtype = GGTYPE_Q8_0;
+    p.tied = true;
+    const char *path = tu_tmp_path("prepare");
+    char msg[256];
+    assert_int_equal(testmodel_write(&p, path, msg, sizeof msg), 0);
+    gguf_error ge;
+    gguf_file *gf = gguf_open(path, &ge);
+    assert_non_null(gf);
+    model *m = model_load(gf, NULL, NULL, 0);
+    assert_non_null(m);
+    assert_true(m->hp.tied_embeddings);
+
+    /* not prepared: the Vulkan session is refused with a message */
+    session_params sp = {.n_ctx = 32, .n_batch = 8, .be = f->vk};
+    assert_null(session_new(m, &sp, msg, sizeof msg));
+    assert_non_null(strstr(msg, "not prepared"));
+
+    /* CPU logits of the unprepared model, the reference */
+    uint32_t nv = m->hp.n_vocab;
+    static const int32_t ids[] = {1, 5, 9, 2, 7};
+    float *ref = malloc((size_t)5 * nv * sizeof *ref), *got = malloc((size_t)5 * nv * sizeof *got);
+    assert_non_null(ref);
+    assert_non_null(got);
+    session *s = open_session(m, f->cpu);
+    assert_int_equal(session_eval(s, ids, 5, 0, ref, true), 0);
+    session_free(s);
+
+    backend_vulkan_reset_stats(f->vk);
+    assert_int_equal(model_prepare(m, f->vk, msg, sizeof msg), 0);
+    assert_ptr_equal(m->prepared, f->vk);
+    assert_int_equal(backend_vulkan_get_stats(f->vk).bytes_uploaded, model_weight_bytes(m));
+    assert_non_null(m->tok_embd.priv);
+    assert_ptr_equal(m->output.priv, m->tok_embd.priv);
+    for (uint32_t il = 0; il < m->hp.n_layer; il++) {
+        assert_non_null(m->layers[il].wq.priv);
+        assert_non_null(m->layers[il].ffn_norm.priv);
+    }
+    /* again: nothing more uploaded; for another backend with weight_prepare: refused */
+    assert_int_equal(model_prepare(m, f->vk, msg, sizeof msg), 0);
+    assert_int_equal(backend_vulkan_get_stats(f->vk).bytes_uploaded, model_weight_bytes(m));
+    char err[256];
+    backend *other = backend_vulkan_new(-1, err, sizeof err);
+    assert_non_null(other);
+    assert_int_equal(model_prepare(m, other, msg, sizeof msg), BACKEND_EARG);
+    sp.be = other;
+    assert_null(session_new(m, &sp, msg, sizeof msg));
+    backend_free(other);
+    /* the CPU backend runs the prepared model as if it were not */
+    assert_int_equal(model_prepare(m, f->cpu, msg, sizeof msg), 0);   /* no weight_prepare: nothing to do */
+    assert_ptr_equal(m->prepared, f->vk);
+    s = open_session(m, f->cpu);
+    assert_int_equal(session_eval(s, ids, 5, 0, got, true), 0);
+    session_free(s);
+    assert_memory_equal(got, ref, (size_t)5 * nv * sizeof *got);
+    /* and the Vulkan session agrees with it */
+    s = open_session(m, f->vk);
+    assert_int_equal(session_eval(s, ids, 5, 0, got, true), 0);
+    session_free(s);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < (size_t)5 * nv; i++) {
+        num += ((double)got[i] - ref[i]) * ((double)got[i] - ref[i]);
+        den += (double)ref[i] * ref[i];
+    }
+    assert_true(sqrt(num / den) < 3e-2);
+
+    model_release(m);
+    assert_null(m->prepared);
+    assert_null(m->tok_embd.priv);
+    assert_null(m->output.priv);
+    for (uint32_t il = 0; il < m->hp.n_layer; il++)
+        assert_null(m->layers[il].wq.priv);
+    model_release(m);   /* twice: nothing to do */
+    free(ref);
+    free(got);
     model_free(m);
     gguf_close(gf);
     remove(path);
@@ -245,6 +343,7 @@ int main(void)
         cmocka_unit_test(test_writer_models),
         cmocka_unit_test(test_stories),
         cmocka_unit_test(test_upload_and_submits),
+        cmocka_unit_test(test_prepare_contract),
     };
     return cmocka_run_group_tests_name("vulkan model", tests, setup, teardown);
 }

@@ -192,10 +192,25 @@ static backend_weight make_weight(uint32_t type, uint32_t cols, uint32_t rows, v
                             .name = ggtype_name(type)};
 }
 
+/* Ops read a weight's device copy only after weight_prepare; the CPU
+ * backend, given the same backend_weight, ignores that priv. */
+static void prepare(fixture *f, backend_weight *w)
+{
+    assert_int_equal(f->vk->ops->weight_prepare(f->vk->ctx, w), 0);
+    assert_non_null(w->priv);
+}
+
+static void release(fixture *f, backend_weight *w)
+{
+    f->vk->ops->weight_release(f->vk->ctx, w);
+    assert_null(w->priv);
+}
+
 static void run_matmul(fixture *f, uint32_t type, uint32_t cols, uint32_t rows, uint32_t n_tok)
 {
     void *mem;
     backend_weight w = make_weight(type, cols, rows, &mem);
+    prepare(f, &w);
     float *x = rnd_vec((size_t)n_tok * cols, -1.0f, 1.0f);
     float *res[2];
     backend *bs[2] = {f->cpu, f->vk};
@@ -211,6 +226,7 @@ static void run_matmul(fixture *f, uint32_t type, uint32_t cols, uint32_t rows, 
     char what[96];
     snprintf(what, sizeof what, "matmul %s %ux%u x %u tok", ggtype_name(type), rows, cols, n_tok);
     check(what, res[0], res[1], (size_t)n_tok * rows, NMSE_MAT);
+    release(f, &w);
     free(res[0]);
     free(res[1]);
     free(x);
@@ -264,6 +280,7 @@ static void test_get_rows(void **state)
             uint32_t cols = ggtype_get(t)->blck_size == 256 ? 512 : 160;
             void *mem;
             backend_weight w = make_weight(t, cols, 37, &mem);
+            prepare(f, &w);
             int32_t ids[7] = {0, 36, 5, 5, 17, 1, 30};
             float *res[2];
             backend *bs[2] = {f->cpu, f->vk};
@@ -277,6 +294,7 @@ static void test_get_rows(void **state)
             char what[64];
             snprintf(what, sizeof what, "get_rows %s%s", ggtype_name(t), win ? " (windows)" : "");
             check(what, res[0], res[1], 7 * cols, NMSE_ELEM);
+            release(f, &w);
             free(res[0]);
             free(res[1]);
             free(mem);
@@ -296,6 +314,7 @@ static void run_elem(fixture *f, eop op, uint32_t rows, uint32_t cols, bool in_p
     float *a = rnd_vec(n, -3.0f, 3.0f), *bv = rnd_vec(n, -3.0f, 3.0f), *wv = rnd_vec(cols, 0.5f, 1.5f);
     backend_weight w = {.type = GGTYPE_F32, .ne0 = cols, .ne1 = 1, .row_bytes = (uint64_t)cols * 4,
                         .data = wv, .name = "w"};
+    prepare(f, &w);
     float *res[2];
     backend *bs[2] = {f->cpu, f->vk};
     for (int k = 0; k < 2; k++) {
@@ -313,9 +332,8 @@ static void run_elem(fixture *f, eop op, uint32_t rows, uint32_t cols, bool in_p
             vd = va;
             assert_int_equal(b->ops->softmax(c, va, rows, cols), 0);
             break;
-        case OP_RMS_MULW: /* as the session does it (Vulkan fuses the pair) */
-            assert_int_equal(b->ops->rms_norm(c, va, vd, rows, cols, 1e-5f), 0);
-            assert_int_equal(b->ops->mul_w(c, vd, &w, vd, rows, cols), 0);
+        case OP_RMS_MULW: /* as the session does it (one dispatch on Vulkan) */
+            assert_int_equal(b->ops->rms_norm_mul(c, va, &w, vd, rows, cols, 1e-5f), 0);
             break;
         }
         res[k] = download(b, vd.buf, vd.off, n);
@@ -323,10 +341,11 @@ static void run_elem(fixture *f, eop op, uint32_t rows, uint32_t cols, bool in_p
         b->ops->buf_free(c, bb);
         b->ops->buf_free(c, bd);
     }
-    static const char *names[] = {"rms_norm", "mul_w", "add_w", "add", "silu_mul", "softmax", "rms_norm+mul_w"};
+    static const char *names[] = {"rms_norm", "mul_w", "add_w", "add", "silu_mul", "softmax", "rms_norm_mul"};
     char what[80];
     snprintf(what, sizeof what, "%s %ux%u%s", names[op], rows, cols, in_place ? " in place" : "");
     check(what, res[0], res[1], n, NMSE_ELEM);
+    release(f, &w);
     free(res[0]);
     free(res[1]);
     free(a);
@@ -498,6 +517,8 @@ static void test_chain(void **state)
     const uint32_t E = 256, n = 3;
     void *m1, *m2;
     backend_weight w1 = make_weight(GGTYPE_F32, E, E, &m1), w2 = make_weight(GGTYPE_F16, E, E, &m2);
+    prepare(f, &w1);
+    prepare(f, &w2);
     float *x = rnd_vec((size_t)n * E, -1.0f, 1.0f);
     float *res[2];
     backend *bs[2] = {f->cpu, f->vk};
@@ -523,6 +544,8 @@ static void test_chain(void **state)
     check("chain of 20 ops", res[0], res[1], (size_t)n * E, NMSE_MAT);
     backend_vulkan_stats st = backend_vulkan_get_stats(f->vk);
     assert_true(st.dispatches > 0);
+    release(f, &w1);
+    release(f, &w2);
     free(res[0]);
     free(res[1]);
     free(x);
@@ -541,13 +564,73 @@ static void test_errors(void **state)
     assert_int_equal(b->ops->rms_norm(b->ctx, (backend_view){x, 8}, (backend_view){x, 0}, 2, 8, 1e-5f), BACKEND_EARG);
     assert_int_equal(b->ops->add(b->ctx, (backend_view){x, 0}, (backend_view){x, 0}, (backend_view){x, 1}, 16),
                      BACKEND_EARG);
-    /* an unsupported weight type */
+    /* an unsupported weight type: not prepared, not run */
     static uint8_t blob[256];
     backend_weight w = {.type = GGTYPE_IQ2_XXS, .ne0 = 256, .ne1 = 1, .row_bytes = 66, .data = blob};
     assert_false(b->ops->supports_type(b->ctx, GGTYPE_IQ2_XXS));
     assert_true(b->ops->supports_type(b->ctx, GGTYPE_Q4_K));
+    assert_int_equal(b->ops->weight_prepare(b->ctx, &w), BACKEND_EUNSUPPORTED);
+    assert_null(w.priv);
     assert_int_equal(b->ops->matmul(b->ctx, &w, (backend_view){x, 0}, 1, (backend_view){x, 0}), BACKEND_EUNSUPPORTED);
     b->ops->buf_free(b->ctx, x);
+    no_validation_errors(f);
+}
+
+/* Ops use the copy weight_prepare made and nothing else: a weight that was
+ * not prepared, or was prepared by another Vulkan backend, is refused with
+ * BACKEND_EARG and a message naming it (no upload on first use). */
+static void test_unprepared_weights(void **state)
+{
+    fixture *f = *state;
+    NEED_DEVICE(f);
+    backend *b = f->vk;
+    void *c = b->ctx;
+    enum { C = 64, R = 8 };
+    float *wv = rnd_vec((size_t)C * R, -1.0f, 1.0f);
+    backend_weight mat = {.type = GGTYPE_F32, .ne0 = C, .ne1 = R, .row_bytes = C * 4, .data = wv, .name = "blk.0.mat"};
+    backend_weight vec = {.type = GGTYPE_F32, .ne0 = C, .ne1 = 1, .row_bytes = C * 4, .data = wv, .name = "blk.0.vec"};
+    backend_buf *x = upload(b, wv, (size_t)C * R), *y = upload(b, NULL, (size_t)C * R);
+    backend_view vx = {x, 0}, vy = {y, 0};
+    int32_t ids[2] = {1, 0};
+    backend_vulkan_stats st0 = backend_vulkan_get_stats(b);
+    assert_int_equal(b->ops->matmul(c, &mat, vx, 1, vy), BACKEND_EARG);
+    assert_non_null(strstr(backend_vulkan_last_message(b), "blk.0.mat is not prepared"));
+    assert_int_equal(b->ops->matmul(c, &mat, vx, 3, vy), BACKEND_EARG);
+    assert_int_equal(b->ops->get_rows(c, &mat, ids, 2, vy), BACKEND_EARG);
+    assert_int_equal(b->ops->mul_w(c, vx, &vec, vy, R, C), BACKEND_EARG);
+    assert_non_null(strstr(backend_vulkan_last_message(b), "blk.0.vec is not prepared"));
+    assert_int_equal(b->ops->add_w(c, vx, &vec, vy, R, C), BACKEND_EARG);
+    assert_int_equal(b->ops->rms_norm_mul(c, vx, &vec, vy, R, C, 1e-5f), BACKEND_EARG);
+    backend_vulkan_stats st1 = backend_vulkan_get_stats(b);
+    assert_int_equal(st1.dispatches, st0.dispatches);
+    assert_int_equal(st1.bytes_uploaded, st0.bytes_uploaded);   /* nothing uploaded behind our back */
+
+    /* prepared by another Vulkan backend: refused here, usable there */
+    char err[256];
+    backend *other = backend_vulkan_new(-1, err, sizeof err);
+    assert_non_null(other);
+    assert_int_equal(other->ops->weight_prepare(other->ctx, &mat), 0);
+    assert_int_equal(b->ops->matmul(c, &mat, vx, 1, vy), BACKEND_EARG);
+    assert_int_equal(b->ops->weight_prepare(c, &mat), BACKEND_EARG);
+    backend_buf *ox = upload(other, wv, C), *oy = upload(other, NULL, R);
+    assert_int_equal(other->ops->matmul(other->ctx, &mat, (backend_view){ox, 0}, 1, (backend_view){oy, 0}), 0);
+    other->ops->buf_free(other->ctx, ox);
+    other->ops->buf_free(other->ctx, oy);
+    other->ops->weight_release(other->ctx, &mat);
+    assert_null(mat.priv);
+    backend_free(other);
+
+    /* prepared here: runs; preparing twice is a no-op; released: refused again */
+    prepare(f, &mat);
+    void *h = mat.priv;
+    assert_int_equal(b->ops->weight_prepare(c, &mat), 0);
+    assert_ptr_equal(mat.priv, h);
+    assert_int_equal(b->ops->matmul(c, &mat, vx, 1, vy), 0);
+    release(f, &mat);
+    assert_int_equal(b->ops->matmul(c, &mat, vx, 1, vy), BACKEND_EARG);
+    b->ops->buf_free(c, x);
+    b->ops->buf_free(c, y);
+    free(wv);
     no_validation_errors(f);
 }
 
@@ -557,6 +640,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_matmul), T(test_matmul_windows), T(test_get_rows), T(test_elementwise),
         T(test_rope), T(test_store_f16), T(test_attention), T(test_chain), T(test_errors),
+        T(test_unprepared_weights),
     };
     int rc = cmocka_run_group_tests_name("vulkan ops (subgroup reductions)", tests, setup_sg, teardown);
     rc |= cmocka_run_group_tests_name("vulkan ops (shared-memory reductions)", tests, setup_nosg, teardown);

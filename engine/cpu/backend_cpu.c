@@ -205,6 +205,17 @@ static int cpu_mul_w(void *ctx, backend_view src, const backend_weight *w, backe
     return 0;
 }
 
+/* rms_norm then mul_w in place on dst: exactly the two ops, in their float
+ * order (the logits stay bit-identical to llama.cpp's). */
+static int cpu_rms_norm_mul(void *ctx, backend_view src, const backend_weight *w, backend_view dst,
+                            uint32_t n_rows, uint32_t n_cols, float eps)
+{
+    if (!vec_weight(w, n_cols))
+        return BACKEND_EARG;
+    int rc = cpu_rms_norm(ctx, src, dst, n_rows, n_cols, eps);
+    return rc ? rc : cpu_mul_w(ctx, dst, w, dst, n_rows, n_cols);
+}
+
 static int cpu_add_w(void *ctx, backend_view src, const backend_weight *w, backend_view dst,
                      uint32_t n_rows, uint32_t n_cols)
 {
@@ -498,6 +509,7 @@ static const backend_ops CPU_OPS = {
     .supports_type = cpu_supports_type,
     .get_rows = cpu_get_rows,
     .rms_norm = cpu_rms_norm,
+    .rms_norm_mul = cpu_rms_norm_mul,
     .mul_w = cpu_mul_w,
     .add_w = cpu_add_w,
     .add = cpu_add,

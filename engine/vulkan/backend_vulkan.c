@@ -28,11 +28,6 @@ static void ctx_destroy(vk_ctx *c)
         return;
     if (c->dev) {
         vkDeviceWaitIdle(c->dev);
-        for (vk_weight *w = c->auto_weights, *next; w; w = next) {
-            next = w->next;
-            vk_buffer_destroy(c, &w->b);
-            free(w);
-        }
         vk_buffer_destroy(c, &c->arena);
         vk_buffer_destroy(c, &c->staging);
         vk_pipelines_destroy(c);
@@ -370,26 +365,6 @@ static int vb_read(void *ctx, backend_buf *b, size_t off, void *dst, size_t n)
 
 /* ---- weights ---- */
 
-/* A hash of the data of a weight: all of it for small tensors (norm
- * vectors, biases), else 3 samples of 1 KiB. Weights uploaded on first use
- * are found again by address; the fingerprint catches an address reused
- * for other data (a freed model, a test's temporary array). */
-static uint64_t weight_fingerprint(const backend_weight *w)
-{
-    uint64_t n = w->row_bytes * w->ne1, h = 0xCBF29CE484222325ull;
-    const uint8_t *p = w->data;
-    if (n <= 65536) {
-        for (uint64_t i = 0; i < n; i++)
-            h = (h ^ p[i]) * 0x100000001B3ull;
-        return h;
-    }
-    const uint64_t at[3] = {0, n / 2 - 512, n - 1024};
-    for (int k = 0; k < 3; k++)
-        for (uint64_t i = at[k]; i < at[k] + 1024; i++)
-            h = (h ^ p[i]) * 0x100000001B3ull;
-    return h;
-}
-
 static int weight_upload(vk_ctx *c, const backend_weight *w, vk_weight **out)
 {
     bool ovf = false;
@@ -398,7 +373,7 @@ static int weight_upload(vk_ctx *c, const backend_weight *w, vk_weight **out)
         return BACKEND_EUNSUPPORTED;
     uint64_t rb = ggtype_row_size(w->type, w->ne0, &ovf);
     if (ovf || rb == 0 || rb != w->row_bytes || w->ne1 == 0 || w->ne1 > UINT32_MAX / 2 ||
-        w->ne0 > UINT32_MAX / 2 || rb > UINT32_MAX / 4 || w->ne1 > UINT64_MAX / rb)
+        w->ne0 > UINT32_MAX / 2 || rb > UINT32_MAX / 4 || w->ne1 > UINT64_MAX / rb || !w->data)
         return BACKEND_EARG;
     vk_weight *vw = calloc(1, sizeof *vw);
     if (!vw)
@@ -412,53 +387,37 @@ static int weight_upload(vk_ctx *c, const backend_weight *w, vk_weight **out)
         free(vw);
         return rc;
     }
+    vw->owner = c;
     vw->type = w->type;
     vw->ne0 = w->ne0;
     vw->ne1 = w->ne1;
     vw->row_bytes = rb;
-    vw->src = w->data;
     *out = vw;
     return 0;
 }
 
-int vk_weight_get(vk_ctx *c, const backend_weight *w, vk_weight **out)
+int vk_weight_get(vk_ctx *c, const backend_weight *w, const vk_weight **out)
 {
     if (c->lost)
         return BACKEND_EDEVICE;
-    if (w->priv) {
-        *out = w->priv;
-        return 0;
+    const vk_weight *vw = w->priv;
+    if (!vw || vw->owner != c || vw->type != w->type || vw->ne0 != w->ne0 || vw->ne1 != w->ne1) {
+        snprintf(c->last_msg, sizeof c->last_msg,
+                 "weight %s is not prepared for this Vulkan backend (weight_prepare / model_prepare)",
+                 w->name ? w->name : "(unnamed)");
+        return BACKEND_EARG;
     }
-    uint64_t fp = weight_fingerprint(w);
-    for (vk_weight **pv = &c->auto_weights; *pv; pv = &(*pv)->next) {
-        vk_weight *v = *pv;
-        if (v->src != w->data)
-            continue;
-        if (v->type == w->type && v->ne0 == w->ne0 && v->ne1 == w->ne1 && v->fingerprint == fp) {
-            *out = v;
-            return 0;
-        }
-        /* the address now holds other data: drop the stale copy */
-        vk_flush(c);
-        *pv = v->next;
-        vk_buffer_destroy(c, &v->b);
-        free(v);
-        break;
-    }
-    int rc = weight_upload(c, w, out);
-    if (rc == 0) {
-        (*out)->fingerprint = fp;
-        (*out)->next = c->auto_weights;
-        c->auto_weights = *out;
-    }
-    return rc;
+    *out = vw;
+    return 0;
 }
 
 static int vw_prepare(void *ctx, backend_weight *w)
 {
     vk_ctx *c = ctx;
     if (w->priv)
-        return 0;
+        return ((const vk_weight *)w->priv)->owner == c ? 0 : BACKEND_EARG;
+    if (c->lost)
+        return BACKEND_EDEVICE;
     vk_weight *vw;
     int rc = weight_upload(c, w, &vw);
     if (rc == 0)
@@ -471,7 +430,7 @@ static void vw_release(void *ctx, backend_weight *w)
     vk_ctx *c = ctx;
     if (!w->priv)
         return;
-    vk_flush(c);
+    vk_flush(c);   /* pending commands may read it */
     vk_weight *vw = w->priv;
     vk_buffer_destroy(c, &vw->b);
     free(vw);
@@ -507,6 +466,7 @@ static const backend_ops VK_OPS = {
     .supports_type = v_supports,
     .get_rows = vk_op_get_rows,
     .rms_norm = vk_op_rms_norm,
+    .rms_norm_mul = vk_op_rms_norm_mul,
     .mul_w = vk_op_mul_w,
     .add_w = vk_op_add_w,
     .add = vk_op_add,

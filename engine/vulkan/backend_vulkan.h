@@ -10,7 +10,10 @@
  * The backend implements every op of backend.h. Ops are recorded into one
  * command buffer, submitted when results are read (buf_read) or on sync:
  * one submission per token or prompt batch. Weights are uploaded once to
- * device-local memory through a staging buffer. */
+ * device-local memory through a staging buffer by weight_prepare (for a
+ * whole model: model_prepare, model.h); ops use the prepared copy
+ * (backend_weight.priv) and refuse an unprepared weight with BACKEND_EARG
+ * (message in backend_vulkan_last_message). */
 #ifndef GGSCOPE_BACKEND_VULKAN_H
 #define GGSCOPE_BACKEND_VULKAN_H
 
@@ -80,14 +83,6 @@ bool vk_type_supported(uint32_t type);
  * kernels, head dimension <= 256); when not, says why in `why`. */
 bool vk_model_supported(const model *m, char *why, size_t cap);
 
-/* Upload every weight of `m` to the device once (through the staging
- * buffer, reporting progress to the function set by
- * backend_vulkan_set_progress with the model's weight bytes as total).
- * Ops on these weights then use the device copies. Returns 0 or a
- * BACKEND_E* code with a message in err. Optional: weights are otherwise
- * uploaded on first use. */
-int backend_vulkan_load_model(backend *b, const model *m, char *err, size_t errlen);
-
 /* Create the Vulkan backend on device `device` (-1: GGSCOPE_VK_DEVICE, else
  * the automatic choice). NULL on failure with a message in err. Free with
  * backend_free. */
@@ -121,7 +116,8 @@ int backend_vulkan_validation_errors(const backend *b);
 const char *backend_vulkan_last_message(const backend *b);
 
 /* Progress of weight uploads: called after each uploaded piece with the
- * bytes uploaded so far out of `total` (what the caller announced). */
+ * bytes uploaded so far (counted from this call) out of `total` (what the
+ * caller announced, e.g. model_weight_bytes before model_prepare). */
 typedef void (*backend_vulkan_progress_fn)(void *user, uint64_t done, uint64_t total);
 void backend_vulkan_set_progress(backend *b, backend_vulkan_progress_fn fn, void *user,
                                  uint64_t total);

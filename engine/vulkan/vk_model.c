@@ -1,42 +1,10 @@
-/* Model-level helpers of the Vulkan backend: which models it can run, and
- * uploading all of a model's weights once, with progress. */
+/* Model-level helper of the Vulkan backend: which models it can run (the
+ * upload itself is model_prepare, through weight_prepare). */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "ggtype.h"
 #include "vk_internal.h"
-
-/* Every weight of the model, in upload order; returns the count written. */
-static size_t model_weights(const model *m, const backend_weight **out, size_t cap)
-{
-    size_t n = 0;
-#define ADD(w)                                     \
-    do {                                           \
-        if ((w).data && n < cap)                   \
-            out[n++] = &(w);                       \
-    } while (0)
-    ADD(m->tok_embd);
-    for (uint32_t i = 0; i < m->hp.n_layer; i++) {
-        const model_layer *l = &m->layers[i];
-        ADD(l->attn_norm);
-        ADD(l->wq);
-        ADD(l->wk);
-        ADD(l->wv);
-        ADD(l->wo);
-        ADD(l->bq);
-        ADD(l->bk);
-        ADD(l->bv);
-        ADD(l->ffn_norm);
-        ADD(l->ffn_gate);
-        ADD(l->ffn_up);
-        ADD(l->ffn_down);
-    }
-    ADD(m->output_norm);
-    if (m->output.data != m->tok_embd.data)
-        ADD(m->output);
-#undef ADD
-    return n;
-}
 
 bool vk_model_supported(const model *m, char *why, size_t cap)
 {
@@ -73,39 +41,4 @@ bool vk_model_supported(const model *m, char *why, size_t cap)
         }
     }
     return true;
-}
-
-int backend_vulkan_load_model(backend *b, const model *m, char *err, size_t errlen)
-{
-    if (!backend_is_vulkan(b)) {
-        snprintf(err, errlen, "not a Vulkan backend");
-        return BACKEND_EARG;
-    }
-    vk_ctx *c = b->ctx;
-    if (!vk_model_supported(m, err, errlen))
-        return BACKEND_EUNSUPPORTED;
-    size_t cap = 4 + (size_t)m->hp.n_layer * 12;
-    const backend_weight **ws = calloc(cap, sizeof *ws);
-    if (!ws) {
-        snprintf(err, errlen, "out of memory");
-        return BACKEND_ENOMEM;
-    }
-    size_t n = model_weights(m, ws, cap);
-    uint64_t total = 0;
-    for (size_t i = 0; i < n; i++)
-        total += ws[i]->row_bytes * ws[i]->ne1;
-    if (c->progress) {
-        c->progress_total = total;
-        c->progress_done = 0;
-    }
-    int rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        vk_weight *vw;
-        rc = vk_weight_get(c, ws[i], &vw);
-        if (rc != 0)
-            snprintf(err, errlen, "uploading %s: %s%s%s", ws[i]->name ? ws[i]->name : "a weight",
-                     backend_strerror(rc), c->last_msg[0] ? ": " : "", c->last_msg);
-    }
-    free(ws);
-    return rc;
 }

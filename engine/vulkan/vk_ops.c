@@ -9,28 +9,17 @@
 #include "vk_internal.h"
 #include "vk_push.h"
 
-static const char *type_suffix(uint32_t type)
+/* The variants of weight type `type`, or NULL when it has no kernels. */
+static const vk_type_shaders *type_shaders(uint32_t type)
 {
-    switch (type) {
-    case GGTYPE_F32: return "f32";
-    case GGTYPE_F16: return "f16";
-    case GGTYPE_Q4_0: return "q4_0";
-    case GGTYPE_Q4_1: return "q4_1";
-    case GGTYPE_Q5_0: return "q5_0";
-    case GGTYPE_Q5_1: return "q5_1";
-    case GGTYPE_Q8_0: return "q8_0";
-    case GGTYPE_Q2_K: return "q2_k";
-    case GGTYPE_Q3_K: return "q3_k";
-    case GGTYPE_Q4_K: return "q4_k";
-    case GGTYPE_Q5_K: return "q5_k";
-    case GGTYPE_Q6_K: return "q6_k";
-    default: return NULL;
-    }
+    if (type >= vk_type_shader_count || !vk_type_shader_table[type].ok)
+        return NULL;
+    return &vk_type_shader_table[type];
 }
 
 bool vk_type_supported(uint32_t type)
 {
-    return type_suffix(type) != NULL;
+    return type_shaders(type) != NULL;
 }
 
 static bool use_subgroups(const vk_ctx *c)
@@ -38,12 +27,10 @@ static bool use_subgroups(const vk_ctx *c)
     return c->info.caps.subgroup_arith;
 }
 
-/* Pipeline of shader `base` (+ "_sg" for reductions when subgroups are used). */
-static int pipe_reduce(vk_ctx *c, const char *base, uint32_t spec1, uint32_t spec2, int nb)
+/* Pipeline of a reduction shader: variant `sg` when subgroups are used, else `plain`. */
+static int pipe_reduce(vk_ctx *c, vk_shader_id plain, vk_shader_id sg, vk_spec s)
 {
-    char name[48];
-    snprintf(name, sizeof name, "%.40s%s", base, use_subgroups(c) ? "_sg" : "");
-    return vk_pipeline_get(c, name, spec1, spec2, nb);
+    return vk_pipeline_get(c, use_subgroups(c) ? sg : plain, s);
 }
 
 static size_t esize(const backend_buf *b)
@@ -135,7 +122,10 @@ static bool fits_u32(uint64_t v)
 int vk_op_get_rows(void *ctx, const backend_weight *w, const int32_t *ids, uint32_t n, backend_view dst)
 {
     vk_ctx *c = ctx;
-    vk_weight *vw;
+    const vk_type_shaders *ts = type_shaders(w->type);
+    if (!ts)
+        return BACKEND_EUNSUPPORTED;
+    const vk_weight *vw;
     int rc = vk_weight_get(c, w, &vw);
     if (rc != 0)
         return rc;
@@ -146,9 +136,7 @@ int vk_op_get_rows(void *ctx, const backend_weight *w, const int32_t *ids, uint3
     for (uint32_t i = 0; i < n; i++)
         if (ids[i] < 0 || (uint64_t)ids[i] >= w->ne1)
             return BACKEND_EARG;
-    char name[48];
-    snprintf(name, sizeof name, "get_rows_%s", type_suffix(vw->type));
-    int pi = vk_pipeline_get(c, name, 0, 0, 3);
+    int pi = vk_pipeline_get(c, ts->get_rows, VK_SPEC_PLAIN);
     int64_t ao = vk_arena_alloc(c, (VkDeviceSize)n * 4);
     if (ao < 0)
         return BACKEND_EARG;
@@ -176,7 +164,10 @@ int vk_op_get_rows(void *ctx, const backend_weight *w, const int32_t *ids, uint3
 int vk_op_matmul(void *ctx, const backend_weight *w, backend_view x, uint32_t n_tok, backend_view y)
 {
     vk_ctx *c = ctx;
-    vk_weight *vw;
+    const vk_type_shaders *ts = type_shaders(w->type);
+    if (!ts)
+        return BACKEND_EUNSUPPORTED;
+    const vk_weight *vw;
     int rc = vk_weight_get(c, w, &vw);
     if (rc != 0)
         return rc;
@@ -186,11 +177,11 @@ int vk_op_matmul(void *ctx, const backend_weight *w, backend_view x, uint32_t n_
         return BACKEND_EARG;
     if (x.buf == y.buf)
         return BACKEND_EARG;
-    uint32_t ncols = n_tok == 1 ? 1 : 8;
-    uint32_t nr = n_tok == 1 ? c->mv_rows : 2;
-    char name[48];
-    snprintf(name, sizeof name, "mul_mat_%s", type_suffix(vw->type));
-    int pi = pipe_reduce(c, name, ncols, nr, 3);
+    const vk_spec sp = n_tok == 1 ? VK_SPEC_MATVEC : VK_SPEC_MATMAT;
+    uint32_t spec[2];   /* tokens (NCOLS) and weight rows (NR) per workgroup */
+    vk_spec_values(c, sp, spec);
+    const uint32_t ncols = spec[0], nr = spec[1];
+    int pi = pipe_reduce(c, ts->mul_mat, ts->mul_mat_sg, sp);
     vk_binding b[3];
     vk_push_mul_mat p = {.ne0 = (uint32_t)w->ne0, .row_bytes = (uint32_t)vw->row_bytes,
                          .x_stride = (uint32_t)w->ne0, .y_stride = (uint32_t)w->ne1, .n_tok = n_tok};
@@ -213,59 +204,54 @@ int vk_op_matmul(void *ctx, const backend_weight *w, backend_view x, uint32_t n_
     return 0;
 }
 
-/* Record rms_norm (with the norm weight `w` when not NULL). */
+/* Record rms_norm (times the norm weight `w` when not NULL). */
 static int record_norm(vk_ctx *c, backend_view src, backend_view dst, uint32_t n_rows, uint32_t n_cols, float eps,
                        const vk_weight *w)
 {
     size_t n = (size_t)n_rows * n_cols;
+    if (!fits_u32(n))
+        return BACKEND_EARG;
     vk_binding b[3];
     vk_push_rms_norm p = {.n_rows = n_rows, .n_cols = n_cols, .eps = eps};
     int rc;
     if ((rc = bind_view(c, src, n, false, &b[0], &p.src_off)) != 0 ||
         (rc = bind_view(c, dst, n, true, &b[1], &p.dst_off)) != 0)
         return rc;
+    if (n == 0)
+        return 0;
     if (w) {
         VkDeviceSize adj;
         if ((rc = vk_bind_range(c, &w->b, 0, (VkDeviceSize)n_cols * 4, false, &b[2], &adj)) != 0)
             return rc;
         p.w_off = (uint32_t)(adj / 4);
     }
-    return vk_dispatch(c, pipe_reduce(c, w ? "rms_norm_mul" : "rms_norm", 0, 0, w ? 3 : 2), b, w ? 3 : 2, &p,
-                       sizeof p, n_rows, 1);
-}
-
-int vk_pending_record(vk_ctx *c)
-{
-    vk_pending_norm *q = &c->pend;
-    if (!q->on || q->recording)
-        return 0;
-    q->recording = true;
-    int rc = record_norm(c, (backend_view){q->src_buf, q->src_off}, (backend_view){q->dst_buf, q->dst_off},
-                         q->n_rows, q->n_cols, q->eps, NULL);
-    q->recording = false;
-    q->on = false;
-    return rc;
+    int pi = w ? pipe_reduce(c, VK_SH_RMS_NORM_MUL, VK_SH_RMS_NORM_MUL_SG, VK_SPEC_PLAIN)
+               : pipe_reduce(c, VK_SH_RMS_NORM, VK_SH_RMS_NORM_SG, VK_SPEC_PLAIN);
+    return vk_dispatch(c, pi, b, w ? 3 : 2, &p, sizeof p, n_rows, 1);
 }
 
 int vk_op_rms_norm(void *ctx, backend_view src, backend_view dst, uint32_t n_rows, uint32_t n_cols, float eps)
 {
-    vk_ctx *c = ctx;
-    size_t n = (size_t)n_rows * n_cols;
-    if (!fits_u32(n))
+    return record_norm(ctx, src, dst, n_rows, n_cols, eps, NULL);
+}
+
+/* The F32 vector weight of n_cols elements of a row op. */
+static int vec_weight(vk_ctx *c, const backend_weight *w, uint32_t n_cols, const vk_weight **out)
+{
+    if (w->type != GGTYPE_F32)
+        return BACKEND_EUNSUPPORTED;
+    if (w->ne0 * w->ne1 != n_cols)
         return BACKEND_EARG;
-    int rc = vk_pending_record(c);
-    if (rc != 0)
-        return rc;
-    vk_binding b;
-    uint32_t off;
-    if ((rc = bind_view(c, src, n, false, &b, &off)) != 0 || (rc = bind_view(c, dst, n, true, &b, &off)) != 0)
-        return rc;
-    if (n == 0)
-        return 0;
-    /* kept pending: a following in-place mul_w by the norm weight fuses with it */
-    c->pend = (vk_pending_norm){.on = true, .src_buf = src.buf, .src_off = src.off, .dst_buf = dst.buf,
-                                .dst_off = dst.off, .n_rows = n_rows, .n_cols = n_cols, .eps = eps};
-    return 0;
+    return vk_weight_get(c, w, out);
+}
+
+int vk_op_rms_norm_mul(void *ctx, backend_view src, const backend_weight *w, backend_view dst, uint32_t n_rows,
+                       uint32_t n_cols, float eps)
+{
+    vk_ctx *c = ctx;
+    const vk_weight *vw;
+    int rc = vec_weight(c, w, n_cols, &vw);
+    return rc ? rc : record_norm(c, src, dst, n_rows, n_cols, eps, vw);
 }
 
 int vk_op_softmax(void *ctx, backend_view x, uint32_t n_rows, uint32_t n_cols)
@@ -279,11 +265,12 @@ int vk_op_softmax(void *ctx, backend_view x, uint32_t n_rows, uint32_t n_cols)
     int rc = bind_view(c, x, n, true, &b[0], &p.off);
     if (rc != 0)
         return rc;
-    return vk_dispatch(c, pipe_reduce(c, "softmax", 0, 0, 1), b, 1, &p, sizeof p, n_rows, 1);
+    return vk_dispatch(c, pipe_reduce(c, VK_SH_SOFTMAX, VK_SH_SOFTMAX_SG, VK_SPEC_PLAIN), b, 1, &p, sizeof p,
+                       n_rows, 1);
 }
 
 /* dst = a OP b over n elements (b of n_cols elements when it is a row). */
-static int binary(vk_ctx *c, const char *op, backend_view a, const vk_binding *bw, uint32_t bw_off,
+static int binary(vk_ctx *c, vk_shader_id op, backend_view a, const vk_binding *bw, uint32_t bw_off,
                   backend_view bv, backend_view dst, size_t n, uint32_t n_cols)
 {
     if (!fits_u32(n))
@@ -299,18 +286,14 @@ static int binary(vk_ctx *c, const char *op, backend_view a, const vk_binding *b
         p.b_off = bw_off;
     } else if ((rc = bind_view(c, bv, n, false, &b[1], &p.b_off)) != 0)
         return rc;
-    char name[48];
-    snprintf(name, sizeof name, "binary_%.30s", op);
-    return vk_dispatch(c, vk_pipeline_get(c, name, 0, 0, 3), b, 3, &p, sizeof p, groups_for(n, vk_wg_size(c)), 1);
+    return vk_dispatch(c, vk_pipeline_get(c, op, VK_SPEC_PLAIN), b, 3, &p, sizeof p, groups_for(n, vk_wg_size(c)), 1);
 }
 
-static int row_op(vk_ctx *c, const char *op, backend_view src, const backend_weight *w, backend_view dst,
+static int row_op(vk_ctx *c, vk_shader_id op, backend_view src, const backend_weight *w, backend_view dst,
                   uint32_t n_rows, uint32_t n_cols)
 {
-    if (w->type != GGTYPE_F32 || w->ne0 * w->ne1 != n_cols)
-        return w->type != GGTYPE_F32 ? BACKEND_EUNSUPPORTED : BACKEND_EARG;
-    vk_weight *vw;
-    int rc = vk_weight_get(c, w, &vw);
+    const vk_weight *vw;
+    int rc = vec_weight(c, w, n_cols, &vw);
     if (rc != 0)
         return rc;
     vk_binding bw;
@@ -324,37 +307,24 @@ static int row_op(vk_ctx *c, const char *op, backend_view src, const backend_wei
 int vk_op_mul_w(void *ctx, backend_view src, const backend_weight *w, backend_view dst, uint32_t n_rows,
                 uint32_t n_cols)
 {
-    vk_ctx *c = ctx;
-    vk_pending_norm *q = &c->pend;
-    if (q->on && src.buf == q->dst_buf && src.off == q->dst_off && dst.buf == src.buf && dst.off == src.off &&
-        n_rows == q->n_rows && n_cols == q->n_cols && w->type == GGTYPE_F32 && w->ne0 * w->ne1 == n_cols) {
-        vk_weight *vw;
-        int rc = vk_weight_get(c, w, &vw);   /* may record the pending norm (an upload) */
-        if (rc != 0)
-            return rc;
-        if (q->on) {
-            q->on = false;
-            return record_norm(c, (backend_view){q->src_buf, q->src_off}, dst, n_rows, n_cols, q->eps, vw);
-        }
-    }
-    return row_op(ctx, "mul_row", src, w, dst, n_rows, n_cols);
+    return row_op(ctx, VK_SH_BINARY_MUL_ROW, src, w, dst, n_rows, n_cols);
 }
 
 int vk_op_add_w(void *ctx, backend_view src, const backend_weight *w, backend_view dst, uint32_t n_rows,
                 uint32_t n_cols)
 {
-    return row_op(ctx, "add_row", src, w, dst, n_rows, n_cols);
+    return row_op(ctx, VK_SH_BINARY_ADD_ROW, src, w, dst, n_rows, n_cols);
 }
 
 int vk_op_add(void *ctx, backend_view a, backend_view b, backend_view dst, size_t n)
 {
-    return binary(ctx, "add", a, NULL, 0, b, dst, n, 1);
+    return binary(ctx, VK_SH_BINARY_ADD, a, NULL, 0, b, dst, n, 1);
 }
 
 int vk_op_silu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
                    uint32_t n_cols)
 {
-    return binary(ctx, "silu_mul", gate, NULL, 0, up, dst, (size_t)n_rows * n_cols, 1);
+    return binary(ctx, VK_SH_BINARY_SILU_MUL, gate, NULL, 0, up, dst, (size_t)n_rows * n_cols, 1);
 }
 
 static uint64_t fnv(uint64_t h, const void *data, size_t n)
@@ -422,8 +392,8 @@ int vk_op_rope(void *ctx, backend_view x, uint32_t n_tok, uint32_t n_head, uint3
     p.cs_off = wo / 2;
     if (wo % 2)
         return BACKEND_EARG;
-    uint32_t neox = rp->mode == BACKEND_ROPE_NEOX;
-    return vk_dispatch(c, vk_pipeline_get(c, "rope", neox, 0, 2), b, 2, &p, sizeof p,
+    vk_spec sp = rp->mode == BACKEND_ROPE_NEOX ? VK_SPEC_NEOX : VK_SPEC_PLAIN;
+    return vk_dispatch(c, vk_pipeline_get(c, VK_SH_ROPE, sp), b, 2, &p, sizeof p,
                        groups_for((uint64_t)n_tok * n_head * half, vk_wg_size(c)), 1);
 }
 
@@ -444,7 +414,7 @@ int vk_op_store_f16(void *ctx, backend_view src, uint32_t n_rows, uint32_t n_col
         (rc = bind_view(c, d, n, true, &b[1], &p.dst_off)) != 0)
         return rc;
     uint64_t words = ((uint64_t)p.dst_off + n - 1) / 2 - p.dst_off / 2 + 1;
-    return vk_dispatch(c, vk_pipeline_get(c, "store_f16", 0, 0, 2), b, 2, &p, sizeof p,
+    return vk_dispatch(c, vk_pipeline_get(c, VK_SH_STORE_F16, VK_SPEC_PLAIN), b, 2, &p, sizeof p,
                        groups_for(words, vk_wg_size(c)), 1);
 }
 
@@ -474,5 +444,6 @@ int vk_op_attention(void *ctx, backend_view q, backend_view k, backend_view v, b
         (rc = bind_view(c, v, nkv, false, &b[2], &p.v_off)) != 0 ||
         (rc = bind_view(c, out, nq, true, &b[3], &p.o_off)) != 0)
         return rc;
-    return vk_dispatch(c, pipe_reduce(c, "attention", 0, 0, 4), b, 4, &p, sizeof p, (uint64_t)n_tok * n_head, 1);
+    return vk_dispatch(c, pipe_reduce(c, VK_SH_ATTENTION, VK_SH_ATTENTION_SG, VK_SPEC_PLAIN), b, 4, &p, sizeof p,
+                       (uint64_t)n_tok * n_head, 1);
 }

@@ -1,7 +1,8 @@
-/* Pipelines (one per shader variant, created once on first use), the
- * descriptor-set cache (sets are allocated the first time a combination of
- * buffers is bound and reused afterwards: no per-token allocation), command
- * buffer recording with hazard-driven barriers, and submission. */
+/* Pipelines (one per shader variant and specialisation, found by index in
+ * a table and created once on first use), the descriptor-set cache (sets
+ * are allocated the first time a combination of buffers is bound and reused
+ * afterwards: no per-token allocation), command buffer recording with
+ * hazard-driven barriers, and submission. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,29 +26,27 @@ uint32_t vk_wg_size(const vk_ctx *c)
     return 64;
 }
 
-static const vk_shader_blob *find_blob(const char *name)
+void vk_spec_values(const vk_ctx *c, vk_spec s, uint32_t out[2])
 {
-    for (size_t i = 0; i < vk_shader_count; i++)
-        if (!strcmp(vk_shader_table[i].name, name))
-            return &vk_shader_table[i];
-    return NULL;
+    out[0] = out[1] = 0;
+    switch (s) {
+    case VK_SPEC_MATVEC: out[0] = 1; out[1] = c->mv_rows; break;
+    case VK_SPEC_MATMAT: out[0] = 8; out[1] = 2; break;
+    case VK_SPEC_NEOX: out[0] = 1; break;
+    default: break;
+    }
 }
 
-int vk_pipeline_get(vk_ctx *c, const char *name, uint32_t spec1, uint32_t spec2, int n_bindings)
+int vk_pipeline_get(vk_ctx *c, vk_shader_id v, vk_spec s)
 {
-    for (int i = 0; i < c->n_pipes; i++)
-        if (c->pipes[i].spec[1] == spec1 && c->pipes[i].spec[2] == spec2 && !strcmp(c->pipes[i].name, name))
-            return i;
-    const vk_shader_blob *blob = find_blob(name);
-    if (!blob || c->n_pipes >= VK_MAX_PIPELINES || n_bindings < 1 || n_bindings > VK_MAX_BINDINGS)
+    if ((unsigned)v >= VK_SH_COUNT || (unsigned)s >= VK_SPEC_COUNT)
         return -1;
-    vk_pipeline *p = &c->pipes[c->n_pipes];
-    snprintf(p->name, sizeof p->name, "%s", name);
-    p->spec[0] = vk_wg_size(c);
-    p->spec[1] = spec1;
-    p->spec[2] = spec2;
-    p->n_bindings = n_bindings;
-
+    const int pi = (int)v * VK_SPEC_COUNT + (int)s;
+    if (c->pipes[pi])
+        return pi;
+    const vk_shader_blob *blob = &vk_shader_table[v];
+    uint32_t spec[3] = {vk_wg_size(c), 0, 0};
+    vk_spec_values(c, s, spec + 1);
     VkShaderModuleCreateInfo mi = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
         .codeSize = blob->size,
@@ -64,7 +63,7 @@ int vk_pipeline_get(vk_ctx *c, const char *name, uint32_t spec1, uint32_t spec2,
         {.constantID = 1, .offset = 4, .size = 4},
         {.constantID = 2, .offset = 8, .size = 4},
     };
-    VkSpecializationInfo si = {.mapEntryCount = 3, .pMapEntries = me, .dataSize = 12, .pData = p->spec};
+    VkSpecializationInfo si = {.mapEntryCount = 3, .pMapEntries = me, .dataSize = 12, .pData = spec};
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {
@@ -74,23 +73,26 @@ int vk_pipeline_get(vk_ctx *c, const char *name, uint32_t spec1, uint32_t spec2,
             .pName = "main",
             .pSpecializationInfo = &si,
         },
-        .layout = c->pl[n_bindings],
+        .layout = c->pl[blob->n_bindings],
     };
-    r = vkCreateComputePipelines(c->dev, VK_NULL_HANDLE, 1, &ci, NULL, &p->pipe);
+    r = vkCreateComputePipelines(c->dev, VK_NULL_HANDLE, 1, &ci, NULL, &c->pipes[pi]);
     vkDestroyShaderModule(c->dev, mod, NULL);
     if (r != VK_SUCCESS) {
+        c->pipes[pi] = VK_NULL_HANDLE;
         vk_fail(c, r, "vkCreateComputePipelines");
         return -1;
     }
     c->stats.pipelines++;
-    return c->n_pipes++;
+    return pi;
 }
 
 void vk_pipelines_destroy(vk_ctx *c)
 {
-    for (int i = 0; i < c->n_pipes; i++)
-        vkDestroyPipeline(c->dev, c->pipes[i].pipe, NULL);
-    c->n_pipes = 0;
+    for (size_t i = 0; i < sizeof c->pipes / sizeof c->pipes[0]; i++)
+        if (c->pipes[i]) {
+            vkDestroyPipeline(c->dev, c->pipes[i], NULL);
+            c->pipes[i] = VK_NULL_HANDLE;
+        }
     for (int i = 0; i < c->n_dpools; i++)
         vkDestroyDescriptorPool(c->dev, c->dpools[i], NULL);
     free(c->dpools);
@@ -237,9 +239,6 @@ int vk_flush(vk_ctx *c)
 {
     if (c->lost)
         return BACKEND_EDEVICE;
-    int prc = vk_pending_record(c);
-    if (prc != 0)
-        return prc;
     if (!c->recording)
         return 0;
     c->recording = false;
@@ -319,7 +318,6 @@ static void note(vk_ctx *c, uint32_t id, VkDeviceSize lo, VkDeviceSize hi, bool 
 
 void vk_before_transfer(vk_ctx *c, const vk_buffer *b, VkDeviceSize lo, VkDeviceSize hi, bool write)
 {
-    vk_pending_record(c);
     if (hazard(c, b->id, lo, hi, write))
         barrier(c);
     note(c, b->id, lo, hi, write);
@@ -371,10 +369,9 @@ int vk_dispatch(vk_ctx *c, int pi, const vk_binding *b, int nb, const void *push
         return BACKEND_EUNSUPPORTED;
     if (groups == 0 || groups_z == 0)
         return 0;
-    int rc = vk_pending_record(c);
-    if (rc != 0)
-        return rc;
-    rc = vk_begin(c);
+    if (nb != vk_shader_table[pi / VK_SPEC_COUNT].n_bindings)
+        return BACKEND_EARG;
+    int rc = vk_begin(c);
     if (rc != 0)
         return rc;
     VkDescriptorSet set;
@@ -392,7 +389,7 @@ int vk_dispatch(vk_ctx *c, int pi, const vk_binding *b, int nb, const void *push
     uint64_t gy = (groups + gx - 1) / gx;
     if (gy > maxx)
         return BACKEND_EARG;
-    vkCmdBindPipeline(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipes[pi].pipe);
+    vkCmdBindPipeline(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipes[pi]);
     vkCmdBindDescriptorSets(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->pl[nb], 0, 1, &set, 0, NULL);
     vkCmdPushConstants(c->cmd, c->pl[nb], VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)push_size, push);
     vkCmdDispatch(c->cmd, gx, (uint32_t)gy, groups_z);
