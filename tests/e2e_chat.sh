@@ -32,56 +32,14 @@ pre_fails=0
 command -v tmux >/dev/null 2>&1 || { echo "SKIP: tmux is not installed"; exit $(( pre_fails ? 1 : 77 )); }
 SHARED=${GGSCOPE_SHARED:-../shared}
 OUT=${GGSCOPE_SCREENS_OUT:-}
-SOCK="ggscope-chat-e2e-$$"
-T() { tmux -L "$SOCK" -f /dev/null "$@"; }
 TMP=$(mktemp -d)
 export XDG_CACHE_HOME=$TMP/cache   # the demo model is written fresh
-cleanup() { T kill-server >/dev/null 2>&1; rm -rf "$TMP"; }
-trap cleanup EXIT
-
 fails=$pre_fails
-S=main
-screen() { T capture-pane -p -t "$S"; }
-wait_for() {   # wait_for TEXT [SECONDS]
-    local text=$1 limit=${2:-15} t0=$SECONDS
-    while (( SECONDS - t0 < limit )); do
-        screen | grep -qF -- "$text" && return 0
-        sleep 0.03
-    done
-    echo "FAIL: waited ${limit}s for: $text"; echo "---- screen ----"; screen; echo "----------------"
-    fails=$((fails + 1)); return 1
+source "$(dirname "$0")/lib/tmux.sh"
+trap 'tmux_cleanup; rm -rf "$TMP"' EXIT
+start() {   # start SESSION COLSxROWS ENV ARGS...: the chat under `env ENV`
+    start_env "$1" "$2" "$3" chat "${@:4}"
 }
-wait_re() {    # wait_re EXTENDED-REGEX [SECONDS]
-    local re=$1 limit=${2:-15} t0=$SECONDS
-    while (( SECONDS - t0 < limit )); do
-        screen | grep -qE -- "$re" && return 0
-        sleep 0.03
-    done
-    echo "FAIL: waited ${limit}s for /$re/"; echo "---- screen ----"; screen; echo "----------------"
-    fails=$((fails + 1)); return 1
-}
-wait_gone() {
-    local text=$1 limit=${2:-15} t0=$SECONDS
-    while (( SECONDS - t0 < limit )); do
-        screen | grep -qF -- "$text" || return 0
-        sleep 0.03
-    done
-    echo "FAIL: still on screen after ${limit}s: $text"; screen
-    fails=$((fails + 1)); return 1
-}
-check() {   # check DESCRIPTION COMMAND...
-    local what=$1; shift
-    if "$@"; then echo "ok: $what"; else echo "FAIL: $what"; screen; fails=$((fails + 1)); fi
-}
-save() { [[ -n $OUT ]] && mkdir -p "$OUT" && screen > "$OUT/$1.txt"; return 0; }
-keys() { T send-keys -t "$S" "$@"; }
-start() {   # start SESSION COLSxROWS ENV ARGS...
-    S=$1; local w=${2%x*} h=${2#*x} env=$3; shift 3
-    T new-session -d -s "$S" -x "$w" -y "$h" "env $env $BIN chat $*; echo EXITED \$?; sleep 600"
-}
-# the text between "assistant" and the next blank line of the transcript, joined
-count() { screen | grep -cF -- "$1"; }
-has() { screen | grep -qE -- "$1"; }   # has REGEX
 
 DEMO_START="Once upon a time, ggscope opened one GGUF file."
 DEMO_END="on its own engine. The end."
