@@ -1,5 +1,6 @@
 /* chat_ui: see chat_ui.h. */
 #include "chat_ui.h"
+#include "clock.h"
 #include "textesc.h"
 
 #include <math.h>
@@ -287,13 +288,6 @@ struct chat_ui {
 
 enum { LAY_NONE = 0, LAY_TRANSCRIPT };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* The time the chat holds the loop thread, measured around each of its
  * entry points (keys, drawing, a job's end): the longest, in wall-clock time
  * and in the loop thread's CPU time (which a loaded machine does not
@@ -313,14 +307,14 @@ static double cpu_now_s(void)
 
 static stall_t stall_begin(void)
 {
-    return (stall_t){now_s(), cpu_now_s()};
+    return (stall_t){clock_now_s(), cpu_now_s()};
 }
 
 static void stall_end(chat_ui *u, stall_t t0, const char *what)
 {
     if (!u->stall_path)
         return;
-    double d = now_s() - t0.wall, c = cpu_now_s() - t0.cpu;
+    double d = clock_now_s() - t0.wall, c = cpu_now_s() - t0.cpu;
     if ((u->stall_max > 0 || u->stall_cpu > 0) && access(u->stall_path, F_OK) != 0)
         u->stall_max = u->stall_cpu = 0;   /* the file was removed: a new measurement */
     if (d <= u->stall_max && c <= u->stall_cpu)
@@ -369,7 +363,7 @@ static void gen_on_token(void *ctx, const char *text, size_t len, const chs_toki
     }
     g->total += len;
     pthread_mutex_unlock(&g->mu);
-    double t = now_s();
+    double t = clock_now_s();
     if (t - g->last_wake >= WAKE_INTERVAL_S && g->job.wake) {
         g->last_wake = t;
         g->job.wake(g->job.wake_ctx);

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "app.h"
+#include "clock.h"
 #include "engine_cli.h"
 
 static void help(FILE *out)
@@ -23,13 +24,6 @@ static void help(FILE *out)
             "  --json            one JSON object: pp_tok_s, tg_tok_s, ...\n"
             ECLI_COMMON_HELP
             "  -h, --help        this help\n");
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 int cmd_bench(int argc, char **argv)
@@ -96,20 +90,20 @@ int cmd_bench(int argc, char **argv)
     double best_pp = 0, best_tg = 0;
     for (long r = 0; r < reps; r++) {
         session_kv_truncate(e.s, 0);
-        double t0 = now_s();
+        double t0 = clock_now_s();
         if (session_eval(e.s, prompt, (uint32_t)np, 0, lg, false))
             goto fail_eval;
-        double pp = np / (now_s() - t0);
+        double pp = np / (clock_now_s() - t0);
         session_kv_truncate(e.s, 0);
         if (session_eval(e.s, prompt, 16, 0, lg, false))
             goto fail_eval;
-        t0 = now_s();
+        t0 = clock_now_s();
         for (long i = 0; i < ng; i++) {
             int32_t tok = prompt[16 + i % (np - 16)];
             if (session_eval(e.s, &tok, 1, (uint32_t)(16 + i), lg, false))
                 goto fail_eval;
         }
-        double tg = ng / (now_s() - t0);
+        double tg = ng / (clock_now_s() - t0);
         if (pp > best_pp)
             best_pp = pp;
         if (tg > best_tg)

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "app.h"
+#include "clock.h"
 #include "backend_select.h"
 #include "engine_cli.h"
 #include "sampler.h"
@@ -33,13 +34,6 @@ static void help(FILE *out)
             "  -c, --ctx N           context positions (default min(model's, 4096))\n"
             ECLI_COMMON_HELP
             "  -h, --help            this help\n");
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 int cmd_run(int argc, char **argv)
@@ -190,14 +184,14 @@ int cmd_run(int argc, char **argv)
     }
     for (uint32_t i = 0; i < n_prompt; i++)
         sampler_accept(smp, ids[i]);
-    double t0 = now_s();
+    double t0 = clock_now_s();
     if (app_eval(&e, ids, n_prompt, 0, lg, false)) {
         app_error("evaluation failed: %s", session_error(e.s));
         rc = APP_FAIL;
         goto done;
     }
-    double t_pp = now_s() - t0;
-    t0 = now_s();
+    double t_pp = clock_now_s() - t0;
+    t0 = clock_now_s();
     uint32_t pos = n_prompt;
     long made = 0;
     while (made < n_gen) {
@@ -224,7 +218,7 @@ int cmd_run(int argc, char **argv)
         }
         pos++;
     }
-    double t_tg = now_s() - t0;
+    double t_tg = clock_now_s() - t0;
     if (!print_ids)
         ecli_flush_text(tx, stdout);
     putchar('\n');

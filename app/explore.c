@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "app.h"
+#include "clock.h"
 #include "chat_ui.h"
 #include "explorer.h"
 #include "ggtype.h"
@@ -47,13 +48,6 @@ typedef struct {
     app_state *app;
 } work_req;
 
-static double mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static void begin_quit(app_state *a);
 
 static void close_if_done(app_state *a)
@@ -68,7 +62,7 @@ static void frame(app_state *a)
     if (a->quitting)
         return;
     if (screen_render(a->scr) && a->first_frame_ms == 0) {
-        a->first_frame_ms = mono_ms() - a->t0;
+        a->first_frame_ms = (clock_now_s() * 1e3) - a->t0;
         if (a->exit_after_first)
             begin_quit(a);
     }
@@ -246,7 +240,7 @@ int app_explore(const char *path, const app_explore_opts *opts)
 {
     app_state a;
     memset(&a, 0, sizeof a);
-    a.t0 = mono_ms();
+    a.t0 = (clock_now_s() * 1e3);
     const char *env = getenv("GGSCOPE_EXIT_AFTER_FIRST_FRAME");
     a.exit_after_first = env && *env && strcmp(env, "0") != 0;
     gguf_file *f = app_open_gguf(path);

@@ -1,5 +1,6 @@
 /* chatsession: see chatsession.h. */
 #include "chatsession.h"
+#include "clock.h"
 #include "afile.h"
 
 #include <cjson/cJSON.h>
@@ -46,13 +47,6 @@ static void setmsg(char *msg, size_t cap, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, cap, fmt, ap);
     va_end(ap);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static char *dupn(const char *s, size_t n)
@@ -697,7 +691,7 @@ int chs_generate(chs *c, const int32_t *ids, size_t n, const chs_settings *st, c
     sampler *smp = NULL;
     tok_stream *ts = NULL;
     uint32_t n_ctx = session_n_ctx(c->s);
-    double t0 = now_s();
+    double t0 = clock_now_s();
     if (!n || n >= n_ctx) {
         setmsg(msg, cap, "the prompt (%zu tokens) does not fit the context (%u)", n, n_ctx);
         goto done;
@@ -725,7 +719,7 @@ int chs_generate(chs *c, const int32_t *ids, size_t n, const chs_settings *st, c
     for (size_t p = common; p < n;) {
         if (cancelled(sink)) {
             rs.stop = CHS_STOP_CANCEL;
-            rs.t_prompt_s = now_s() - t0;
+            rs.t_prompt_s = clock_now_s() - t0;
             ret = 0;
             goto done;
         }
@@ -733,7 +727,7 @@ int chs_generate(chs *c, const int32_t *ids, size_t n, const chs_settings *st, c
         int rc = eval(c, ids + p, k, (uint32_t)p, p + k == n ? c->logits : NULL, sink);
         if (rc == BACKEND_ECANCELLED) {
             rs.stop = CHS_STOP_CANCEL;
-            rs.t_prompt_s = now_s() - t0;
+            rs.t_prompt_s = clock_now_s() - t0;
             ret = 0;
             goto done;
         }
@@ -749,7 +743,7 @@ int chs_generate(chs *c, const int32_t *ids, size_t n, const chs_settings *st, c
         rs.n_eval += k;
         p += k;
     }
-    rs.t_prompt_s = now_s() - t0;
+    rs.t_prompt_s = clock_now_s() - t0;
     double t1 = 0;
     uint32_t pos = (uint32_t)n;
     size_t total = 0;   /* bytes of text so far */
@@ -765,7 +759,7 @@ int chs_generate(chs *c, const int32_t *ids, size_t n, const chs_settings *st, c
             goto done;
         }
         if (!rs.n_gen) {
-            t1 = now_s();
+            t1 = clock_now_s();
             rs.t_first_s = t1 - t0;
         }
         sampler_accept(smp, tok);
@@ -832,7 +826,7 @@ int chs_generate(chs *c, const int32_t *ids, size_t n, const chs_settings *st, c
         ti.len = (uint32_t)len;
         sink->on_token(sink->ctx, rest, len, &ti);
     }
-    rs.t_gen_s = rs.n_gen ? now_s() - t1 : 0;
+    rs.t_gen_s = rs.n_gen ? clock_now_s() - t1 : 0;
     ret = 0;
 done:
     if (ret)

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "session.h"
+#include "clock.h"
 
 #define LOGIT_ROWS 16   /* rows of the logits scratch (--all is computed in slices) */
 
@@ -35,13 +36,6 @@ static int set_err(session *s, int rc, const char *fmt, ...)
     vsnprintf(s->err, sizeof s->err, fmt, ap);
     va_end(ap);
     return rc;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static backend_view V(backend_buf *b, size_t off)
@@ -251,7 +245,7 @@ int session_eval(session *s, const int32_t *tokens, uint32_t n, uint32_t pos, fl
         if (tokens[i] < 0 || (uint32_t)tokens[i] >= s->m->hp.n_vocab)
             return set_err(s, BACKEND_EARG, "token id %d out of range (vocabulary %u)", tokens[i],
                            s->m->hp.n_vocab);
-    double t0 = now_s();
+    double t0 = clock_now_s();
     s->used = pos;
     int rc = 0;
     for (uint32_t done = 0; done < n && !rc;) {
@@ -272,7 +266,7 @@ int session_eval(session *s, const int32_t *tokens, uint32_t n, uint32_t pos, fl
     if (s->be->ops->sync)
         s->be->ops->sync(s->be->ctx);
     atomic_store(&s->cancel, false); /* a cancel that came after the last check is void */
-    double dt = now_s() - t0;
+    double dt = clock_now_s() - t0;
     if (n > 1) {
         s->st.n_prompt_tokens += n;
         s->st.t_prompt_s += dt;

@@ -1,5 +1,6 @@
 /* screen: pages, layout, focus, key table, title line, key bar, overlays, jobs. */
 #include "screen.h"
+#include "clock.h"
 
 #include <locale.h>
 #include <stdarg.h>
@@ -68,9 +69,7 @@ struct screen {
 
 static uint64_t now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    return (uint64_t)(clock_now_s() * 1e3);
 }
 
 /* ---- built-in keys ---- */
