@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "rfile.h"
 #include "chat.h"
 #include "gguf.h"
 #include "textesc.h"
@@ -33,43 +34,6 @@ static void template_usage(FILE *out)
             "  --strict         fail (exit 1) instead of falling back to a built-in format\n"
             "  --date D         the date strftime_now() sees (YYYY-MM-DD; default: today)\n"
             "  -h, --help       this help\n");
-}
-
-static char *read_all(const char *path, size_t *n)
-{
-    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-    if (!f)
-        return NULL;
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (len + 1 >= cap) {
-            char *nb = cap > ((size_t)1 << 30) ? NULL : realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t r = fread(buf + len, 1, cap - 1 - len, f);
-        len += r;
-        if (r == 0)
-            break;
-    }
-    if (buf && ferror(f)) {
-        free(buf);
-        buf = NULL;
-    }
-    if (f != stdin)
-        fclose(f);
-    if (buf) {
-        buf[len] = 0;
-        if (n)
-            *n = len;
-    }
-    return buf;
 }
 
 static bool is_gguf(const char *path)
@@ -163,9 +127,11 @@ int cmd_template(int argc, char **argv)
         }
     } else {
         size_t n;
-        text = read_all(path, &n);
+        rfile_status rs;
+        int e;
+        text = rfile_read(path, (size_t)1 << 30, 0, &n, &rs, &e);
         if (!text) {
-            app_error("%s: cannot read the template", path);
+            app_error("%s: cannot read the template (%s)", path, rfile_strerror(rs, e));
             rc = APP_BADINPUT;
             goto done;
         }
@@ -176,9 +142,11 @@ int cmd_template(int argc, char **argv)
         }
     }
 
-    msgs_text = read_all(msgs_path, NULL);
+    rfile_status mrs;
+    int me;
+    msgs_text = rfile_read(msgs_path, (size_t)1 << 30, 0, NULL, &mrs, &me);
     if (!msgs_text) {
-        app_error("%s: cannot read the messages", msgs_path);
+        app_error("%s: cannot read the messages (%s)", msgs_path, rfile_strerror(mrs, me));
         rc = APP_BADINPUT;
         goto done;
     }

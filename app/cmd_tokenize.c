@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "rfile.h"
 #include "textesc.h"
 #include "tokenizer.h"
 
@@ -39,40 +40,15 @@ static void print_piece(FILE *out, const char *s, size_t n)
     fputc('\'', out);
 }
 
-static char *read_all(FILE *in, size_t *n)
-{
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + len, 1, cap - len, in);
-        len += got;
-        if (len < cap)
-            break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            return NULL;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    *n = len;
-    return buf;
-}
-
 static int run_many(const tok_vocab *v, const char *path, unsigned flags)
 {
-    FILE *in = fopen(path, "rb");
-    if (!in) {
-        app_error("cannot open %s", path);
-        return APP_BADINPUT;
-    }
     size_t n;
-    char *text = read_all(in, &n);
-    fclose(in);
+    rfile_status rs;
+    int e;
+    char *text = rfile_read(path, 0, 0, &n, &rs, &e);
     if (!text) {
-        app_error("cannot read %s", path);
-        return APP_FAIL;
+        app_error("cannot read %s: %s", path, rfile_strerror(rs, e));
+        return rs == RFILE_EOPEN ? APP_BADINPUT : APP_FAIL;
     }
     cJSON *arr = cJSON_ParseWithLength(text, n);
     free(text);
@@ -170,7 +146,7 @@ int cmd_tokenize(int argc, char **argv)
     char *owned = NULL;
     size_t len;
     if (!strcmp(text, "-")) {
-        owned = read_all(stdin, &len);
+        owned = rfile_read("-", 0, 0, &len, NULL, NULL);
         if (!owned) {
             app_error("cannot read standard input");
             rc = APP_FAIL;

@@ -2,6 +2,7 @@
 #include "chatsession.h"
 #include "clock.h"
 #include "afile.h"
+#include "rfile.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -1124,66 +1125,25 @@ out:
 int chs_session_read(const char *path, const chs_settings *base, chs_file *out, char *msg, size_t cap)
 {
     memset(out, 0, sizeof *out);
-    /* non-blocking: opening a FIFO must not wait for a writer */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        setmsg(msg, cap, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        setmsg(msg, cap, "%s: %s", path, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        setmsg(msg, cap, "%s: not a regular file (a session file is)", path);
-        close(fd);
-        return -1;
-    }
-    if (sb.st_size > (off_t)CHS_FILE_MAX_BYTES) {
-        setmsg(msg, cap, "%s: too large for a session file (%lld bytes; at most %u MiB)", path,
-               (long long)sb.st_size, CHS_FILE_MAX_BYTES >> 20);
-        close(fd);
-        return -1;
-    }
-    /* read at most the bound + 1 (the file may grow meanwhile) */
-    size_t cp = (size_t)sb.st_size + 1, sz = 0;
-    char *buf = malloc(cp + 1);
+    /* regular files only (a FIFO is refused without waiting for a writer),
+     * at most CHS_FILE_MAX_BYTES */
+    size_t sz;
+    rfile_status rs;
+    int e;
+    char *buf = rfile_read(path, CHS_FILE_MAX_BYTES, RFILE_REGULAR, &sz, &rs, &e);
     if (!buf) {
-        close(fd);
-        setmsg(msg, cap, "out of memory");
+        if (rs == RFILE_ENOTREG)
+            setmsg(msg, cap, "%s: not a regular file (a session file is)", path);
+        else if (rs == RFILE_ETOOBIG) {
+            struct stat sb;
+            long long size = stat(path, &sb) == 0 ? (long long)sb.st_size : (long long)CHS_FILE_MAX_BYTES + 1;
+            setmsg(msg, cap, "%s: too large for a session file (%lld bytes; at most %u MiB)", path, size,
+                   CHS_FILE_MAX_BYTES >> 20);
+        }
+        else
+            setmsg(msg, cap, "%s: %s", path, rfile_strerror(rs, e));
         return -1;
     }
-    for (;;) {
-        if (sz == cp) {
-            if (cp > CHS_FILE_MAX_BYTES)
-                break;
-            size_t nc = cp * 2 > (size_t)CHS_FILE_MAX_BYTES + 1 ? (size_t)CHS_FILE_MAX_BYTES + 1 : cp * 2;
-            char *nb = realloc(buf, nc + 1);
-            if (!nb) {
-                free(buf);
-                close(fd);
-                setmsg(msg, cap, "out of memory");
-                return -1;
-            }
-            buf = nb;
-            cp = nc;
-        }
-        ssize_t r = read(fd, buf + sz, cp - sz);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            setmsg(msg, cap, "%s: %s", path, strerror(errno));
-            free(buf);
-            close(fd);
-            return -1;
-        }
-        if (r == 0)
-            break;
-        sz += (size_t)r;
-    }
-    close(fd);
     char inner[448];
     int rc = chs_session_parse(buf, sz, base, out, inner, sizeof inner);
     free(buf);
