@@ -18,12 +18,12 @@ static void help(FILE *out)
             "(generation, without sampling). Prints tokens/s of both.\n"
             "\n"
             "options:\n"
-            "  -p N              prompt tokens (default 512)\n"
-            "  -n N              generated tokens (default 128)\n"
-            "  -r N              repetitions; the best of each is reported (default 1)\n"
-            "  --json            one JSON object: pp_tok_s, tg_tok_s, ...\n"
+            "  -p N                  prompt tokens (default 512)\n"
+            "  -n N                  generated tokens (default 128)\n"
+            "  -r N                  repetitions; the best of each is reported (default 1)\n"
+            "  --json                one JSON object: pp_tok_s, tg_tok_s, ...\n"
             ECLI_COMMON_HELP
-            "  -h, --help        this help\n");
+            "  -h, --help            this help\n");
 }
 
 int cmd_bench(int argc, char **argv)

@@ -21,17 +21,11 @@ static void help(FILE *out)
             "  --system TEXT         system prompt\n"
             "  --load SESSION        start with a session file saved by /save (checked before\n"
             "                        anything else; its system prompt and settings apply)\n"
-            "  --temp T              temperature (default 0.8; 0 = greedy)\n"
-            "  --top-k K             keep the K most likely tokens (default 40; 0 = off)\n"
-            "  --top-p P             nucleus sampling (default 0.95; 1 = off)\n"
-            "  --min-p P             drop tokens below P x the best probability (default 0.05; 0 = off)\n"
-            "  --repeat-penalty R    penalty of recent tokens (default 1.1; 1 = off)\n"
-            "  --repeat-last-n N     window of the penalty (default 64)\n"
-            "  --seed S              random seed (default 42)\n"
+            ECLI_SAMPLING_HELP
             "  -n N                  max tokens per reply (default 512; 0 = until the context is full)\n"
             "  -c, --ctx N           context positions (default min(model's, 4096))\n"
             ECLI_COMMON_HELP
-            "                    in the chat: one per core but one, left to the UI\n"
+            "                        in the chat: one per core but one, left to the UI\n"
             "  --mono                no colours (also when NO_COLOR is set)\n"
             "  --no-mouse            do not capture the mouse\n"
             "  -h, --help            this help\n"
@@ -53,6 +47,10 @@ int cmd_chat(int argc, char **argv)
             return APP_BADINPUT;
         if (r)
             continue;
+        if ((r = ecli_sampling_opt(argc, argv, &i, sp)) < 0)
+            return APP_BADINPUT;
+        if (r)
+            continue;
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         long lv;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -70,41 +68,6 @@ int cmd_chat(int argc, char **argv)
                 return APP_BADINPUT;
             }
             load = argv[++i];
-        } else if (!strcmp(a, "--temp")) {
-            if (!ecli_parse_float(a, val, &sp->temp))
-                return APP_BADINPUT;
-            i++;
-        } else if (!strcmp(a, "--top-k")) {
-            if (!ecli_parse_long(a, val, 0, 1 << 24, &lv))
-                return APP_BADINPUT;
-            sp->top_k = (int32_t)lv;
-            i++;
-        } else if (!strcmp(a, "--top-p")) {
-            if (!ecli_parse_float(a, val, &sp->top_p))
-                return APP_BADINPUT;
-            i++;
-        } else if (!strcmp(a, "--min-p")) {
-            if (!ecli_parse_float(a, val, &sp->min_p))
-                return APP_BADINPUT;
-            i++;
-        } else if (!strcmp(a, "--repeat-penalty")) {
-            if (!ecli_parse_float(a, val, &sp->repeat_penalty) || !(sp->repeat_penalty > 0)) {
-                app_error("--repeat-penalty must be > 0");
-                return APP_BADINPUT;
-            }
-            i++;
-        } else if (!strcmp(a, "--repeat-last-n")) {
-            if (!ecli_parse_long(a, val, 0, 1 << 20, &lv))
-                return APP_BADINPUT;
-            sp->repeat_last_n = (int32_t)lv;
-            i++;
-        } else if (!strcmp(a, "--seed")) {
-            char *end;
-            if (!val || !*val || val[0] == '-' || (sp->seed = strtoull(val, &end, 10), *end)) {
-                app_error("--seed: expected a whole number");
-                return APP_BADINPUT;
-            }
-            i++;
         } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
             if (!ecli_parse_long(a, val, 0, 1 << 24, &lv))
                 return APP_BADINPUT;

@@ -17,11 +17,11 @@ static void help(FILE *out)
             "logits (best first), and with --all also \"logits\": [...] for the whole vocabulary.\n"
             "\n"
             "options:\n"
-            "  --top K           logits listed per position (default 10)\n"
-            "  --all             also print every logit\n"
-            "  --batch N         evaluate N tokens per forward pass (default: all at once)\n"
+            "  --top K               logits listed per position (default 10)\n"
+            "  --all                 also print every logit\n"
+            "  --batch N             evaluate N tokens per forward pass (default: all at once)\n"
             ECLI_COMMON_HELP
-            "  -h, --help        this help\n");
+            "  -h, --help            this help\n");
 }
 
 typedef struct {

@@ -23,13 +23,7 @@ static void help(FILE *out)
             "  --tokens IDS          start from comma-separated token ids instead of text\n"
             "  -n N                  tokens to generate (default 128; stops early at end of text)\n"
             "  --ids                 print the generated token ids (comma-separated) instead of text\n"
-            "  --temp T              temperature (default 0.8; 0 = greedy)\n"
-            "  --top-k K             keep the K most likely tokens (default 40; 0 = off)\n"
-            "  --top-p P             nucleus sampling (default 0.95; 1 = off)\n"
-            "  --min-p P             drop tokens below P x the best probability (default 0.05; 0 = off)\n"
-            "  --repeat-penalty R    penalty of recent tokens (default 1.1; 1 = off)\n"
-            "  --repeat-last-n N     window of the penalty (default 64)\n"
-            "  --seed S              random seed (default 42)\n"
+            ECLI_SAMPLING_HELP
             "  --ignore-eos          do not stop at end of text\n"
             "  -c, --ctx N           context positions (default min(model's, 4096))\n"
             ECLI_COMMON_HELP
@@ -50,8 +44,11 @@ int cmd_run(int argc, char **argv)
             return APP_BADINPUT;
         if (r)
             continue;
+        if ((r = ecli_sampling_opt(argc, argv, &i, &sp)) < 0)
+            return APP_BADINPUT;
+        if (r)
+            continue;
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        long lv;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             help(stdout);
             return APP_OK;
@@ -75,41 +72,6 @@ int cmd_run(int argc, char **argv)
             print_ids = true;
         } else if (!strcmp(a, "--ignore-eos")) {
             ignore_eos = true;
-        } else if (!strcmp(a, "--temp")) {
-            if (!ecli_parse_float(a, val, &sp.temp))
-                return APP_BADINPUT;
-            i++;
-        } else if (!strcmp(a, "--top-k")) {
-            if (!ecli_parse_long(a, val, 0, 1 << 24, &lv))
-                return APP_BADINPUT;
-            sp.top_k = (int32_t)lv;
-            i++;
-        } else if (!strcmp(a, "--top-p")) {
-            if (!ecli_parse_float(a, val, &sp.top_p))
-                return APP_BADINPUT;
-            i++;
-        } else if (!strcmp(a, "--min-p")) {
-            if (!ecli_parse_float(a, val, &sp.min_p))
-                return APP_BADINPUT;
-            i++;
-        } else if (!strcmp(a, "--repeat-penalty")) {
-            if (!ecli_parse_float(a, val, &sp.repeat_penalty) || !(sp.repeat_penalty > 0)) {
-                app_error("--repeat-penalty must be > 0");
-                return APP_BADINPUT;
-            }
-            i++;
-        } else if (!strcmp(a, "--repeat-last-n")) {
-            if (!ecli_parse_long(a, val, 0, 1 << 20, &lv))
-                return APP_BADINPUT;
-            sp.repeat_last_n = (int32_t)lv;
-            i++;
-        } else if (!strcmp(a, "--seed")) {
-            char *end;
-            if (!val || !*val || (sp.seed = strtoull(val, &end, 10), *end)) {
-                app_error("--seed: expected a whole number");
-                return APP_BADINPUT;
-            }
-            i++;
         } else if (a[0] == '-' && a[1]) {
             app_error("run: unknown option '%s' (see ggscope run --help)", a);
             return APP_BADINPUT;

@@ -77,6 +77,58 @@ int ecli_common_opt(int argc, char **argv, int *i, ecli_opts *o)
     return 0;
 }
 
+int ecli_sampling_opt(int argc, char **argv, int *i, sampler_params *sp)
+{
+    const char *a = argv[*i], *val = *i + 1 < argc ? argv[*i + 1] : NULL;
+    long lv;
+    float fv;
+    if (!strcmp(a, "--temp") || !strcmp(a, "--top-p") || !strcmp(a, "--min-p") ||
+        !strcmp(a, "--repeat-penalty")) {
+        if (!ecli_parse_float(a, val, &fv))
+            return -1;
+        if (!strcmp(a, "--temp")) {
+            if (!(fv >= 0)) {
+                app_error("--temp: expected a number >= 0, got '%s'", val);
+                return -1;
+            }
+            sp->temp = fv;
+        } else if (!strcmp(a, "--repeat-penalty")) {
+            if (!(fv > 0)) {
+                app_error("--repeat-penalty: expected a number > 0, got '%s'", val);
+                return -1;
+            }
+            sp->repeat_penalty = fv;
+        } else {
+            if (!(fv >= 0 && fv <= 1)) {
+                app_error("%s: expected a number in 0..1, got '%s'", a, val);
+                return -1;
+            }
+            *(!strcmp(a, "--top-p") ? &sp->top_p : &sp->min_p) = fv;
+        }
+    } else if (!strcmp(a, "--top-k")) {
+        if (!ecli_parse_long(a, val, 0, 1 << 24, &lv))
+            return -1;
+        sp->top_k = (int32_t)lv;
+    } else if (!strcmp(a, "--repeat-last-n")) {
+        if (!ecli_parse_long(a, val, 0, 1 << 20, &lv))
+            return -1;
+        sp->repeat_last_n = (int32_t)lv;
+    } else if (!strcmp(a, "--seed")) {
+        char *end;
+        errno = 0;
+        unsigned long long v = val && *val && val[0] != '-' ? strtoull(val, &end, 10) : 0;
+        if (!val || !*val || val[0] == '-' || *end || errno) {
+            app_error("--seed: expected a whole number >= 0, got '%s'", val ? val : "");
+            return -1;
+        }
+        sp->seed = v;
+    } else {
+        return 0;
+    }
+    ++*i;
+    return 1;
+}
+
 int ecli_open_model(const char *path, ecli_engine *e)
 {
     memset(e, 0, sizeof *e);

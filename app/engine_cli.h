@@ -11,6 +11,7 @@
 #include "backend.h"
 #include "gguf.h"
 #include "model.h"
+#include "sampler.h"
 #include "session.h"
 
 typedef struct {
@@ -52,6 +53,12 @@ int ecli_open_backend(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli
 uint32_t ecli_ctx_size(const ecli_engine *e, uint32_t n_ctx);
 void ecli_close(ecli_engine *e);
 
+/* If argv[*i] is a sampling option (--temp, --top-k, --top-p, --min-p,
+ * --repeat-penalty, --repeat-last-n, --seed), consume it and its value into
+ * sp and return 1; -1 (message printed: the allowed range) on a bad value; 0
+ * otherwise. The one parser of these options, for run and chat. */
+int ecli_sampling_opt(int argc, char **argv, int *i, sampler_params *sp);
+
 /* Parse "1,2,3" into a malloc'd array (*n ids). Returns false (message printed) on bad input. */
 bool ecli_parse_ids(const char *s, int32_t **ids, uint32_t *n);
 
@@ -78,10 +85,20 @@ void ecli_flush_text(ecli_text *t, FILE *out);
 /* Whether a token ends generation (EOS / EOT). */
 bool ecli_is_eog(ecli_text *t, int32_t id);
 
+/* Help lines for the sampling options (ecli_sampling_opt). */
+#define ECLI_SAMPLING_HELP                                                                          \
+    "  --temp T              temperature, >= 0 (default 0.8; 0 = greedy)\n"                         \
+    "  --top-k K             keep the K most likely tokens (default 40; 0 = off)\n"                  \
+    "  --top-p P             nucleus sampling, 0..1 (default 0.95; 1 = off)\n"                       \
+    "  --min-p P             drop tokens below P x the best probability, 0..1 (default 0.05; 0 = off)\n" \
+    "  --repeat-penalty R    penalty of recent tokens, > 0 (default 1.1; 1 = off)\n"                 \
+    "  --repeat-last-n N     window of the penalty (default 64)\n"                                  \
+    "  --seed S              random seed (default 42)\n"
+
 /* Help lines for the common options. */
 #define ECLI_COMMON_HELP                                                                   \
-    "  --backend B       auto | vulkan | cpu (default auto: Vulkan on a GPU, else the CPU)\n" \
-    "  --device N        Vulkan device N (see `ggscope devices`; or GGSCOPE_VK_DEVICE=N)\n" \
-    "  -t, --threads N   worker threads (default: one per core)\n"
+    "  --backend B           auto | vulkan | cpu (default auto: Vulkan on a GPU, else the CPU)\n" \
+    "  --device N            Vulkan device N (see `ggscope devices`; or GGSCOPE_VK_DEVICE=N)\n" \
+    "  -t, --threads N       worker threads (default: one per core)\n"
 
 #endif
