@@ -18,7 +18,13 @@ void *ja_alloc(jarena *a, size_t n)
     if (!c || c->cap - c->used < n) {
         size_t cap = n > 65536 - sizeof(jarena_chunk) ? n : 65536 - sizeof(jarena_chunk);
         if (a->limit && (a->total + cap + sizeof(jarena_chunk) > a->limit || cap > a->limit))
-            jfail_at(a->fail, (uint32_t)-1, JINJA_ELIMIT, "memory limit of %zu bytes exceeded", a->limit);
+        {
+            if (a->limit % (1u << 20) == 0)
+                jfail_at(a->fail, (uint32_t)-1, JINJA_ELIMIT, "template too costly: more than %zu MiB of memory (max_bytes)",
+                         a->limit >> 20);
+            jfail_at(a->fail, (uint32_t)-1, JINJA_ELIMIT, "template too costly: more than %zu bytes of memory (max_bytes)",
+                     a->limit);
+        }
         c = malloc(sizeof(jarena_chunk) + cap);
         if (!c)
             jfail_at(a->fail, (uint32_t)-1, JINJA_ENOMEM, "out of memory");
