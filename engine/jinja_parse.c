@@ -95,6 +95,29 @@ static void locate(const jfail *f, uint32_t pos, jinja_error *e)
     e->offset = off;
 }
 
+/* Messages quote template text (tokens, raise_exception's argument): write
+ * its control characters as escapes, so a message is one line of plain
+ * text (no newline, no terminal escape sequence). */
+static void escape_controls(char *msg, size_t cap)
+{
+    char tmp[sizeof ((jinja_error *)0)->msg];
+    size_t o = 0;
+    for (const char *p = msg; *p && o + 5 < sizeof tmp; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c >= 0x20 && c != 0x7f) {
+            tmp[o++] = (char)c;
+            continue;
+        }
+        const char *esc = c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
+        if (esc)
+            o += (size_t)snprintf(tmp + o, sizeof tmp - o, "%s", esc);
+        else
+            o += (size_t)snprintf(tmp + o, sizeof tmp - o, "\\x%02x", c);
+    }
+    tmp[o] = 0;
+    snprintf(msg, cap, "%s", tmp);
+}
+
 _Noreturn void jfail_at(jfail *f, uint32_t pos, jinja_status code, const char *fmt, ...)
 {
     jinja_error *e = f->err;
@@ -103,6 +126,7 @@ _Noreturn void jfail_at(jfail *f, uint32_t pos, jinja_status code, const char *f
     va_start(ap, fmt);
     vsnprintf(e->msg, sizeof e->msg, fmt, ap);
     va_end(ap);
+    escape_controls(e->msg, sizeof e->msg);
     locate(f, pos, e);
     longjmp(f->jb, 1);
 }

@@ -649,6 +649,32 @@ static void test_type_names(void **state)
     }
 }
 
+/* A message is one line of plain text, whatever the template holds: control
+ * characters from the template's text (newlines, escape sequences) are
+ * written as escapes. */
+static void test_message_one_line(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *src, *want;
+    } CASES[] = {
+        {"{{ 1 'a\nb' }}", "got string 'a\\nb'"},
+        {"{{ x | no\x1b[31mred }}", "unexpected character: \\x1b"},
+        {"{{ raise_exception('two\nlines\r\tand \x1b]0;title\x07') }}", "two\\nlines\\r\\tand \\x1b]0;title\\x07"},
+        {"{{ 'a\tb' | nosuchfilter }}", "Unknown string filter: nosuchfilter"},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        jinja_error e;
+        char *out = render(CASES[i].src, NULL, NULL, &e);
+        assert_null(out);
+        for (const char *p = e.msg; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                fail_msg("%s: message holds control character 0x%02x: '%s'", CASES[i].src, *p, e.msg);
+        if (!strstr(e.msg, CASES[i].want))
+            fail_msg("%s: message '%s' lacks '%s'", CASES[i].src, e.msg, CASES[i].want);
+    }
+}
+
 /* A long conversation of short messages renders well within the limits,
  * quickly, through a real-shaped template (ChatML with a system check and
  * tojson of tool calls). */
@@ -742,7 +768,7 @@ int main(void)
         cmocka_unit_test(test_hostile),       cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_costly),        cmocka_unit_test(test_memory_bound),
         cmocka_unit_test(test_other_bounds),  cmocka_unit_test(test_type_names),
-        cmocka_unit_test(test_long_conversation),
+        cmocka_unit_test(test_long_conversation), cmocka_unit_test(test_message_one_line),
     };
     if (getenv("JINJA_TEST")) /* e.g. JINJA_TEST=test_costly: run only those */
         cmocka_set_test_filter(getenv("JINJA_TEST"));
