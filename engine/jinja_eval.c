@@ -322,6 +322,7 @@ static jscope *scope_new(jx *x, jscope *parent)
 
 static void scope_set(jx *x, jscope *s, const char *k, size_t n, jval *v)
 {
+    work(x, 1 + W_KEY * s->n, NULL);
     for (size_t i = 0; i < s->n; i++)
         if (str_eq(s->k[i], k, n)) {
             s->v[i] = v;
@@ -971,16 +972,29 @@ static jval *str_case(jx *x, const jval *v, int mode)
     return buf_val(x, &b);
 }
 
-/* The first nd in h (memmem: linear time), charging the bytes it passed. */
+/* The first nd in h, charging the bytes it passes and, per candidate
+ * position, a call and the needle's length (an upper bound of the compare).
+ * Not memmem: AddressSanitizer checks memmem's whole haystack on every call,
+ * which makes replace and split quadratic in sanitizer builds. */
 static const char *memfind(jx *x, const char *h, size_t hn, const char *nd, size_t nn)
 {
     if (nn == 0)
         return h;
     if (nn > hn)
         return NULL;
-    const char *f = memmem(h, hn, nd, nn);
-    work(x, 32 + nn + (f ? (size_t)(f - h) : hn), NULL);
-    return f;
+    const char *p = h, *last = h + (hn - nn);
+    while (p <= last) {
+        const char *c = memchr(p, (unsigned char)nd[0], (size_t)(last - p) + 1);
+        if (!c) {
+            work(x, 32 + (size_t)(last - p) + 1, NULL);
+            return NULL;
+        }
+        work(x, 32 + (size_t)(c - p) + nn, NULL);
+        if (!memcmp(c, nd, nn))
+            return c;
+        p = c + 1;
+    }
+    return NULL;
 }
 
 static jval *str_replace(jx *x, const jval *s, const jval *old, const jval *nw, int64_t count, const jnode *at)

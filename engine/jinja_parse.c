@@ -859,6 +859,10 @@ static jlist parse_args(parser *p, bool params)
             if (params) {
                 if (arg->kind != JN_IDENT && arg->kind != JN_KWARG)
                     jfail_at(p->f, arg->pos, JINJA_ESYNTAX, "expected an identifier for a parameter");
+                /* the duplicate search below is quadratic; real macros take a handful */
+                if (v.n >= JINJA_MAX_PARAMS)
+                    jfail_at(p->f, arg->pos, JINJA_ELIMIT, "template too costly: a macro with more than %d parameters",
+                             JINJA_MAX_PARAMS);
                 for (uint32_t k = 0; k < v.n; k++)
                     if (v.v[k]->slen == arg->slen && !memcmp(v.v[k]->s, arg->s, arg->slen))
                         jfail_at(p->f, arg->pos, JINJA_ESYNTAX, "duplicate parameter name: %.*s", (int)arg->slen, arg->s);
