@@ -2448,6 +2448,7 @@ static jval *eval(jx *x, const jnode *n, jscope *sc)
     if (!n)
         return &V_UNDEF;
     enter(x, n);
+    const jnode *outer = x->cur;
     x->cur = n;
     jval *r = NULL;
     switch ((jnode_kind)n->kind) {
@@ -2491,6 +2492,7 @@ static jval *eval(jx *x, const jnode *n, jscope *sc)
     case JN_TERNARY: r = truthy(eval(x, n->a, sc)) ? eval(x, n->b, sc) : eval(x, n->c, sc); break;
     default: rerr(x, n, "unexpected expression");
     }
+    x->cur = outer;
     x->depth--;
     return r;
 }
