@@ -149,6 +149,27 @@ static cJSON *data_vars(const char *messages_file, bool gen)
     return vars;
 }
 
+/* The reference names its own classes in messages ("UndefinedValue"); the
+ * interpreter says the Jinja type instead ("undefined"): translate the
+ * reference's message in place. */
+static void user_words(char *msg)
+{
+    static const char *const MAP[][2] = {
+        {"UndefinedValue", "undefined"}, {"NullValue", "none"},  {"BooleanValue", "boolean"},
+        {"IntegerValue", "integer"},     {"FloatValue", "float"}, {"StringValue", "string"},
+        {"TupleValue", "tuple"},         {"ArrayValue", "list"},  {"ObjectValue", "mapping"},
+        {"NumericValue", "number"},      {"FunctionValue", "function"},
+    };
+    for (size_t i = 0; i < sizeof MAP / sizeof MAP[0]; i++) {
+        char *p;
+        while ((p = strstr(msg, MAP[i][0]))) {
+            size_t a = strlen(MAP[i][0]), b = strlen(MAP[i][1]);
+            memcpy(p, MAP[i][1], b);
+            memmove(p + b, p + a, strlen(p + a) + 1);
+        }
+    }
+}
+
 static void test_feature_templates(void **state)
 {
     (void)state;
@@ -169,6 +190,8 @@ static void test_feature_templates(void **state)
         jinja_template *t = jinja_parse(src, n, &e);
         snprintf(path, sizeof path, DATA "%s.%s.error", tname, mname);
         char *want_err = read_text(path, NULL);
+        if (want_err)
+            user_words(want_err);
         for (int gen = 1; gen >= 0; gen--) {
             cJSON *vars = data_vars(mname, gen);
             char *out = t ? jinja_render(t, vars, NULL, NULL, &e) : NULL;
@@ -290,7 +313,7 @@ static void test_error_positions(void **state)
     /* runtime errors point at the operation */
     expect_error("x\n{{ 1 + none }}", JINJA_ERUNTIME, 2, 6, "null values");
     expect_error("{{ messages.foo() }}", JINJA_ERUNTIME, 1, 12, "not a function");
-    expect_error("{{ 'a' | nosuchfilter }}", JINJA_ERUNTIME, 1, 10, "Unknown StringValue filter");
+    expect_error("{{ 'a' | nosuchfilter }}", JINJA_ERUNTIME, 1, 10, "Unknown string filter");
     expect_error("{{ 1 is nosuchtest }}", JINJA_ERUNTIME, 1, 6, "Unknown test");
     expect_error("  {{ raise_exception('stop: ' ~ 42) }}", JINJA_ERAISE, 1, 6, "stop: 42");
     expect_error("{% set x = 1 %}{% set x.y = 2 %}", JINJA_ERUNTIME, 1, 24, "non-namespace");
@@ -376,6 +399,377 @@ static void test_hostile(void **state)
     jinja_free(NULL);
 }
 
+/* ---- cost bounds: every attack shape ends with "template too costly" ---- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Time an attack may take before its error: 2 s in the Release build;
+ * Debug and sanitizer builds run the same bytes several times slower. The
+ * bound is on the process's CPU time, the wall time may be at most 5 times
+ * more: this machine's cores are shared (a load of 7 on 2 cores was seen). */
+#ifdef NDEBUG
+#define ATTACK_SECONDS 2.0
+#else
+#define ATTACK_SECONDS 30.0
+#endif
+
+/* src must stop with JINJA_ELIMIT, a message holding `want`, within
+ * ATTACK_SECONDS of wall time. */
+static void expect_costly(const char *src, const jinja_limits *lim, const char *want)
+{
+    jinja_error e;
+    double t0 = now_s();
+    clock_t c0 = clock();
+    char *out = render(src, NULL, lim, &e);
+    double secs = now_s() - t0, cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
+    if (out)
+        fail_msg("costly template rendered (%zu bytes): %s", strlen(out), src);
+    if (e.code != JINJA_ELIMIT)
+        fail_msg("costly template: code %d '%s', expected a limit: %s", e.code, e.msg, src);
+    if (!strstr(e.msg, want))
+        fail_msg("costly template: message '%s' lacks '%s'", e.msg, want);
+    if (cpu > ATTACK_SECONDS || secs > 5 * ATTACK_SECONDS)
+        fail_msg("costly template took %.2f s CPU, %.2f s wall (at most %.0f s): %s", cpu, secs, ATTACK_SECONDS, src);
+    print_message("%.3f s CPU, %.3f s wall: %s\n", cpu, secs, e.msg);
+}
+
+/* A 4 MiB string (22 doublings through a namespace, so the set really
+ * doubles), then 2000 x 2000 iterations of OP on it. */
+#define DOUBLE_S "{% set ns = namespace(s='x', t='x', l=[1]) %}{% for i in range(22) %}" \
+                 "{% set ns.s = ns.s ~ ns.s %}{% set ns.t = ns.t ~ ns.t %}{% endfor %}"
+#define LOOP2000(op) "{% for i in range(2000) %}{% for j in range(2000) %}" op "{% endfor %}{% endfor %}"
+
+static void test_costly(void **state)
+{
+    (void)state;
+    static const char *const ATTACKS[] = {
+        DOUBLE_S LOOP2000("{% if 'y' in ns.s %}{% endif %}"),
+        DOUBLE_S LOOP2000("{% if ns.s|length == 1 %}{% endif %}"),
+        DOUBLE_S LOOP2000("{% if ns.s.length == 1 %}{% endif %}"),
+        DOUBLE_S LOOP2000("{% set u = ns.s|upper %}"),
+        DOUBLE_S LOOP2000("{% set u = ns.s.lower() %}"),
+        DOUBLE_S LOOP2000("{% set u = ns.s.replace('x', 'y') %}"),
+        DOUBLE_S LOOP2000("{% set u = ns.s.split('y') %}"),
+        DOUBLE_S LOOP2000("{% if ns.s == ns.t %}{% endif %}"),
+        DOUBLE_S LOOP2000("{% set u = [ns.s, ns.t]|sort %}"),
+        DOUBLE_S LOOP2000("{% set u = [ns.s, ns.t]|join %}"),
+        DOUBLE_S LOOP2000("{% set u = ns.s|tojson %}"),
+        DOUBLE_S LOOP2000("{% set u = ns.s[1:] %}"),
+        DOUBLE_S LOOP2000("{% set u = ns.s[-1] %}"),
+        DOUBLE_S LOOP2000("{% set u = ns.s ~ '' %}"),
+        DOUBLE_S LOOP2000("{% set u = ns.s|string|length %}"),
+        DOUBLE_S LOOP2000("{% if ns.s.startswith(ns.t) %}{% endif %}"),
+        DOUBLE_S LOOP2000("{% set u = ns.s|title %}"),
+        /* lists: 2**20 items by doubling, then concatenation, `in`, slicing */
+        "{% set ns = namespace(l=[1]) %}{% for i in range(20) %}{% set ns.l = ns.l + ns.l %}{% endfor %}"
+            LOOP2000("{% set u = ns.l + [] %}"),
+        "{% set ns = namespace(l=[1]) %}{% for i in range(20) %}{% set ns.l = ns.l + ns.l %}{% endfor %}"
+            LOOP2000("{% if 2 in ns.l %}{% endif %}"),
+        "{% set ns = namespace(l=[1]) %}{% for i in range(20) %}{% set ns.l = ns.l + ns.l %}{% endfor %}"
+            LOOP2000("{% set u = ns.l[1:] %}"),
+        "{% set ns = namespace(l=[1]) %}{% for i in range(20) %}{% set ns.l = ns.l + ns.l %}{% endfor %}"
+            LOOP2000("{% set u = ns.l|join %}"),
+    };
+    for (size_t i = 0; i < sizeof ATTACKS / sizeof ATTACKS[0]; i++)
+        expect_costly(ATTACKS[i], NULL, "template too costly");
+    /* the work limit is the caller's to choose, and named in the message */
+    jinja_limits lim = {0};
+    lim.max_work = 1000000;
+    expect_costly(DOUBLE_S "{{ ns.s|length }}", &lim, "1000000 bytes of work");
+    /* and a render under it still succeeds */
+    jinja_error e;
+    char *out = render("{% set ns = namespace(s='x') %}{% for i in range(10) %}{% set ns.s = ns.s ~ ns.s %}"
+                       "{% endfor %}{{ ns.s|length }}",
+                       NULL, &lim, &e);
+    assert_non_null(out);
+    assert_string_equal(out, "1024");
+    free(out);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
+/* A line "KEY: N kB" of /proc/self/status, in KiB (-1 when unreadable). */
+static long status_kib(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    long v = -1;
+    size_t kl = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, kl) && line[kl] == ':')
+            v = strtol(line + kl + 1, NULL, 10);
+    fclose(f);
+    return v;
+}
+
+/* The memory bound triggers before the process holds more than it: the
+ * peak resident set (reset first) grows by less than the limit plus the
+ * allocator's slack. */
+static void test_memory_bound(void **state)
+{
+    (void)state;
+    jinja_limits lim = {0};
+    lim.max_bytes = 48u << 20;
+    lim.max_work = UINT64_MAX / 2; /* the memory bound is what stops these */
+    FILE *cr = fopen("/proc/self/clear_refs", "w"); /* "5" resets the peak (VmHWM) to the current size */
+    bool peak_reset = cr && fputs("5", cr) >= 0 && fclose(cr) == 0;
+    if (!peak_reset && cr)
+        fclose(cr);
+    long before_kib = status_kib("VmRSS");
+    expect_costly("{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+                  &lim, "48 MiB of memory");
+    expect_costly("{% set ns = namespace(l=[1]) %}{% for i in range(40) %}{% set ns.l = ns.l + ns.l %}{% endfor %}",
+                  &lim, "48 MiB of memory");
+    expect_costly("{% for i in range(1000000) %}{{ 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' }}{% endfor %}",
+                  &lim, "48 MiB of memory");
+    long peak_kib = status_kib("VmHWM");
+    if (UNDER_ASAN) {
+        print_message("SKIP: resident set check (AddressSanitizer's quarantine and shadow memory)\n");
+    } else if (peak_reset && before_kib > 0 && peak_kib > 0) {
+        long grew_mib = (peak_kib - before_kib) / 1024;
+        print_message("peak resident set grew by %ld MiB (limit 48 MiB)\n", grew_mib);
+        assert_true(grew_mib < 48 + 8);
+    } else {
+        print_message("SKIP: the peak resident set cannot be reset here (/proc/self/clear_refs)\n");
+    }
+    /* the default limit is in the message too */
+    expect_costly("{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+                  NULL, "template too costly");
+}
+
+/* range(), `*` repetition, recursion and nesting: each bounded, with a
+ * message in user words. */
+static void test_other_bounds(void **state)
+{
+    (void)state;
+    jinja_error e;
+    /* huge ranges: refused before any work, in user words */
+    static const char *const RANGES[] = {
+        "{% for i in range(9223372036854775807) %}{% endfor %}",
+        "{{ range(9223372036854775807)|length }}",
+        "{{ range(-9223372036854775807, 9223372036854775807)|length }}",
+        "{{ range(0, 9223372036854775807, 2)|length }}",
+        "{{ range(9223372036854775807, -9223372036854775807, -1)|length }}",
+        "{{ range(2000000)|length }}",
+    };
+    for (size_t i = 0; i < sizeof RANGES / sizeof RANGES[0]; i++) {
+        char *out = render(RANGES[i], NULL, NULL, &e);
+        assert_null(out);
+        if (e.code != JINJA_ELIMIT || !strstr(e.msg, "range(): too many items ("))
+            fail_msg("%s: code %d '%s'", RANGES[i], e.code, e.msg);
+        assert_non_null(strstr(e.msg, "at most 1000000)"));
+    }
+    char *out = render("{{ range(9223372036854775807)|length }}", NULL, NULL, &e);
+    assert_null(out);
+    assert_non_null(strstr(e.msg, "(9223372036854775807; at most 1000000)"));
+    /* the largest range allowed works */
+    out = render("{{ range(1000000)|length }} {{ range(5, -5, -3)|join(',') }}", NULL, NULL, &e);
+    assert_non_null(out);
+    assert_string_equal(out, "1000000 5,2,-1,-4");
+    free(out);
+    /* repetition is not an operation on strings or lists: an error at once */
+    static const char *const REPS[] = {"{{ 'x' * 1000000000000 }}", "{{ [1] * 1000000000000 }}",
+                                       "{{ 'x' % 1000000000 }}", "{{ '%999999999d' % 1 }}"};
+    for (size_t i = 0; i < sizeof REPS / sizeof REPS[0]; i++) {
+        double t0 = now_s();
+        out = render(REPS[i], NULL, NULL, &e);
+        assert_null(out);
+        assert_int_equal(e.code, JINJA_ERUNTIME);
+        assert_true(now_s() - t0 < ATTACK_SECONDS);
+    }
+    /* recursion: direct, mutual, through caller(), fan-out */
+    expect_costly("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", NULL, "nested deeper than 200");
+    expect_costly("{% macro a() %}{{ b() }}{% endmacro %}{% macro b() %}{{ a() }}{% endmacro %}{{ a() }}", NULL,
+                  "nested deeper than 200");
+    expect_costly("{% macro f() %}{% call f() %}{{ caller() }}{% endcall %}{% endmacro %}{{ f() }}", NULL,
+                  "nested deeper than");
+    expect_costly("{% macro f() %}{{ caller() }}{% endmacro %}{% macro g() %}{% call f() %}{{ g() }}{% endcall %}"
+                  "{% endmacro %}{{ g() }}",
+                  NULL, "nested deeper than");
+    expect_costly("{% macro f(n) %}{% if n < 60 %}{{ f(n + 1) }}{{ f(n + 1) }}{% endif %}{% endmacro %}{{ f(0) }}",
+                  NULL, "template too costly");
+    expect_costly("{% macro f(n) %}{% if n < 60 %}{% set a = f(n + 1) %}{% set b = f(n + 1) %}{% endif %}"
+                  "{% endmacro %}{{ f(0) }}",
+                  NULL, "template too costly");
+    /* binding many parameters, many times (scopes are searched linearly) */
+    size_t np = 20000, o = 0;
+    char *params = malloc(np * 8 + 256);
+    assert_non_null(params);
+    o += (size_t)sprintf(params + o, "{%% macro m(");
+    for (size_t i = 0; i < np; i++)
+        o += (size_t)sprintf(params + o, "%sa%zu", i ? "," : "", i);
+    sprintf(params + o, ") %%}{%% endmacro %%}{%% for i in range(1000) %%}{{ m() }}{%% endfor %%}");
+    expect_costly(params, NULL, "template too costly");
+    free(params);
+    /* replace and split of a 4 MiB string with a needle matching everywhere
+     * (and a long needle that almost matches): linear, and bounded */
+    expect_costly(DOUBLE_S LOOP2000("{% set u = ns.s.replace('xxxxxxxxxxxxxxxxy', 'y') %}"), NULL,
+                  "template too costly");
+    expect_costly(DOUBLE_S "{% set ns.n = ns.s[:60000] ~ 'y' %}" LOOP2000("{% if ns.n in ns.s %}{% endif %}"),
+                  NULL, "template too costly");
+    /* a macro declaring 120,000 parameters (850 KB) is refused at parse
+     * time, quickly (duplicate names were searched for quadratically) */
+    np = 120000;
+    o = 0;
+    params = malloc(np * 8 + 256);
+    assert_non_null(params);
+    o += (size_t)sprintf(params + o, "{%% macro m(");
+    for (size_t i = 0; i < np; i++)
+        o += (size_t)sprintf(params + o, "%sa%zu", i ? "," : "", i);
+    o += (size_t)sprintf(params + o, ") %%}{%% endmacro %%}");
+    clock_t c0 = clock();
+    assert_null(jinja_parse(params, o, &e));
+    double cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
+    print_message("%.3f s CPU: %s\n", cpu, e.msg);
+    assert_int_equal(e.code, JINJA_ELIMIT);
+    assert_non_null(strstr(e.msg, "more than 1000 parameters"));
+    assert_true(cpu < ATTACK_SECONDS);
+    free(params);
+    /* the depth limit is the caller's to choose */
+    jinja_limits lim = {0};
+    lim.max_depth = 30;
+    expect_costly("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", &lim, "nested deeper than 30");
+}
+
+/* Error messages speak of Jinja's types (integer, string, list, mapping,
+ * none, boolean), never of the interpreter's internal names. */
+static void test_type_names(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *src, *want;
+    } CASES[] = {
+        {"{{ range('a') }}", "range() arguments must be integers, got string"},
+        {"{{ range(1.5) }}", "range() arguments must be integers, got float"},
+        {"{{ 'a' | nosuchfilter }}", "Unknown string filter: nosuchfilter"},
+        {"{{ [1] | nosuchfilter }}", "Unknown list filter: nosuchfilter"},
+        {"{{ 1 | nosuchfilter }}", "Unknown number filter: nosuchfilter"},
+        {"{{ {} | nosuchfilter }}", "Unknown mapping filter: nosuchfilter"},
+        {"{{ true | nosuchfilter }}", "Unknown boolean filter: nosuchfilter"},
+        {"{{ none | upper }}", "Cannot apply filter \"upper\" to type: none"},
+        {"{{ [1] - 'a' }}", "between list and string"},
+        {"{{ (1, 2) - {} }}", "between tuple and mapping"},
+        {"{{ (1, 2) | tojson }}", "Cannot convert to JSON: tuple"},
+        {"{{ {'a': range} | tojson }}", "Cannot convert to JSON: function"},
+        {"{{ {}.get() }}", "Object key must be a string: got undefined"},
+        {"{{ {}.get(1) }}", "Object key must be a string: got integer"},
+        {"{% for a, b in [1] %}{% endfor %}", "Cannot unpack non-iterable type: integer"},
+        {"{% for a in 1 %}{% endfor %}", "in for loop: got integer"},
+        {"{{ -'a' }}", "for string"},
+        {"{{ 1 is odd and 1.5 is odd }}", "cannot odd on float"},
+        {"{{ 1 < 'a' }}", "between integer and string"},
+        {"{{ [none, 1]|sort }}", "Cannot compare none with integer"},
+        {"{{ namespace(1) }}", "'integer' object is not iterable"},
+        {"{{ x() }}", "not a function: got undefined"},
+        {"{{ range(9223372036854775807.0) }}", "got float"},
+    };
+    static const char *const INTERNAL[] = {"IntegerValue", "FloatValue", "StringValue", "ArrayValue", "TupleValue",
+                                           "ObjectValue", "NullValue", "UndefinedValue", "BooleanValue",
+                                           "NumericValue", "FunctionValue", "NamespaceValue",
+                                           "KeywordArgumentsValue", "RuntimeValue"};
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        jinja_error e;
+        char *out = render(CASES[i].src, NULL, NULL, &e);
+        if (out)
+            fail_msg("%s rendered '%s'", CASES[i].src, out);
+        if (!strstr(e.msg, CASES[i].want))
+            fail_msg("%s: message '%s' lacks '%s'", CASES[i].src, e.msg, CASES[i].want);
+        for (size_t k = 0; k < sizeof INTERNAL / sizeof INTERNAL[0]; k++)
+            if (strstr(e.msg, INTERNAL[k]))
+                fail_msg("%s: message '%s' names '%s'", CASES[i].src, e.msg, INTERNAL[k]);
+    }
+}
+
+/* A message is one line of plain text, whatever the template holds: control
+ * characters from the template's text (newlines, escape sequences) are
+ * written as escapes. */
+static void test_message_one_line(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *src, *want;
+    } CASES[] = {
+        {"{{ 1 'a\nb' }}", "got string 'a\\nb'"},
+        {"{{ x | no\x1b[31mred }}", "unexpected character: \\x1b"},
+        {"{{ raise_exception('two\nlines\r\tand \x1b]0;title\x07') }}", "two\\nlines\\r\\tand \\x1b]0;title\\x07"},
+        {"{{ 'a\tb' | nosuchfilter }}", "Unknown string filter: nosuchfilter"},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        jinja_error e;
+        char *out = render(CASES[i].src, NULL, NULL, &e);
+        assert_null(out);
+        for (const char *p = e.msg; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                fail_msg("%s: message holds control character 0x%02x: '%s'", CASES[i].src, *p, e.msg);
+        if (!strstr(e.msg, CASES[i].want))
+            fail_msg("%s: message '%s' lacks '%s'", CASES[i].src, e.msg, CASES[i].want);
+    }
+}
+
+/* A long conversation of short messages renders well within the limits,
+ * quickly, through a real-shaped template (ChatML with a system check and
+ * tojson of tool calls). */
+static void test_long_conversation(void **state)
+{
+    (void)state;
+    const char *src =
+        "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + "
+        "'<|im_end|>\\n' }}{%- endif %}"
+        "{%- for message in messages %}{%- if message.role != 'system' %}"
+        "{{- '<|im_start|>' + message.role + '\\n' + message.content | trim }}"
+        "{%- if message.tool_calls is defined %}{{- message.tool_calls | tojson }}{%- endif %}"
+        "{{- '<|im_end|>\\n' }}{%- endif %}{%- endfor %}"
+        "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
+    cJSON *vars = cJSON_CreateObject();
+    cJSON *msgs = cJSON_AddArrayToObject(vars, "messages");
+    size_t n = 10000;
+    for (size_t i = 0; i < n; i++) {
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "role", i == 0 ? "system" : i % 2 ? "user" : "assistant");
+        char text[128];
+        snprintf(text, sizeof text, "Message number %zu: a short line of chat text, about seventy bytes.", i);
+        cJSON_AddStringToObject(m, "content", text);
+        cJSON_AddItemToArray(msgs, m);
+    }
+    cJSON_AddBoolToObject(vars, "add_generation_prompt", 1);
+    jinja_error e;
+    jinja_template *t = jinja_parse(src, strlen(src), &e);
+    assert_non_null(t);
+    jinja_stats st;
+    double t0 = now_s();
+    size_t len = 0;
+    char *out = jinja_render_stats(t, vars, NULL, &len, &st, &e);
+    double secs = now_s() - t0;
+    if (!out)
+        fail_msg("long conversation failed: %s", e.msg);
+    print_message("%zu messages: %zu bytes in %.3f s; %llu steps, %llu bytes of work, %zu bytes of memory\n", n,
+                  len, secs, (unsigned long long)st.steps, (unsigned long long)st.work, st.bytes);
+    assert_true(len > n * 70);
+    assert_true(st.steps < JINJA_DEFAULT_MAX_STEPS / 10);
+    assert_true(st.work < JINJA_DEFAULT_MAX_WORK / 10);
+    assert_true(st.bytes < JINJA_DEFAULT_MAX_BYTES / 4);
+    assert_true(secs < ATTACK_SECONDS / 4);
+    free(out);
+    jinja_free(t);
+    cJSON_Delete(vars);
+}
+
 /* Arbitrary bytes never crash the lexer/parser/interpreter (ASan build). */
 static void test_garbage(void **state)
 {
@@ -419,6 +813,11 @@ int main(void)
         cmocka_unit_test(test_fixture_cases), cmocka_unit_test(test_feature_templates),
         cmocka_unit_test(test_semantics),     cmocka_unit_test(test_error_positions),
         cmocka_unit_test(test_hostile),       cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_costly),        cmocka_unit_test(test_memory_bound),
+        cmocka_unit_test(test_other_bounds),  cmocka_unit_test(test_type_names),
+        cmocka_unit_test(test_long_conversation), cmocka_unit_test(test_message_one_line),
     };
+    if (getenv("JINJA_TEST")) /* e.g. JINJA_TEST=test_costly: run only those */
+        cmocka_set_test_filter(getenv("JINJA_TEST"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,11 @@
 /* jinja: values and the interpreter. Semantics follow @huggingface/jinja 0.5
- * (see jinja.h); the type names in error messages are its names. */
+ * (see jinja.h); error messages follow its wording, with Jinja's type names
+ * (integer, string, list, mapping...) where it names its own classes.
+ *
+ * Cost: step() counts statements, iterations and calls; work() counts the
+ * bytes (and items) each operation touches, charged before the operation
+ * runs, so no single operation runs far past jinja_limits.max_work; the
+ * arena bounds memory (jinja_limits.max_bytes). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,8 +83,10 @@ typedef struct {
     jarena a;
     jfail f;
     jinja_limits lim;
-    int depth;
+    int depth, max_depth_seen;
     uint64_t steps;
+    uint64_t work;
+    const jnode *cur; /* the expression or statement being evaluated (error positions) */
     jscope *global;
 } jx;
 
@@ -98,30 +106,51 @@ static _Noreturn void rerr(jx *x, const jnode *n, const char *fmt, ...)
 static void step(jx *x, const jnode *n)
 {
     if (++x->steps > x->lim.max_steps)
-        jfail_at(&x->f, n ? n->pos : (uint32_t)-1, JINJA_ELIMIT, "more than %llu steps (loop iterations, calls): stopped",
+        jfail_at(&x->f, n ? n->pos : (uint32_t)-1, JINJA_ELIMIT,
+                 "template too costly: more than %llu steps (statements, loop iterations, calls; max_steps)",
                  (unsigned long long)x->lim.max_steps);
+}
+
+/* Bytes touched per list item walked or copied (a pointer), per scope or
+ * mapping key compared (a string reference). */
+#define W_ITEM sizeof(jval *)
+#define W_KEY sizeof(jstr)
+
+/* Charge n bytes of work, before doing it. */
+static void work(jx *x, uint64_t n, const jnode *at)
+{
+    if (!at)
+        at = x->cur;
+    x->work += n;
+    if (x->work > x->lim.max_work || x->work < n)
+        jfail_at(&x->f, at ? at->pos : (uint32_t)-1, JINJA_ELIMIT,
+                 "template too costly: more than %llu bytes of work (string and list operations; max_work)",
+                 (unsigned long long)x->lim.max_work);
 }
 
 static void enter(jx *x, const jnode *n)
 {
-    if (++x->depth > x->lim.max_depth)
-        jfail_at(&x->f, n ? n->pos : (uint32_t)-1, JINJA_ELIMIT, "nested deeper than %d levels (recursion?)",
+    if (++x->depth > x->max_depth_seen)
+        x->max_depth_seen = x->depth;
+    if (x->depth > x->lim.max_depth)
+        jfail_at(&x->f, n ? n->pos : (uint32_t)-1, JINJA_ELIMIT,
+                 "template too costly: nested deeper than %d levels (recursion?; max_depth)",
                  x->lim.max_depth);
 }
 
 static const char *tname(const jval *v)
 {
     switch ((jvtype)v->t) {
-    case JV_UNDEF: return "UndefinedValue";
-    case JV_NONE: return "NullValue";
-    case JV_BOOL: return "BooleanValue";
-    case JV_INT: return "IntegerValue";
-    case JV_FLOAT: return v->intlike ? "IntegerValue" : "FloatValue";
-    case JV_STR: return "StringValue";
-    case JV_ARRAY: return v->tuple ? "TupleValue" : "ArrayValue";
-    case JV_OBJECT: return v->kwargs ? "KeywordArgumentsValue" : "ObjectValue";
-    case JV_NS: return "NamespaceValue";
-    case JV_FUNC: return "FunctionValue";
+    case JV_UNDEF: return "undefined";
+    case JV_NONE: return "none";
+    case JV_BOOL: return "boolean";
+    case JV_INT: return "integer";
+    case JV_FLOAT: return v->intlike ? "integer" : "float";
+    case JV_STR: return "string";
+    case JV_ARRAY: return v->tuple ? "tuple" : "list";
+    case JV_OBJECT: return v->kwargs ? "keyword arguments" : "mapping";
+    case JV_NS: return "namespace";
+    case JV_FUNC: return "function";
     }
     return "?";
 }
@@ -215,9 +244,23 @@ static jval *obj_get(const jval *o, const char *k, size_t n)
     return i < 0 ? NULL : o->u.o.v[i];
 }
 
+/* obj_find / obj_get charging the keys they walk (mappings can be large:
+ * input JSON, namespace(pairs)). */
+static long obj_find_w(jx *x, const jval *o, const char *k, size_t n, const jnode *at)
+{
+    work(x, 1 + W_KEY * o->u.o.n, at);
+    return obj_find(o, k, n);
+}
+
+static jval *obj_get_w(jx *x, const jval *o, const char *k, size_t n, const jnode *at)
+{
+    work(x, 1 + W_KEY * o->u.o.n, at);
+    return obj_get(o, k, n);
+}
+
 static void obj_set(jx *x, jval *o, const char *k, size_t n, jval *v)
 {
-    long i = obj_find(o, k, n);
+    long i = obj_find_w(x, o, k, n, NULL);
     if (i >= 0) {
         o->u.o.v[i] = v;
         return;
@@ -279,6 +322,7 @@ static jscope *scope_new(jx *x, jscope *parent)
 
 static void scope_set(jx *x, jscope *s, const char *k, size_t n, jval *v)
 {
+    work(x, 1 + W_KEY * s->n, NULL);
     for (size_t i = 0; i < s->n; i++)
         if (str_eq(s->k[i], k, n)) {
             s->v[i] = v;
@@ -301,12 +345,14 @@ static void scope_set(jx *x, jscope *s, const char *k, size_t n, jval *v)
     s->n++;
 }
 
-static jval *scope_get(jscope *s, const char *k, size_t n)
+static jval *scope_get(jx *x, jscope *s, const char *k, size_t n)
 {
-    for (; s; s = s->parent)
+    for (; s; s = s->parent) {
+        work(x, 1 + W_KEY * s->n, NULL);
         for (size_t i = s->n; i-- > 0;)
             if (str_eq(s->k[i], k, n))
                 return s->v[i];
+    }
     return &V_UNDEF;
 }
 
@@ -333,6 +379,7 @@ static void buf_add(jx *x, jbuf *b, const char *s, size_t n)
 {
     if (!n)
         return;
+    work(x, 4 + n, NULL);
     buf_grow(x, b, n);
     memcpy(b->p + b->n, s, n);
     b->n += n;
@@ -350,6 +397,7 @@ static jval *buf_val(jx *x, jbuf *b) { return mk_str(x, b->p ? b->p : "", b->n);
 /* JavaScript's Number.prototype.toString(). */
 static void js_num(jx *x, jbuf *b, double d)
 {
+    work(x, 128, NULL); /* up to 17 snprintf/strtod rounds */
     if (isnan(d)) {
         buf_adds(x, b, "NaN");
         return;
@@ -435,6 +483,7 @@ static void js_num(jx *x, jbuf *b, double d)
 
 static void js_int(jx *x, jbuf *b, int64_t i)
 {
+    work(x, 32, NULL); /* a conversion costs more than its bytes */
     char t[32];
     snprintf(t, sizeof t, "%lld", (long long)i);
     buf_adds(x, b, t);
@@ -471,6 +520,15 @@ static void json_str(jx *x, jbuf *b, const char *s, size_t n, bool ascii)
     for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
         char t[16];
+        size_t run = i;
+        while (run < n && (unsigned char)s[run] >= 0x20 && s[run] != '"' && s[run] != '\\' &&
+               !(ascii && (unsigned char)s[run] >= 0x7f))
+            run++;
+        if (run > i) { /* characters written as they are, in one copy */
+            buf_add(x, b, s + i, run - i);
+            i = run;
+            continue;
+        }
         switch (c) {
         case '"': buf_adds(x, b, "\\\""); i++; continue;
         case '\\': buf_adds(x, b, "\\\\"); i++; continue;
@@ -551,7 +609,8 @@ static void to_json(jx *x, jbuf *b, const jval *v, const json_opts *o, int depth
     case JV_STR: json_str(x, b, v->u.s.p, v->u.s.n, o->ensure_ascii); return;
     case JV_ARRAY:
         if (v->tuple)
-            rerr(x, at, "Cannot convert to JSON: TupleValue");
+            rerr(x, at, "Cannot convert to JSON: tuple");
+        work(x, W_ITEM * v->u.a.n, at);
         buf_addc(x, b, '[');
         for (size_t i = 0; i < v->u.a.n; i++) {
             if (i)
@@ -567,6 +626,7 @@ static void to_json(jx *x, jbuf *b, const jval *v, const json_opts *o, int depth
     case JV_OBJECT:
     case JV_NS: {
         size_t n = v->u.o.n;
+        work(x, 1 + W_KEY * n, at);
         size_t *order = ja_alloc(&x->a, (n ? n : 1) * sizeof *order);
         for (size_t i = 0; i < n; i++)
             order[i] = i;
@@ -574,7 +634,7 @@ static void to_json(jx *x, jbuf *b, const jval *v, const json_opts *o, int depth
             /* stable insertion sort of indices by key */
             for (size_t i = 1; i < n; i++) {
                 size_t t = order[i], j = i;
-                while (j > 0 && key_cmp(&v->u.o.k[order[j - 1]], &v->u.o.k[t]) > 0) {
+                while (j > 0 && (work(x, W_KEY + v->u.o.k[t].n, at), key_cmp(&v->u.o.k[order[j - 1]], &v->u.o.k[t]) > 0)) {
                     order[j] = order[j - 1];
                     j--;
                 }
@@ -597,7 +657,7 @@ static void to_json(jx *x, jbuf *b, const jval *v, const json_opts *o, int depth
         return;
     }
     case JV_FUNC:
-        rerr(x, at, "Cannot convert to JSON: FunctionValue");
+        rerr(x, at, "Cannot convert to JSON: function");
     }
 }
 
@@ -621,6 +681,7 @@ static void js_str(jx *x, jbuf *b, const jval *v, const jnode *at)
     case JV_FLOAT: js_num(x, b, v->u.f); return;
     case JV_STR: buf_add(x, b, v->u.s.p, v->u.s.n); return;
     case JV_ARRAY:
+        work(x, W_ITEM * v->u.a.n, at);
         for (size_t i = 0; i < v->u.a.n; i++) {
             if (i)
                 buf_addc(x, b, ',');
@@ -664,6 +725,7 @@ static size_t u8len(unsigned char c)
 /* Split s into code points: offsets array (n+1 entries). */
 static size_t cp_offsets(jx *x, const char *s, size_t n, size_t **out)
 {
+    work(x, n + 1, NULL);
     size_t *o = ja_alloc(&x->a, (n + 1) * sizeof *o);
     size_t k = 0;
     for (size_t i = 0; i < n;) {
@@ -677,8 +739,9 @@ static size_t cp_offsets(jx *x, const char *s, size_t n, size_t **out)
 }
 
 /* UTF-16 length (JavaScript's String.length). */
-static int64_t js_length(const char *s, size_t n)
+static int64_t js_length(jx *x, const char *s, size_t n)
 {
+    work(x, n + 1, NULL);
     int64_t k = 0;
     for (size_t i = 0; i < n;) {
         size_t l = u8len((unsigned char)s[i]);
@@ -690,6 +753,7 @@ static int64_t js_length(const char *s, size_t n)
 
 static jval *str_trim(jx *x, const jval *v, bool left, bool right)
 {
+    work(x, v->u.s.n + 1, NULL);
     const char *s = v->u.s.p;
     size_t a = 0, e = v->u.s.n, l;
     if (left)
@@ -833,6 +897,7 @@ static jval *str_case(jx *x, const jval *v, int mode)
 {
     const char *s = v->u.s.p;
     size_t n = v->u.s.n;
+    work(x, n + 1, NULL);
     if (mode == 2) {
         char *d = ja_memdup(&x->a, s, n);
         bool prev_word = false;
@@ -849,6 +914,21 @@ static jval *str_case(jx *x, const jval *v, int mode)
     buf_grow(x, &b, n + 8);
     uint32_t prev = 0;
     for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x80 && (mode != 3 || i == 0)) {
+            /* ASCII (already charged above): no per-byte charge */
+            if (b.cap - b.n < 2)
+                buf_grow(x, &b, 1);
+            if (mode == 1)
+                c = c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c;
+            else
+                c = c >= 'a' && c <= 'z' ? (unsigned char)(c - 32) : c;
+            b.p[b.n++] = (char)c;
+            b.p[b.n] = 0;
+            prev = c;
+            i++;
+            continue;
+        }
         uint32_t cp;
         size_t l = dec_cp(s + i, n - i, &cp);
         if (mode == 3 && i > 0) {
@@ -892,15 +972,28 @@ static jval *str_case(jx *x, const jval *v, int mode)
     return buf_val(x, &b);
 }
 
-static const char *memfind(const char *h, size_t hn, const char *nd, size_t nn)
+/* The first nd in h, charging the bytes it passes and, per candidate
+ * position, a call and the needle's length (an upper bound of the compare).
+ * Not memmem: AddressSanitizer checks memmem's whole haystack on every call,
+ * which makes replace and split quadratic in sanitizer builds. */
+static const char *memfind(jx *x, const char *h, size_t hn, const char *nd, size_t nn)
 {
     if (nn == 0)
         return h;
     if (nn > hn)
         return NULL;
-    for (size_t i = 0; i + nn <= hn; i++)
-        if (h[i] == nd[0] && !memcmp(h + i, nd, nn))
-            return h + i;
+    const char *p = h, *last = h + (hn - nn);
+    while (p <= last) {
+        const char *c = memchr(p, (unsigned char)nd[0], (size_t)(last - p) + 1);
+        if (!c) {
+            work(x, 32 + (size_t)(last - p) + 1, NULL);
+            return NULL;
+        }
+        work(x, 32 + (size_t)(c - p) + nn, NULL);
+        if (!memcmp(c, nd, nn))
+            return c;
+        p = c + 1;
+    }
     return NULL;
 }
 
@@ -930,7 +1023,7 @@ static jval *str_replace(jx *x, const jval *s, const jval *old, const jval *nw, 
         return buf_val(x, &b);
     }
     while (p < e && left > 0) {
-        const char *f = memfind(p, (size_t)(e - p), old->u.s.p, old->u.s.n);
+        const char *f = memfind(x, p, (size_t)(e - p), old->u.s.p, old->u.s.n);
         if (!f)
             break;
         buf_add(x, &b, p, (size_t)(f - p));
@@ -992,16 +1085,20 @@ static bool loose_eq(jx *x, const jval *a, const jval *b, const jnode *at)
         sv.u.s.n = t.n;
         return loose_eq(x, &sv, p, at);
     }
-    if (a->t == JV_STR && b->t == JV_STR)
+    if (a->t == JV_STR && b->t == JV_STR) {
+        work(x, 1 + (a->u.s.n < b->u.s.n ? a->u.s.n : b->u.s.n), at);
         return str_eq(a->u.s, b->u.s.p, b->u.s.n);
+    }
+    work(x, 1 + (a->t == JV_STR ? a->u.s.n : 0) + (b->t == JV_STR ? b->u.s.n : 0), at);
     double p = a->t == JV_STR ? js_str_to_num(a->u.s.p, a->u.s.n) : num(a);
     double q = b->t == JV_STR ? js_str_to_num(b->u.s.p, b->u.s.n) : num(b);
     return p == q;
 }
 
 /* JavaScript `a.value === b.value`. */
-static bool strict_eq(const jval *a, const jval *b)
+static bool strict_eq(jx *x, const jval *a, const jval *b)
 {
+    work(x, W_ITEM + (a->t == JV_STR && b->t == JV_STR ? (a->u.s.n < b->u.s.n ? a->u.s.n : b->u.s.n) : 0), NULL);
     /* none and undefined both hold JavaScript undefined */
     bool an = a->t == JV_UNDEF || a->t == JV_NONE, bn = b->t == JV_UNDEF || b->t == JV_NONE;
     if (an || bn)
@@ -1018,11 +1115,11 @@ static bool strict_eq(const jval *a, const jval *b)
 }
 
 /* SameValueZero, used by `unique` (JavaScript Set). */
-static bool same_value_zero(const jval *a, const jval *b)
+static bool same_value_zero(jx *x, const jval *a, const jval *b)
 {
     if (is_num(a) && is_num(b) && isnan(num(a)) && isnan(num(b)))
         return true;
-    return strict_eq(a, b);
+    return strict_eq(x, a, b);
 }
 
 /* ------------------------------------------------------------ evaluation */
@@ -1056,6 +1153,7 @@ static jargs eval_args(jx *x, const jlist *args, jscope *sc, bool always_kw)
             jval *s = eval(x, args->v[i]->a, sc);
             if (s->t != JV_ARRAY)
                 rerr(x, args->v[i], "Cannot unpack non-iterable type: %s", tname(s));
+            work(x, W_ITEM * s->u.a.n, args->v[i]);
             cap += s->u.a.n;
         }
     r.v = ja_alloc(&x->a, cap * sizeof *r.v);
@@ -1076,7 +1174,7 @@ static jargs eval_args(jx *x, const jlist *args, jscope *sc, bool always_kw)
     for (uint32_t i = 0; i < args->n; i++) {
         const jnode *a = args->v[i];
         if (a->kind == JN_KWARG) {
-            if (obj_find(kw, a->s, a->slen) >= 0)
+            if (obj_find_w(x, kw, a->s, a->slen, a) >= 0)
                 rerr(x, a, "Got multiple values for keyword argument '%.*s'", (int)a->slen, a->s);
             obj_set(x, kw, a->s, a->slen, eval(x, a->a, sc));
         } else if (a->kind == JN_KWSPREAD) {
@@ -1084,7 +1182,7 @@ static jargs eval_args(jx *x, const jlist *args, jscope *sc, bool always_kw)
             if (m->t != JV_OBJECT)
                 rerr(x, a, "Argument after ** must be a mapping, not %s", tname(m));
             for (size_t k = 0; k < m->u.o.n; k++) {
-                if (obj_find(kw, m->u.o.k[k].p, m->u.o.k[k].n) >= 0)
+                if (obj_find_w(x, kw, m->u.o.k[k].p, m->u.o.k[k].n, a) >= 0)
                     rerr(x, a, "Got multiple values for keyword argument '%.*s'", (int)m->u.o.k[k].n, m->u.o.k[k].p);
                 obj_set(x, kw, m->u.o.k[k].p, m->u.o.k[k].n, m->u.o.v[k]);
             }
@@ -1172,6 +1270,7 @@ static jval *eval_slice(jx *x, jval *obj, const jnode *s, jscope *sc)
     int64_t *idx;
     if (obj->t == JV_ARRAY) {
         size_t cnt = slice_indices(x, (int64_t)obj->u.a.n, a, b, c, &idx, s);
+        work(x, 1 + W_ITEM * cnt, s);
         jval *r = mk_arr(x, cnt);
         for (size_t i = 0; i < cnt; i++)
             r->u.a.v[i] = obj->u.a.v[idx[i]];
@@ -1199,7 +1298,7 @@ static jval *str_builtin(jx *x, jval *s, const char *k, size_t n)
         {"replace", BI_S_REPLACE},
     };
     if (n == 6 && !memcmp(k, "length", 6))
-        return mk_int(x, js_length(s->u.s.p, s->u.s.n));
+        return mk_int(x, js_length(x, s->u.s.p, s->u.s.n));
     for (size_t i = 0; i < sizeof M / sizeof M[0]; i++)
         if (strlen(M[i].name) == n && !memcmp(M[i].name, k, n))
             return mk_fn(x, M[i].bi, s);
@@ -1227,7 +1326,7 @@ static jval *member(jx *x, jval *obj, jval *prop, const jnode *at)
     if (obj->t == JV_OBJECT || obj->t == JV_NS) {
         if (prop->t != JV_STR)
             rerr(x, at, "Cannot access property with non-string: got %s", tname(prop));
-        r = obj_get(obj, prop->u.s.p, prop->u.s.n);
+        r = obj_get_w(x, obj, prop->u.s.p, prop->u.s.n, at);
         if (!r && obj->t == JV_OBJECT)
             r = obj_builtin(x, obj, prop->u.s.p, prop->u.s.n);
     } else if (obj->t == JV_ARRAY || obj->t == JV_STR) {
@@ -1371,6 +1470,7 @@ static jval *eval_binary(jx *x, const jnode *n, jscope *sc)
         }
     } else if (l->t == JV_ARRAY && r->t == JV_ARRAY) {
         if (op == JOP_ADD) {
+            work(x, 1 + W_ITEM * (l->u.a.n + r->u.a.n), n);
             jval *res = mk_arr(x, l->u.a.n + r->u.a.n);
             for (size_t i = 0; i < l->u.a.n; i++)
                 res->u.a.v[res->u.a.n++] = l->u.a.v[i];
@@ -1382,7 +1482,7 @@ static jval *eval_binary(jx *x, const jnode *n, jscope *sc)
         if (op == JOP_IN || op == JOP_NOTIN) {
             bool found = false;
             for (size_t i = 0; i < r->u.a.n && !found; i++)
-                found = strict_eq(r->u.a.v[i], l);
+                found = strict_eq(x, r->u.a.v[i], l);
             return mk_bool(op == JOP_IN ? found : !found);
         }
     }
@@ -1393,11 +1493,11 @@ static jval *eval_binary(jx *x, const jnode *n, jscope *sc)
         return buf_val(x, &b);
     }
     if (l->t == JV_STR && r->t == JV_STR && (op == JOP_IN || op == JOP_NOTIN)) {
-        bool found = memfind(r->u.s.p, r->u.s.n, l->u.s.p, l->u.s.n) != NULL;
+        bool found = memfind(x, r->u.s.p, r->u.s.n, l->u.s.p, l->u.s.n) != NULL;
         return mk_bool(op == JOP_IN ? found : !found);
     }
     if (l->t == JV_STR && r->t == JV_OBJECT && (op == JOP_IN || op == JOP_NOTIN)) {
-        bool found = obj_find(r, l->u.s.p, l->u.s.n) >= 0;
+        bool found = obj_find_w(x, r, l->u.s.p, l->u.s.n, n) >= 0;
         return mk_bool(op == JOP_IN ? found : !found);
     }
     rerr(x, n, "Unknown operator \"%s\" between %s and %s", OPS[op], tname(l), tname(r));
@@ -1452,7 +1552,7 @@ static bool run_test(jx *x, const char *name, size_t nl, const jval *v, const jv
     }
     if (IS("defined")) return v->t != JV_UNDEF;
     if (IS("undefined")) return v->t == JV_UNDEF;
-    if (IS("equalto") || IS("eq")) return strict_eq(v, b ? b : &V_UNDEF);
+    if (IS("equalto") || IS("eq")) return strict_eq(x, v, b ? b : &V_UNDEF);
 #undef IS
     rerr(x, at, "Unknown test: %.*s", (int)nl, name);
 }
@@ -1469,8 +1569,9 @@ static bool is_test_name(const char *s, size_t n)
 }
 
 /* getAttributeValue: "a.b.0" paths. */
-static jval *attr_path(jval *item, const char *p, size_t n)
+static jval *attr_path(jx *x, jval *item, const char *p, size_t n)
 {
+    work(x, 1 + n, NULL);
     jval *v = item;
     size_t i = 0;
     for (;;) {
@@ -1478,7 +1579,7 @@ static jval *attr_path(jval *item, const char *p, size_t n)
         while (j < n && p[j] != '.')
             j++;
         if (v->t == JV_OBJECT || v->t == JV_NS) {
-            jval *r = obj_get(v, p + i, j - i);
+            jval *r = obj_get_w(x, v, p + i, j - i, NULL);
             v = r ? r : &V_UNDEF;
         } else if (v->t == JV_ARRAY) {
             char *end;
@@ -1518,6 +1619,7 @@ static int cmp_values(jx *x, const jval *a, const jval *b, bool case_sensitive, 
     if (a->t != JV_STR)
         rerr(x, at, "Cannot compare type: %s", tname(a));
     size_t n = a->u.s.n < b->u.s.n ? a->u.s.n : b->u.s.n;
+    work(x, 1 + n, at);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)a->u.s.p[i], d = (unsigned char)b->u.s.p[i];
         if (!case_sensitive) {
@@ -1545,10 +1647,10 @@ static const jval *sort_key(sort_ctx *c, jval *v)
     if (!c->attr)
         return v;
     if (c->attr->t == JV_STR)
-        return attr_path(v, c->attr->u.s.p, c->attr->u.s.n);
+        return attr_path(c->x, v, c->attr->u.s.p, c->attr->u.s.n);
     char t[32];
     snprintf(t, sizeof t, "%lld", (long long)c->attr->u.i);
-    return attr_path(v, t, strlen(t));
+    return attr_path(c->x, v, t, strlen(t));
 }
 
 /* Stable merge sort with a comparator that may fail (longjmp). */
@@ -1576,6 +1678,7 @@ static void msort(sort_ctx *c, jval **v, jval **tmp, size_t n)
 
 static jval *sorted(sort_ctx *c, const jval *arr)
 {
+    work(c->x, 1 + W_ITEM * arr->u.a.n, c->at);
     jval *r = mk_arr(c->x, arr->u.a.n);
     if (arr->u.a.n)
         memcpy(r->u.a.v, arr->u.a.v, arr->u.a.n * sizeof(jval *));
@@ -1587,6 +1690,7 @@ static jval *sorted(sort_ctx *c, const jval *arr)
 
 static jval *obj_items(jx *x, const jval *o)
 {
+    work(x, 1 + W_KEY * o->u.o.n, NULL);
     jval *r = mk_arr(x, o->u.o.n);
     for (size_t i = 0; i < o->u.o.n; i++) {
         jval *pair = mk_arr(x, 2);
@@ -1600,6 +1704,7 @@ static jval *obj_items(jx *x, const jval *o)
 
 static jval *obj_keys(jx *x, const jval *o)
 {
+    work(x, 1 + W_KEY * o->u.o.n, NULL);
     jval *r = mk_arr(x, o->u.o.n);
     for (size_t i = 0; i < o->u.o.n; i++)
         r->u.a.v[r->u.a.n++] = mk_str(x, o->u.o.k[i].p, o->u.o.k[i].n);
@@ -1644,8 +1749,9 @@ static jval *tojson_filter(jx *x, jval *v, const jargs *a, const jnode *at)
 }
 
 /* JavaScript parseInt(s, 10) / parseFloat(s); false when NaN. */
-static bool js_parse_num(const char *s, size_t n, bool as_int, double *out)
+static bool js_parse_num(jx *x, const char *s, size_t n, bool as_int, double *out)
 {
+    work(x, 1 + n, NULL);
     size_t i = 0, l;
     while (i < n && (l = jinja_ws_at(s + i, n - i)))
         i += l;
@@ -1707,6 +1813,7 @@ static jval *filter_by_name(jx *x, jval *v, const char *f, size_t fl, const jnod
         if (FIS("last")) return v->u.a.n ? v->u.a.v[v->u.a.n - 1] : &V_UNDEF;
         if (FIS("length")) return mk_int(x, (int64_t)v->u.a.n);
         if (FIS("reverse")) {
+            work(x, 1 + W_ITEM * v->u.a.n, at);
             jval *r = mk_arr(x, v->u.a.n);
             for (size_t i = v->u.a.n; i-- > 0;)
                 r->u.a.v[r->u.a.n++] = v->u.a.v[i];
@@ -1718,6 +1825,7 @@ static jval *filter_by_name(jx *x, jval *v, const char *f, size_t fl, const jnod
         }
         if (FIS("join")) {
             jbuf b = {0};
+            work(x, 1 + W_ITEM * v->u.a.n, at);
             for (size_t i = 0; i < v->u.a.n; i++)
                 if (v->u.a.v[i]->t != JV_UNDEF && v->u.a.v[i]->t != JV_NONE)
                     js_str(x, &b, v->u.a.v[i], at);
@@ -1735,16 +1843,16 @@ static jval *filter_by_name(jx *x, jval *v, const char *f, size_t fl, const jnod
                 bool seen = false;
                 for (size_t j = 0; j < r->u.a.n && !seen; j++) {
                     step(x, at);
-                    seen = same_value_zero(r->u.a.v[j], v->u.a.v[i]);
+                    seen = same_value_zero(x, r->u.a.v[j], v->u.a.v[i]);
                 }
                 if (!seen)
                     r->u.a.v[r->u.a.n++] = v->u.a.v[i];
             }
             return r;
         }
-        rerr(x, at, "Unknown ArrayValue filter: %.*s", (int)fl, f);
+        rerr(x, at, "Unknown list filter: %.*s", (int)fl, f);
     case JV_STR:
-        if (FIS("length")) return mk_int(x, js_length(v->u.s.p, v->u.s.n));
+        if (FIS("length")) return mk_int(x, js_length(x, v->u.s.p, v->u.s.n));
         if (FIS("upper")) return str_case(x, v, 0);
         if (FIS("lower")) return str_case(x, v, 1);
         if (FIS("title")) return str_case(x, v, 2);
@@ -1771,12 +1879,12 @@ static jval *filter_by_name(jx *x, jval *v, const char *f, size_t fl, const jnod
         if (FIS("join") || FIS("string")) return v;
         if (FIS("int") || FIS("float")) {
             double d;
-            bool ok = js_parse_num(v->u.s.p, v->u.s.n, FIS("int"), &d);
+            bool ok = js_parse_num(x, v->u.s.p, v->u.s.n, FIS("int"), &d);
             if (FIS("int"))
                 return ok ? mk_intd(x, d) : mk_int(x, 0);
             return mk_float(x, ok ? d : 0);
         }
-        rerr(x, at, "Unknown StringValue filter: %.*s", (int)fl, f);
+        rerr(x, at, "Unknown string filter: %.*s", (int)fl, f);
     case JV_INT:
     case JV_FLOAT:
         if (FIS("abs")) {
@@ -1795,7 +1903,7 @@ static jval *filter_by_name(jx *x, jval *v, const char *f, size_t fl, const jnod
             rt_str(x, &b, v, at);
             return buf_val(x, &b);
         }
-        rerr(x, at, "Unknown NumericValue filter: %.*s", (int)fl, f);
+        rerr(x, at, "Unknown number filter: %.*s", (int)fl, f);
     case JV_OBJECT:
         if (FIS("items")) return obj_items(x, v);
         if (FIS("length")) return mk_int(x, (int64_t)v->u.o.n);
@@ -1804,13 +1912,13 @@ static jval *filter_by_name(jx *x, jval *v, const char *f, size_t fl, const jnod
             if (b)
                 return call_fn(x, b, NULL, 0, NULL, at);
         }
-        rerr(x, at, "Unknown ObjectValue filter: %.*s", (int)fl, f);
+        rerr(x, at, "Unknown mapping filter: %.*s", (int)fl, f);
     case JV_BOOL:
         if (FIS("bool")) return v;
         if (FIS("int")) return mk_int(x, v->u.b);
         if (FIS("float")) return mk_float(x, v->u.b);
         if (FIS("string")) return mk_str(x, v->u.b ? "true" : "false", v->u.b ? 4 : 5);
-        rerr(x, at, "Unknown BooleanValue filter: %.*s", (int)fl, f);
+        rerr(x, at, "Unknown boolean filter: %.*s", (int)fl, f);
     default:
         break;
     }
@@ -1848,6 +1956,7 @@ static jval *apply_filter(jx *x, jval *v, const jnode *fn, jscope *sc)
                 buf_add(x, &b, v->u.s.p + off[i], off[i + 1] - off[i]);
             }
         } else {
+            work(x, 1 + W_ITEM * v->u.a.n, fn);
             for (size_t i = 0; i < v->u.a.n; i++) {
                 if (i && sep)
                     buf_add(x, &b, sep->u.s.p, sep->u.s.n);
@@ -1863,7 +1972,7 @@ static jval *apply_filter(jx *x, jval *v, const jnode *fn, jscope *sc)
         jval *def = argk(&a, 0, "default");
         if (v->t == JV_STR) {
             double d;
-            if (!js_parse_num(v->u.s.p, v->u.s.n, is_int, &d))
+            if (!js_parse_num(x, v->u.s.p, v->u.s.n, is_int, &d))
                 return def ? def : is_int ? mk_int(x, 0) : mk_float(x, 0);
             return is_int ? mk_intd(x, d) : mk_float(x, d);
         }
@@ -1914,7 +2023,7 @@ static jval *apply_filter(jx *x, jval *v, const jnode *fn, jscope *sc)
             jval *r = mk_arr(x, v->u.a.n);
             for (size_t i = 0; i < v->u.a.n; i++) {
                 step(x, fn);
-                jval *av = obj_get(v->u.a.v[i], attr->s, attr->slen);
+                jval *av = obj_get_w(x, v->u.a.v[i], attr->s, attr->slen, fn);
                 bool res = av ? (test ? run_test(x, test->s, test->slen, av, tv, fn) : truthy(av)) : false;
                 if (sel == res)
                     r->u.a.v[r->u.a.n++] = v->u.a.v[i];
@@ -1929,17 +2038,18 @@ static jval *apply_filter(jx *x, jval *v, const jnode *fn, jscope *sc)
             if (attr->t != JV_STR)
                 rerr(x, fn, "attribute must be a string");
             jval *def = kwget(&a, "default");
+            work(x, 1 + W_ITEM * v->u.a.n, fn);
             jval *r = mk_arr(x, v->u.a.n);
             for (size_t i = 0; i < v->u.a.n; i++) {
                 jval *it = v->u.a.v[i];
                 if (it->t != JV_OBJECT && it->t != JV_NS)
                     rerr(x, fn, "items in map must be an object");
-                jval *mv = attr_path(it, attr->u.s.p, attr->u.s.n);
+                jval *mv = attr_path(x, it, attr->u.s.p, attr->u.s.n);
                 r->u.a.v[r->u.a.n++] = mv->t == JV_UNDEF ? (def ? def : &V_UNDEF) : mv;
             }
             return r;
         }
-        rerr(x, fn, "Unknown ArrayValue filter: %.*s", (int)fl, f);
+        rerr(x, fn, "Unknown list filter: %.*s", (int)fl, f);
     }
     if (v->t == JV_STR) {
         if (FIS("indent")) {
@@ -1977,7 +2087,7 @@ static jval *apply_filter(jx *x, jval *v, const jnode *fn, jscope *sc)
             args[a.n] = a.kw;
             return call_fn(x, mk_fn(x, BI_S_REPLACE, v), args, a.n + 1, sc, fn);
         }
-        rerr(x, fn, "Unknown StringValue filter: %.*s", (int)fl, f);
+        rerr(x, fn, "Unknown string filter: %.*s", (int)fl, f);
     }
     if (v->t == JV_OBJECT) {
         jval *b = obj_builtin(x, v, f, fl);
@@ -1991,7 +2101,7 @@ static jval *apply_filter(jx *x, jval *v, const jnode *fn, jscope *sc)
                 args[n++] = a.kw;
             return call_fn(x, b, args, n, sc, fn);
         }
-        rerr(x, fn, "Unknown ObjectValue filter: %.*s", (int)fl, f);
+        rerr(x, fn, "Unknown mapping filter: %.*s", (int)fl, f);
     }
     rerr(x, fn, "Cannot apply filter \"%.*s\" to type: %s", (int)fl, f, tname(v));
 #undef FIS
@@ -2013,7 +2123,7 @@ static void bind_params(jx *x, const char *name, const jlist *params, bool varar
         const jnode *p = params->v[i];
         jval *v = i < nargs ? args[i] : NULL;
         if (!v && kw) {
-            long k = obj_find(kw, p->s, p->slen);
+            long k = obj_find_w(x, kw, p->s, p->slen, at);
             if (k >= 0 && !used[k]) {
                 v = kw->u.o.v[k];
                 used[k] = true;
@@ -2035,6 +2145,7 @@ static void bind_params(jx *x, const char *name, const jlist *params, bool varar
                 rerr(x, at, "macro %s takes no keyword argument '%.*s'", name, (int)kw->u.o.k[k].n, kw->u.o.k[k].p);
     }
     if (varargs) {
+        work(x, 1 + W_ITEM * nargs, at);
         jval *rest = mk_arr(x, 0);
         for (size_t i = params->n; i < nargs; i++)
             arr_push(x, rest, args[i]);
@@ -2095,29 +2206,37 @@ static jval *call_fn(jx *x, jval *fn, jval **args, size_t nargs, jscope *sc, con
         jfail_at(&x->f, at ? at->pos : (uint32_t)-1, JINJA_ERAISE, "%s", b.p ? b.p : "");
     }
     case BI_RANGE: {
+        /* integers beyond 2**53 (held as doubles) are integers too: the
+         * count check below refuses them in user words */
         for (size_t i = 0; i < nargs; i++)
-            if (args[i]->t != JV_INT)
+            if (!is_intv(args[i]))
                 rerr(x, at, "range() arguments must be integers, got %s", tname(args[i]));
         if (nargs < 1 || nargs > 3)
             rerr(x, at, "range() takes 1 to 3 arguments");
         int64_t start = 0, stop, st = 1;
         if (nargs == 1) {
-            stop = args[0]->u.i;
+            stop = int_of(args[0]);
         } else {
-            start = args[0]->u.i;
-            stop = args[1]->u.i;
+            start = int_of(args[0]);
+            stop = int_of(args[1]);
             if (nargs == 3)
-                st = args[2]->u.i;
+                st = int_of(args[2]);
         }
         if (st == 0)
             rerr(x, at, "range() step must not be zero");
-        jval *r = mk_arr(x, 0);
-        for (int64_t i = start; st > 0 ? i < stop : i > stop; i += st) {
-            step(x, at);
-            arr_push(x, r, mk_int(x, i));
-            if ((st > 0 && i > INT64_MAX - st) || (st < 0 && i < INT64_MIN - st))
-                break;
-        }
+        /* the item count, without overflow: |stop - start| < 2**64 */
+        uint64_t cnt = 0;
+        if (st > 0 && stop > start)
+            cnt = ((uint64_t)stop - (uint64_t)start - 1) / (uint64_t)st + 1;
+        else if (st < 0 && start > stop)
+            cnt = ((uint64_t)start - (uint64_t)stop - 1) / (st == INT64_MIN ? (uint64_t)1 << 63 : (uint64_t)-st) + 1;
+        if (cnt > JINJA_MAX_RANGE)
+            jfail_at(&x->f, at ? at->pos : (uint32_t)-1, JINJA_ELIMIT, "range(): too many items (%llu; at most %d)",
+                     (unsigned long long)cnt, JINJA_MAX_RANGE);
+        work(x, 1 + W_ITEM * cnt, at);
+        jval *r = mk_arr(x, (size_t)cnt);
+        for (uint64_t k = 0; k < cnt; k++)
+            r->u.a.v[r->u.a.n++] = mk_int(x, (int64_t)((uint64_t)start + k * (uint64_t)st)); /* in range: wraps back */
         return r;
     }
     case BI_NAMESPACE: {
@@ -2131,6 +2250,7 @@ static jval *call_fn(jx *x, jval *fn, jval **args, size_t nargs, jscope *sc, con
         if (npos == 1) {
             jval *src = args[0];
             if (src->t == JV_OBJECT) {
+                work(x, 1 + W_KEY * src->u.o.n, at);
                 for (size_t i = 0; i < src->u.o.n; i++)
                     obj_set(x, ns, src->u.o.k[i].p, src->u.o.k[i].n, src->u.o.v[i]);
             } else if (src->t == JV_ARRAY) {
@@ -2205,6 +2325,7 @@ static jval *call_fn(jx *x, jval *fn, jval **args, size_t nargs, jscope *sc, con
         }
         for (size_t i = 0; i < np; i++) {
             jstr p = pats[i]->u.s;
+            work(x, 1 + p.n, at);
             if (p.n <= self->u.s.n &&
                 (p.n == 0 || !memcmp(sw ? self->u.s.p : self->u.s.p + self->u.s.n - p.n, p.p, p.n)))
                 return &V_TRUE;
@@ -2222,6 +2343,7 @@ static jval *call_fn(jx *x, jval *fn, jval **args, size_t nargs, jscope *sc, con
         jval *r = mk_arr(x, 0);
         const char *p = self->u.s.p, *e = p + self->u.s.n;
         if (sep->t == JV_NONE) {
+            work(x, 1 + self->u.s.n, at);
             size_t l;
             while (p < e && (l = jinja_ws_at(p, (size_t)(e - p))))
                 p += l;
@@ -2243,7 +2365,7 @@ static jval *call_fn(jx *x, jval *fn, jval **args, size_t nargs, jscope *sc, con
             rerr(x, at, "empty separator");
         for (;;) {
             step(x, at);
-            const char *f = memfind(p, (size_t)(e - p), sep->u.s.p, sep->u.s.n);
+            const char *f = memfind(x, p, (size_t)(e - p), sep->u.s.p, sep->u.s.n);
             if (!f || (maxsplit != -1 && (int64_t)r->u.a.n >= maxsplit)) {
                 arr_push(x, r, mk_str(x, p, (size_t)(e - p)));
                 break;
@@ -2273,13 +2395,14 @@ static jval *call_fn(jx *x, jval *fn, jval **args, size_t nargs, jscope *sc, con
     }
     case BI_O_GET: {
         if (!a0 || a0->t != JV_STR)
-            rerr(x, at, "Object key must be a string: got %s", a0 ? tname(a0) : "UndefinedValue");
-        jval *v = obj_get(self, a0->u.s.p, a0->u.s.n);
+            rerr(x, at, "Object key must be a string: got %s", a0 ? tname(a0) : "undefined");
+        jval *v = obj_get_w(x, self, a0->u.s.p, a0->u.s.n, at);
         return v ? v : a1 ? a1 : &V_NONE;
     }
     case BI_O_ITEMS: return obj_items(x, self);
     case BI_O_KEYS: return obj_keys(x, self);
     case BI_O_VALUES: {
+        work(x, 1 + W_ITEM * self->u.o.n, at);
         jval *r = mk_arr(x, self->u.o.n);
         for (size_t i = 0; i < self->u.o.n; i++)
             r->u.a.v[r->u.a.n++] = self->u.o.v[i];
@@ -2325,6 +2448,8 @@ static jval *eval(jx *x, const jnode *n, jscope *sc)
     if (!n)
         return &V_UNDEF;
     enter(x, n);
+    const jnode *outer = x->cur;
+    x->cur = n;
     jval *r = NULL;
     switch ((jnode_kind)n->kind) {
     case JN_STR:
@@ -2335,7 +2460,7 @@ static jval *eval(jx *x, const jnode *n, jscope *sc)
     case JN_FLOAT:
         r = n->flag ? mk_intd(x, n->f) : mk_float(x, n->f); /* flag: an integer literal beyond int64 */
         break;
-    case JN_IDENT: r = scope_get(sc, n->s, n->slen); break;
+    case JN_IDENT: r = scope_get(x, sc, n->s, n->slen); break;
     case JN_ARRAY:
     case JN_TUPLE:
         r = mk_arr(x, n->body.n);
@@ -2367,6 +2492,7 @@ static jval *eval(jx *x, const jnode *n, jscope *sc)
     case JN_TERNARY: r = truthy(eval(x, n->a, sc)) ? eval(x, n->b, sc) : eval(x, n->c, sc); break;
     default: rerr(x, n, "unexpected expression");
     }
+    x->cur = outer;
     x->depth--;
     return r;
 }
@@ -2427,6 +2553,7 @@ static int exec_for(jx *x, const jnode *n, jscope *sc, jbuf *out)
         it = obj_keys(x, it);
     else if (it->t != JV_ARRAY)
         rerr(x, n->b, "Expected iterable or object type in for loop: got %s", tname(it));
+    work(x, 1 + W_ITEM * it->u.a.n, n);
     jval *items = mk_arr(x, it->u.a.n);
     for (size_t i = 0; i < it->u.a.n; i++) {
         jval *cur = it->u.a.v[i];
@@ -2481,6 +2608,7 @@ static int exec_for(jx *x, const jnode *n, jscope *sc, jbuf *out)
 static int exec_stmt(jx *x, const jnode *n, jscope *sc, jbuf *out)
 {
     step(x, n);
+    x->cur = n;
     switch ((jnode_kind)n->kind) {
     case JN_TEXT: buf_add(x, out, n->s, n->slen); return FLOW_NEXT;
     case JN_COMMENT: return FLOW_NEXT;
@@ -2583,6 +2711,12 @@ static jval *from_json(jx *x, const cJSON *j, int depth)
 char *jinja_render(const jinja_template *t, const cJSON *vars, const jinja_limits *limits, size_t *out_len,
                    jinja_error *err)
 {
+    return jinja_render_stats(t, vars, limits, out_len, NULL, err);
+}
+
+char *jinja_render_stats(const jinja_template *t, const cJSON *vars, const jinja_limits *limits, size_t *out_len,
+                         jinja_stats *stats, jinja_error *err)
+{
     jinja_error dummy;
     if (!err)
         err = &dummy;
@@ -2601,11 +2735,13 @@ char *jinja_render(const jinja_template *t, const cJSON *vars, const jinja_limit
     if (limits)
         x->lim = *limits;
     if (x->lim.max_depth <= 0)
-        x->lim.max_depth = 200;
+        x->lim.max_depth = JINJA_DEFAULT_MAX_DEPTH;
     if (!x->lim.max_steps)
-        x->lim.max_steps = 5000000;
+        x->lim.max_steps = JINJA_DEFAULT_MAX_STEPS;
     if (!x->lim.max_bytes)
-        x->lim.max_bytes = (size_t)256 << 20;
+        x->lim.max_bytes = JINJA_DEFAULT_MAX_BYTES;
+    if (!x->lim.max_work)
+        x->lim.max_work = JINJA_DEFAULT_MAX_WORK;
     x->f.err = err;
     x->f.src = t->src;
     x->f.src_len = t->src_len;
@@ -2645,6 +2781,12 @@ char *jinja_render(const jinja_template *t, const cJSON *vars, const jinja_limit
             *out_len = out.n;
     } else {
         result = NULL;
+    }
+    if (stats) {
+        stats->steps = x->steps;
+        stats->work = x->work;
+        stats->bytes = x->a.total;
+        stats->max_depth = x->max_depth_seen;
     }
     ja_release(&x->a);
     free(x);

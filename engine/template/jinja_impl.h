@@ -10,6 +10,7 @@
 
 #define JINJA_MAX_SOURCE (1u << 20) /* real chat templates are < 64 KiB */
 #define JINJA_MAX_PARSE_DEPTH 200
+#define JINJA_MAX_PARAMS 1000       /* parameters of one macro or call block */
 
 /* ---- arena: bump allocation in chunks; failures longjmp to the owner ---- */
 typedef struct jarena_chunk {

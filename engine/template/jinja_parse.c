@@ -18,7 +18,13 @@ void *ja_alloc(jarena *a, size_t n)
     if (!c || c->cap - c->used < n) {
         size_t cap = n > 65536 - sizeof(jarena_chunk) ? n : 65536 - sizeof(jarena_chunk);
         if (a->limit && (a->total + cap + sizeof(jarena_chunk) > a->limit || cap > a->limit))
-            jfail_at(a->fail, (uint32_t)-1, JINJA_ELIMIT, "memory limit of %zu bytes exceeded", a->limit);
+        {
+            if (a->limit % (1u << 20) == 0)
+                jfail_at(a->fail, (uint32_t)-1, JINJA_ELIMIT, "template too costly: more than %zu MiB of memory (max_bytes)",
+                         a->limit >> 20);
+            jfail_at(a->fail, (uint32_t)-1, JINJA_ELIMIT, "template too costly: more than %zu bytes of memory (max_bytes)",
+                     a->limit);
+        }
         c = malloc(sizeof(jarena_chunk) + cap);
         if (!c)
             jfail_at(a->fail, (uint32_t)-1, JINJA_ENOMEM, "out of memory");
@@ -89,6 +95,29 @@ static void locate(const jfail *f, uint32_t pos, jinja_error *e)
     e->offset = off;
 }
 
+/* Messages quote template text (tokens, raise_exception's argument): write
+ * its control characters as escapes, so a message is one line of plain
+ * text (no newline, no terminal escape sequence). */
+static void escape_controls(char *msg, size_t cap)
+{
+    char tmp[sizeof ((jinja_error *)0)->msg];
+    size_t o = 0;
+    for (const char *p = msg; *p && o + 5 < sizeof tmp; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c >= 0x20 && c != 0x7f) {
+            tmp[o++] = (char)c;
+            continue;
+        }
+        const char *esc = c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
+        if (esc)
+            o += (size_t)snprintf(tmp + o, sizeof tmp - o, "%s", esc);
+        else
+            o += (size_t)snprintf(tmp + o, sizeof tmp - o, "\\x%02x", c);
+    }
+    tmp[o] = 0;
+    snprintf(msg, cap, "%s", tmp);
+}
+
 _Noreturn void jfail_at(jfail *f, uint32_t pos, jinja_status code, const char *fmt, ...)
 {
     jinja_error *e = f->err;
@@ -97,6 +126,7 @@ _Noreturn void jfail_at(jfail *f, uint32_t pos, jinja_status code, const char *f
     va_start(ap, fmt);
     vsnprintf(e->msg, sizeof e->msg, fmt, ap);
     va_end(ap);
+    escape_controls(e->msg, sizeof e->msg);
     locate(f, pos, e);
     longjmp(f->jb, 1);
 }
@@ -829,6 +859,10 @@ static jlist parse_args(parser *p, bool params)
             if (params) {
                 if (arg->kind != JN_IDENT && arg->kind != JN_KWARG)
                     jfail_at(p->f, arg->pos, JINJA_ESYNTAX, "expected an identifier for a parameter");
+                /* the duplicate search below is quadratic; real macros take a handful */
+                if (v.n >= JINJA_MAX_PARAMS)
+                    jfail_at(p->f, arg->pos, JINJA_ELIMIT, "template too costly: a macro with more than %d parameters",
+                             JINJA_MAX_PARAMS);
                 for (uint32_t k = 0; k < v.n; k++)
                     if (v.v[k]->slen == arg->slen && !memcmp(v.v[k]->s, arg->s, arg->slen))
                         jfail_at(p->f, arg->pos, JINJA_ESYNTAX, "duplicate parameter name: %.*s", (int)arg->slen, arg->s);
