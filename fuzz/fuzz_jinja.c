@@ -1,5 +1,5 @@
 /* libFuzzer target for the Jinja parser and evaluator: the input is a
- * template, rendered with a chat context like the one engine/chat.c builds
+ * template, rendered with a chat context like the one engine/template/chat.c builds
  * (messages with roles system/user/assistant/tool, an assistant turn with
  * tool_calls, add_generation_prompt, bos_token, eos_token) plus a tools list;
  * an odd-sized input renders without the generation prompt and tools.
