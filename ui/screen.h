@@ -90,7 +90,7 @@ bool screen_tick(screen *s, uint64_t now_ms);
 void screen_size(const screen *s, int *rows, int *cols);
 
 /* ui_put of text from a file (a name, a key, a string): drawn in the
- * terminal form of engine/textesc.h (control characters as \xNN, invalid
+ * terminal form of engine/base/textesc.h (control characters as \xNN, invalid
  * bytes as \xNN, C1 and bidi controls as \uXXXX, backslash doubled); only
  * the part that can be on screen is escaped. Returns the columns used. */
 int screen_put_text(WINDOW *w, int y, int x, int maxcols, const char *text, size_t len, attr_t a, bool ellipsis);
