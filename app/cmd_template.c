@@ -186,9 +186,11 @@ int cmd_template(int argc, char **argv)
     size_t len = 0;
     out = chat_render_json(ct, msgs, &o, &len, &res);
     if (!out) {
-        char eb[700], esc[2100];   /* the message may quote the template: escaped */
+        /* the message may quote the template: jinja writes its control
+         * characters as escapes, app_error escapes what else is not inert */
+        char eb[700];
         const char *m = res.error.code ? jinja_error_format(&res.error, eb, sizeof eb) : res.status;
-        app_error("%s: %s", path, app_text(esc, sizeof esc, m, strlen(m)));
+        app_error("%s: %s", path, m);
         goto done;
     }
     if (res.fallback) {

@@ -12,7 +12,7 @@
 set -u
 bin=${GGSCOPE_BIN:?}
 here=$(cd "$(dirname "$0")/hostile" && pwd)
-shared=${GGSCOPE_SHARED:-../shared}
+shared=$(cd "${GGSCOPE_SHARED:-../shared}" 2>/dev/null && pwd || echo "${GGSCOPE_SHARED:-../shared}")
 export bin here shared
 total_fail=0; total_pass=0; total_skip=0
 for case_file in "$here"/*.sh; do
