@@ -209,8 +209,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             bool rt = false;
             if (tok_model_kind(fv->v) == TOK_MODEL_BPE)
                 rt = valid_utf8(data + 1, n);
-            else
+            else if (strcmp(fv->name, "synthetic"))   /* a real SPM vocabulary, with byte fallback */
                 rt = !memchr(text, ' ', n) && !memchr(text, '<', n) && !memmem(text, n, "\xe2\x96\x81", 3);
+            /* (the synthetic vocabulary of a checkout without ../shared has
+             * no byte fallback: characters it lacks become <unk>, so it has
+             * no round trip to check) */
             if (rt && (bl != n || memcmp(back, text, n))) {
                 fprintf(stderr, "%s: detokenize(tokenize(x)) != x: %zu bytes in, %zu out\n", fv->name, n, bl);
                 abort();
