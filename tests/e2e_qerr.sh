@@ -42,6 +42,7 @@ wait_for "blk.1"
 wait_for "relative RMSE"
 wait_for "Histograms"
 wait_for "|error| 0"
+wait_gone "Esc cancels" 120   # the measurement has finished (slow under the sanitizers)
 check "the table lists q8_0 rows" bash -c 'tmux -L "$1" capture-pane -p -t qerr | grep -q "q8_0"' _ "$SOCK"
 save qerr-heatmap
 keys Tab m
