@@ -125,14 +125,12 @@ void chs_free(chs *c)
 
 const tok_vocab *chs_vocab(const chs *c) { return c->v; }
 const chat_template *chs_template(const chs *c) { return c->ct; }
-session *chs_session(const chs *c) { return c->s; }
 const char *chs_format_status(const chs *c) { return c->status; }
 chs_settings chs_get_settings(const chs *c) { return c->st; }
 void chs_set_settings(chs *c, const chs_settings *st) { c->st = *st; }
 const char *chs_system(const chs *c) { return c->system; }
 size_t chs_count(const chs *c) { return c->n; }
 const chs_msg *chs_at(const chs *c, size_t i) { return i < c->n ? &c->m[i] : NULL; }
-uint64_t chs_version(const chs *c) { return c->version; }
 size_t chs_held(const chs *c) { return c->n_held; }
 
 static bool parse_f(const char *s, float *out)

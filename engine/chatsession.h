@@ -87,7 +87,6 @@ void chs_free(chs *c);
 
 const tok_vocab *chs_vocab(const chs *c);
 const chat_template *chs_template(const chs *c);
-session *chs_session(const chs *c);
 /* The status line of the last render ("chat format: ChatML (built-in; ...)"). */
 const char *chs_format_status(const chs *c);
 
@@ -124,8 +123,6 @@ bool chs_pop_reply(chs *c);
 /* Remove the last user message and what follows it; its text is returned
  * (malloc'd) for editing, NULL when there is none. */
 char *chs_pop_user(chs *c);
-/* Bumped by every change of the transcript (for caches of the UI). */
-uint64_t chs_version(const chs *c);
 
 /* The prompt text of the messages that are not dropped (the system prompt
  * first), with a generation prompt when `gen` is set. malloc'd, length in

@@ -35,21 +35,6 @@ static void *fail(loader *L, model_status s, const char *fmt, ...)
     return NULL;
 }
 
-const char *model_strerror(model_status s)
-{
-    switch (s) {
-    case MODEL_OK: return "ok";
-    case MODEL_EARCH: return "unsupported architecture";
-    case MODEL_EPARAM: return "bad hyper-parameter";
-    case MODEL_EMISSING: return "missing tensor";
-    case MODEL_ESHAPE: return "tensor has the wrong shape";
-    case MODEL_ETYPE: return "tensor has an unsupported type";
-    case MODEL_ENOMEM: return "out of memory";
-    case MODEL_EARG: return "bad argument";
-    }
-    return "unknown model error";
-}
-
 /* u32 hyper-parameter `{arch}.suffix`; `dflt` when absent (required when dflt == 0).
  * Returns false (message set) on a type error, a missing required key or 0. */
 static bool hp_u32(loader *L, const char *arch, const char *suffix, uint32_t dflt, uint32_t *out)

@@ -82,9 +82,6 @@ model *model_load(const gguf_file *f, model_status *status, char *msg, size_t ca
 /* Free a model (not the file); accepts NULL. */
 void model_free(model *m);
 
-/* Text of a status code. */
-const char *model_strerror(model_status s);
-
 /* Bytes of weight data the model references (for memory figures). */
 uint64_t model_weight_bytes(const model *m);
 

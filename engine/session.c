@@ -293,9 +293,6 @@ void session_cancel(session *s)
 uint32_t session_n_ctx(const session *s) { return s ? s->n_ctx : 0; }
 uint32_t session_used(const session *s) { return s ? s->used : 0; }
 uint32_t session_n_vocab(const session *s) { return s ? s->m->hp.n_vocab : 0; }
-const model *session_model(const session *s) { return s ? s->m : NULL; }
-backend *session_backend(const session *s) { return s ? s->be : NULL; }
-
 session_stats session_get_stats(const session *s)
 {
     session_stats z = {0};

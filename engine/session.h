@@ -65,8 +65,6 @@ void session_cancel(session *s);
 uint32_t session_n_ctx(const session *s);
 uint32_t session_used(const session *s);       /* cached positions */
 uint32_t session_n_vocab(const session *s);
-const model *session_model(const session *s);
-backend *session_backend(const session *s);
 session_stats session_get_stats(const session *s);
 void session_reset_stats(session *s);
 /* Bytes of the KV cache. */

@@ -672,11 +672,6 @@ void detail_pane_set_view(panel *p, int view)
         d->last_st_ti = -1;   /* asking again restarts it */
 }
 
-int detail_pane_view(const panel *p)
-{
-    return ((const detail_pane *)p->self)->view;
-}
-
 void detail_pane_goto_row(panel *p, uint64_t row)
 {
     detail_pane *d = p->self;

@@ -28,7 +28,6 @@ enum { DETAIL_HEX, DETAIL_VALUES, DETAIL_HIST };
 panel *detail_pane_new(const gguf_file *f);
 void detail_pane_set_tensor(panel *p, int64_t ti);
 void detail_pane_set_view(panel *p, int view);
-int detail_pane_view(const panel *p);
 /* Values view: put row `row` at the top. */
 void detail_pane_goto_row(panel *p, uint64_t row);
 /* Cancel the histogram job if one runs; true if one did. */

@@ -62,9 +62,6 @@ struct screen {
     ui_runner runner;
     bool has_runner;
     ui_job *active;
-    /* benchmarks */
-    bool exit_after_first;
-    uint64_t frames;
 };
 
 static uint64_t now_ms(void)
@@ -233,11 +230,6 @@ void screen_show_page(screen *s, int page)
     relayout(s);
 }
 
-int screen_page(const screen *s)
-{
-    return s->cur;
-}
-
 int screen_add_panel(screen *s, int page, panel *p)
 {
     if (page < 0 || page >= s->npages || s->pages[page].n >= MAX_PANELS)
@@ -332,12 +324,6 @@ void screen_bind(screen *s, const screen_binding *b)
 void screen_dirty(screen *s)
 {
     s->dirty = true;
-}
-
-void screen_size(const screen *s, int *rows, int *cols)
-{
-    *rows = s->rows;
-    *cols = s->cols;
 }
 
 int screen_put_text(WINDOW *w, int y, int x, int maxcols, const char *text, size_t len, attr_t a, bool ellipsis)
@@ -559,11 +545,6 @@ void screen_prompt(screen *s, const char *label,
     s->prompt_ctx = ctx;
     s->prompt_open = true;
     s->dirty = true;
-}
-
-bool screen_overlay_open(const screen *s)
-{
-    return s->pager_open || s->prompt_open;
 }
 
 static int prompt_key(screen *s, int key)
@@ -876,7 +857,6 @@ bool screen_render(screen *s)
     draw_bar(s);
     doupdate();
     s->dirty = false;
-    s->frames++;
     return true;
 }
 
@@ -977,14 +957,4 @@ int screen_jobs_running(const screen *s)
     for (ui_job *j = s->active; j; j = j->next_active)
         n++;
     return n;
-}
-
-void screen_set_exit_after_first_frame(screen *s, bool on)
-{
-    s->exit_after_first = on;
-}
-
-bool screen_should_exit(const screen *s)
-{
-    return s->exit_after_first && s->frames > 0;
 }

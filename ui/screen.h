@@ -59,7 +59,6 @@ int screen_add_page(screen *s, const char *name, screen_layout_fn layout, void *
 void screen_set_title(screen *s, int page, const char *title);
 /* Show page `page` (its focus is kept). */
 void screen_show_page(screen *s, int page);
-int screen_page(const screen *s);
 
 /* Add a pane to a page; the screen owns it from now on (destroy on free). */
 int screen_add_panel(screen *s, int page, panel *p);
@@ -87,7 +86,6 @@ bool screen_render(screen *s);
 /* Periodic tick (the app calls it every 100 ms; `now_ms` is unused: the
  * monotonic clock is read here): expires messages; true if it dirtied. */
 bool screen_tick(screen *s, uint64_t now_ms);
-void screen_size(const screen *s, int *rows, int *cols);
 
 /* ui_put of text from a file (a name, a key, a string): drawn in the
  * terminal form of engine/base/textesc.h (control characters as \xNN, invalid
@@ -111,7 +109,6 @@ void screen_help(screen *s);
 void screen_prompt(screen *s, const char *label,
                    void (*on_submit)(screen *s, const char *text, void *ctx),
                    void (*on_change)(screen *s, const char *text, void *ctx), void *ctx);
-bool screen_overlay_open(const screen *s);
 
 /* ---- jobs (job.h) ---- */
 
@@ -124,9 +121,5 @@ void screen_job_finished(screen *s, ui_job *j);
 /* Cancel every running job; returns how many are still running. */
 int screen_cancel_jobs(screen *s);
 int screen_jobs_running(const screen *s);
-
-/* Exit right after the first drawn frame (benchmarks). */
-void screen_set_exit_after_first_frame(screen *s, bool on);
-bool screen_should_exit(const screen *s);
 
 #endif

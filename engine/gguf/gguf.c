@@ -1306,15 +1306,6 @@ gguf_status gguf_get_f64(const gguf_file *f, const char *key, double *out)
     return gguf_value_f64(v, out);
 }
 
-gguf_status gguf_get_f32(const gguf_file *f, const char *key, float *out)
-{
-    double d;
-    gguf_status s = gguf_get_f64(f, key, &d);
-    if (s == GGUF_OK)
-        *out = (float)d;
-    return s;
-}
-
 gguf_status gguf_get_bool(const gguf_file *f, const char *key, bool *out)
 {
     const gguf_value *v = find_val(f, key);

@@ -136,7 +136,6 @@ gguf_status gguf_get_u64(const gguf_file *f, const char *key, uint64_t *out);
 gguf_status gguf_get_i64(const gguf_file *f, const char *key, int64_t *out);
 gguf_status gguf_get_u32(const gguf_file *f, const char *key, uint32_t *out);
 gguf_status gguf_get_f64(const gguf_file *f, const char *key, double *out);
-gguf_status gguf_get_f32(const gguf_file *f, const char *key, float *out);
 gguf_status gguf_get_bool(const gguf_file *f, const char *key, bool *out);
 gguf_status gguf_get_str(const gguf_file *f, const char *key, gguf_str *out);
 /* Copy a string value into buf as a NUL-terminated C string (truncated to cap-1). */

@@ -182,8 +182,6 @@ const char *chat_template_bos(const chat_template *ct) { return ct ? ct->bos : "
 
 const char *chat_template_eos(const chat_template *ct) { return ct ? ct->eos : ""; }
 
-chat_format chat_template_fallback(const chat_template *ct) { return ct ? ct->fallback : CHAT_FORMAT_CHATML; }
-
 const jinja_error *chat_template_parse_error(const chat_template *ct)
 {
     return ct && ct->text && !ct->tpl ? &ct->parse_err : NULL;

@@ -92,9 +92,6 @@ const char *chat_template_describe(const chat_template *ct);
 const char *chat_template_bos(const chat_template *ct);
 const char *chat_template_eos(const chat_template *ct);
 
-/* The built-in format this template falls back to. */
-chat_format chat_template_fallback(const chat_template *ct);
-
 /* The template's parse error, or NULL when it parsed (or there is none). */
 const jinja_error *chat_template_parse_error(const chat_template *ct);
 

@@ -120,7 +120,4 @@ char *jinja_render_stats(const jinja_template *t, const cJSON *vars, const jinja
  * unknown) into buf. Returns buf. */
 const char *jinja_error_format(const jinja_error *err, char *buf, size_t cap);
 
-/* A short name of a status ("syntax error", ...). */
-const char *jinja_strerror(jinja_status code);
-
 #endif

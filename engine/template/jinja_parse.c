@@ -131,20 +131,6 @@ _Noreturn void jfail_at(jfail *f, uint32_t pos, jinja_status code, const char *f
     longjmp(f->jb, 1);
 }
 
-const char *jinja_strerror(jinja_status code)
-{
-    switch (code) {
-    case JINJA_OK: return "ok";
-    case JINJA_ESYNTAX: return "syntax error";
-    case JINJA_ERUNTIME: return "render error";
-    case JINJA_ERAISE: return "template raised an exception";
-    case JINJA_ELIMIT: return "limit exceeded";
-    case JINJA_ENOMEM: return "out of memory";
-    case JINJA_EARG: return "bad argument";
-    }
-    return "unknown error";
-}
-
 const char *jinja_error_format(const jinja_error *err, char *buf, size_t cap)
 {
     if (!buf || !cap)
