@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "textesc.h"
 #include "codec.h"
 #include "ggtype.h"
 #include "qerr.h"
@@ -277,18 +278,11 @@ static int fill(void *user, uint64_t i, void *dst, uint64_t size)
     return atomic_load(&c.failed) ? -1 : 0;
 }
 
-/* A name from the file (len bytes), for a message: control bytes as \xNN. */
+/* A name from the file (len bytes), for a message: the terminal form of
+ * base/textesc.h (backslashes left alone, as app_error does). */
 static const char *shown(const char *s, uint64_t len, char *buf, size_t cap)
 {
-    size_t n = 0;
-    for (uint64_t i = 0; i < len && n + 5 < cap; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch < 0x20 || ch == 0x7f)
-            n += (size_t)snprintf(buf + n, cap - n, "\\x%02x", ch);
-        else
-            buf[n++] = (char)ch;
-    }
-    buf[n] = 0;
+    textesc_term(buf, cap, s, (size_t)len, TEXTESC_RAW_BACKSLASH);
     return buf;
 }
 
