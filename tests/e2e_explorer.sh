@@ -159,5 +159,6 @@ else
     echo "FAIL: ggscope process not found"; fails=$((fails + 1))
 fi
 
+tmux_retry_if_gone "$0"
 if (( fails )); then echo "$fails failure(s)"; exit 1; fi
 echo "all explorer end-to-end checks passed"

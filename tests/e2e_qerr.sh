@@ -87,5 +87,6 @@ wait_for "[Tensors]"
 keys q
 wait_for "EXITED 0"
 
+tmux_retry_if_gone "$0"
 if (( fails )); then echo "$fails failure(s)"; exit 1; fi
 echo "all qerr e2e checks passed"

@@ -14,26 +14,55 @@
 #   check WHAT COMMAND...      one assertion (prints ok / FAIL and the screen)
 #   has REGEX / count TEXT     screen tests for conditions
 #   save NAME                  the screen into $OUT/NAME.txt when OUT is set
+#   tmux_retry_if_gone SCRIPT  before the verdict: if the tmux server itself died
+#                              (not ggscope), print why it matters and run the
+#                              whole test once more (a second death fails)
+# A session named "keeper" keeps the server up between the test's sessions
+# (killing the last session ends a server, and a session started meanwhile
+# dies with it). A dead tmux server is reported once, with the machine's state (disk, memory,
+# processes), and later waits fail at once instead of repeating it.
 SOCK=${SOCK:-ggscope-e2e-$$}
 OUT=${OUT:-}
 WAIT_LIMIT=${WAIT_LIMIT:-15}
 fails=${fails:-0}
 S=${S:-main}
 T() { tmux -L "$SOCK" -f /dev/null "$@"; }
-tmux_cleanup() { T kill-server >/dev/null 2>&1; }
-screen() { T capture-pane -p -t "$S"; }
+tmux_cleanup() { T kill-server >/dev/null 2>&1; rm -rf "${TMUX_RCDIR:-/nonexistent}"; }
+TMUX_GONE=0          # the server died under the test (see _tmux_gone)
+TMUX_RCDIR=$(mktemp -d)
+screen() { T capture-pane -p -t "$S" 2>/dev/null; }
+_tmux_alive() { T has-session >/dev/null 2>&1; }
+_tmux_keeper() { T has-session -t =keeper >/dev/null 2>&1 || T new-session -d -s keeper -x 20 -y 5 "sleep 3600"; }
+_tmux_gone() {   # report a dead server once, with what the machine looked like
+    (( TMUX_GONE )) && return 0
+    TMUX_GONE=1; : >"$TMUX_RCDIR/.gone"
+    echo "FAIL: the tmux server is gone ($(tmux -V 2>/dev/null)); the sessions' exit statuses:"
+    local f; for f in "$TMUX_RCDIR"/*.rc; do [[ -e $f ]] && echo "    $(basename "$f" .rc): $(cat "$f")"; done
+    echo "    (a session without a status was killed with the server, before ggscope exited)"
+    echo "---- machine ----"
+    { uptime; df -h /tmp . 2>&1; free -m 2>&1; ulimit -u -n 2>&1
+      ps -eo pid,ppid,stat,rss,etime,comm --sort=-rss 2>/dev/null | head -12
+      dmesg 2>/dev/null | tail -5; } | sed 's/^/    /'
+    echo "-----------------"
+}
 keys() { T send-keys -t "$S" "$@"; }
 start() {
     S=$1; local w=${2%x*} h=${2#*x}; shift 2
-    T new-session -d -s "$S" -x "$w" -y "$h" "$BIN $*; echo EXITED \$?; sleep 600"
+    TMUX_GONE=0; _tmux_keeper
+    T new-session -d -s "$S" -x "$w" -y "$h" "$BIN $*; rc=\$?; echo \$rc >$TMUX_RCDIR/$S.rc; echo EXITED \$rc; sleep 600"
 }
 start_env() {
     S=$1; local w=${2%x*} h=${2#*x} env=$3; shift 3
-    T new-session -d -s "$S" -x "$w" -y "$h" "env $env $BIN $*; echo EXITED \$?; sleep 600"
+    TMUX_GONE=0; _tmux_keeper
+    T new-session -d -s "$S" -x "$w" -y "$h" "env $env $BIN $*; rc=\$?; echo \$rc >$TMUX_RCDIR/$S.rc; echo EXITED \$rc; sleep 600"
 }
 _tmux_wait() {   # _tmux_wait MODE PATTERN LIMIT: MODE F (shows text), E (matches), G (text gone)
     local mode=$1 pat=$2 limit=${3:-$WAIT_LIMIT} t0=$SECONDS
+    if (( TMUX_GONE )); then echo "FAIL: (no tmux server) $pat"; fails=$((fails + 1)); return 1; fi
     while (( SECONDS - t0 < limit )); do
+        if ! _tmux_alive; then
+            echo "FAIL: waiting for: $pat"; _tmux_gone; fails=$((fails + 1)); return 1
+        fi
         case $mode in
             F) screen | grep -qF -- "$pat" && return 0 ;;
             E) screen | grep -qE -- "$pat" && return 0 ;;
@@ -59,3 +88,15 @@ check() {
 has() { screen | grep -qE -- "$1"; }
 count() { screen | grep -cF -- "$1"; }
 save() { [[ -n $OUT ]] && mkdir -p "$OUT" && screen > "$OUT/$1.txt"; return 0; }
+tmux_retry_if_gone() {   # tmux_retry_if_gone SCRIPT: see the header
+    (( fails )) || return 0
+    [[ -e $TMUX_RCDIR/.gone ]] || (( TMUX_GONE )) || return 0
+    if [[ -n ${GGSCOPE_TMUX_RETRY:-} ]]; then
+        echo "FAIL: the tmux server died again on the second run"; return 0
+    fi
+    echo "note: the tmux server died during this run (above); the failures it caused are"
+    echo "      not ggscope's verdict, so the whole test runs once more"
+    tmux_cleanup
+    GGSCOPE_TMUX_RETRY=1 bash "$1"
+    exit $?
+}
