@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# ggscope against llama.cpp (the peer, ../shared/peer/peer) on the CPU:
+# prompt processing and decode tokens/s and peak resident memory of
+# `ggscope bench` and `peer bench`, on TinyLlama-1.1B-shaped random-weight
+# files (bench_mkmodel --tinyllama, the llama SPM vocabulary) of four weight
+# types. Rounds alternate the two programs (ggscope first in odd rounds, the
+# peer first in even ones); before each run the script waits for the load
+# average to fall below LOAD_MAX and prints it. Prints a Markdown table of the
+# best and the median of every figure.
+#
+# usage: bench/vs_llama.sh [BUILD_DIR]        (default build)
+# environment (defaults):
+#   TYPES="q4_0 q4_K_M q8_0 f16"   weight types
+#   ROUNDS=5  THREADS=2  PP=512  TG=48
+#   LOAD_MAX=0.3  LOAD_WAIT=120    seconds to wait for a quiet machine (then run anyway, flagged)
+#   BUSY=0                         1: one competing busy process during every run
+#   WORK=dir                       keep the model files there (about 5 GB; default: a temporary folder)
+#   OUT=file                       also write the raw results (JSON lines) there
+set -uo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$src/build}
+shared=$src/../shared
+peer=$shared/peer/peer
+bin=$build/ggscope mk=$build/bench_mkmodel
+vocab=$shared/fixtures/vocab/ggml-vocab-llama-spm.gguf
+TYPES=${TYPES:-q4_0 q4_K_M q8_0 f16}
+ROUNDS=${ROUNDS:-5} THREADS=${THREADS:-2} PP=${PP:-512} TG=${TG:-48}
+LOAD_MAX=${LOAD_MAX:-0.3} LOAD_WAIT=${LOAD_WAIT:-120} BUSY=${BUSY:-0}
+[[ -x $peer ]] || { echo "no peer at $peer: skipped"; exit 77; }
+[[ -f $vocab ]] || { echo "no vocabulary at $vocab: skipped"; exit 77; }
+[[ -x $bin && -x $mk ]] || { echo "build first: $bin and $mk are missing"; exit 1; }
+work=${WORK:-}
+if [[ -z $work ]]; then work=$(mktemp -d); trap 'rm -rf "$work"' EXIT; fi
+mkdir -p "$work"
+raw=$(mktemp); trap 'rm -f "$raw"; [[ -z ${WORK:-} ]] && rm -rf "$work"' EXIT
+
+# ---- the model files ----
+f16=$work/tinyllama-f16.gguf
+if [[ ! -f $f16 ]]; then
+    echo "writing $f16 ..." >&2
+    "$mk" "$f16.tmp" --tinyllama --type f16 --embd-type f16 --vocab "$vocab" --seed 7 && mv "$f16.tmp" "$f16" || exit 1
+fi
+model() { echo "$work/tinyllama-$1.gguf"; }
+for t in $TYPES; do
+    f=$(model "$t")
+    [[ -f $f ]] && continue
+    echo "quantizing to $t ..." >&2
+    "$bin" quantize "$f16" "$f" --type "$t" >/dev/null || exit 1
+done
+
+# ---- helpers ----
+load1() { cut -d' ' -f1 /proc/loadavg; }
+quiet() {   # wait until the 1-minute load is below LOAD_MAX (at most LOAD_WAIT s)
+    local t0=$SECONDS
+    while (( SECONDS - t0 < LOAD_WAIT )); do
+        awk -v l="$(load1)" -v m="$LOAD_MAX" 'BEGIN { exit !(l < m) }' && return 0
+        sleep 2
+    done
+    return 1
+}
+# run PROGRAM TYPE ROUND: one bench, its JSON line with the load and peak RSS appended to $raw
+run() {
+    local who=$1 t=$2 r=$3 f loaded=quiet json
+    f=$(model "$t")
+    if (( ! BUSY )); then quiet || loaded=loaded; fi
+    local l=$(load1)
+    local cmd
+    if [[ $who == ggscope ]]; then
+        cmd=("$bin" bench "$f" -p "$PP" -n "$TG" -t "$THREADS" --backend cpu --json)
+    else
+        cmd=("$peer" bench "$f" -p "$PP" -n "$TG" -t "$THREADS")
+    fi
+    # the peak RSS of the program and its children (the peer is node + llama.cpp)
+    json=$(python3 -c '
+import json, resource, subprocess, sys
+p = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+line = [l for l in p.stdout.splitlines() if l.startswith("{")]
+if p.returncode or not line:
+    print(json.dumps({"error": "exit %d" % p.returncode})); sys.exit(0)
+d = json.loads(line[-1])
+d["rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print(json.dumps(d))' "${cmd[@]}")
+    echo "{\"who\": \"$who\", \"type\": \"$t\", \"round\": $r, \"load\": $l, \"state\": \"$loaded\", \"r\": $json}" >>"$raw"
+    printf '  round %d %-8s %-7s load %-5s %s\n' "$r" "$t" "$who" "$l" "$json" >&2
+}
+
+busy_pid=
+if (( BUSY )); then
+    bash -c 'while :; do :; done' &
+    busy_pid=$!
+    trap 'kill $busy_pid 2>/dev/null; rm -f "$raw"; [[ -z ${WORK:-} ]] && rm -rf "$work"' EXIT
+    echo "one competing busy process: pid $busy_pid" >&2
+fi
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+for (( r = 1; r <= ROUNDS; r++ )); do
+    for t in $TYPES; do
+        if (( r % 2 )); then run ggscope "$t" "$r"; run llama.cpp "$t" "$r"
+        else run llama.cpp "$t" "$r"; run ggscope "$t" "$r"; fi
+    done
+done
+[[ -n ${OUT:-} ]] && cp "$raw" "$OUT"
+
+python3 - "$raw" "$THREADS" "$PP" "$TG" "$BUSY" <<'EOF'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+threads, pp, tg, busy = sys.argv[2:6]
+types = []
+for r in rows:
+    if r["type"] not in types: types.append(r["type"])
+def vals(who, t, key):
+    return [r["r"][key] for r in rows if r["who"] == who and r["type"] == t and key in r["r"]]
+def fmt(v):
+    return "%.1f / %.1f" % (max(v), statistics.median(v)) if v else "failed"
+def ratio(a, b):
+    return "%.2f× / %.2f×" % (max(a) / max(b), statistics.median(a) / statistics.median(b)) if a and b else "-"
+loads = [r["load"] for r in rows]
+loaded = sum(r["state"] == "loaded" for r in rows)
+print("%s threads, prompt %s tokens, decode %s tokens; %d runs, load average %.2f–%.2f%s%s" % (
+    threads, pp, tg, len(rows), min(loads), max(loads),
+    ", %d runs started above the load limit" % loaded if loaded else "",
+    ", one competing busy process" if busy == "1" else ""))
+print()
+print("| weights | decode tok/s ggscope (best / median) | llama.cpp | ratio | prompt tok/s ggscope | llama.cpp | ratio | peak RSS MB ggscope / llama.cpp |")
+print("|---|---|---|---|---|---|---|---|")
+for t in types:
+    gd, ld = vals("ggscope", t, "tg_tok_s"), vals("llama.cpp", t, "tg_tok_s")
+    gp, lp = vals("ggscope", t, "pp_tok_s"), vals("llama.cpp", t, "pp_tok_s")
+    gm, lm = vals("ggscope", t, "rss_mb"), vals("llama.cpp", t, "rss_mb")
+    print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (t, fmt(gd), fmt(ld), ratio(gd, ld), fmt(gp), fmt(lp), ratio(gp, lp),
+          "%.0f / %.0f" % (max(gm), max(lm)) if gm and lm else "-"))
+EOF
