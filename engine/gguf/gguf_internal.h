@@ -1,7 +1,7 @@
-/* Internals shared by the gguf*.c files of the reader (not part of the
- * public API): the open file, its shards, and the parser's entry points.
- * gguf.c parses one shard; gguf_split.c maps files and follows split sets;
- * gguf_access.c reads values and tensors of an open file. */
+/* Internals shared by the gguf*.c files (not part of the public API): the
+ * open file, its shards, and the parser's entry points. gguf.c parses one
+ * shard; gguf_split.c maps files and follows split sets; gguf_access.c reads
+ * values and tensors of an open file; gguf_writer.c uses gguf__vtype_size. */
 #ifndef GGSCOPE_GGUF_INTERNAL_H
 #define GGSCOPE_GGUF_INTERNAL_H
 
