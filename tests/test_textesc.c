@@ -279,6 +279,50 @@ static void test_quoted_and_long(void **state)
     free(in);
 }
 
+/* The byte form (textesc_bytes): the GGUF reader's quoting of names in its
+ * error messages, pinned byte for byte. */
+static void test_bytes_form(void **state)
+{
+    (void)state;
+    char d[200];
+    assert_ptr_equal(textesc_bytes(d, sizeof d, "blk.0.attn", 10), d);
+    assert_string_equal(d, "blk.0.attn");
+    /* C0 controls, DEL and backslash as \xNN (lowercase); NUL too */
+    textesc_bytes(d, sizeof d, "a\nb\\c\x7f\x1b\0z", 9);
+    assert_string_equal(d, "a\\x0ab\\x5cc\\x7f\\x1b\\x00z");
+    /* bytes from 0x80 up are copied unchecked; quotes stay as they are */
+    textesc_bytes(d, sizeof d, "\xc3\xa9\xff'\"", 5);
+    assert_string_equal(d, "\xc3\xa9\xff'\"");
+    /* a unit goes in only with room left for "..." and the NUL */
+    textesc_bytes(d, 10, "abcdef", 6);
+    assert_string_equal(d, "abcdef");
+    textesc_bytes(d, 10, "abcdefg", 7);
+    assert_string_equal(d, "abcdef...");
+    textesc_bytes(d, 10, "abc\ndef", 7);
+    assert_string_equal(d, "abc...");
+    textesc_bytes(d, 12, "ab\x01", 3);
+    assert_string_equal(d, "ab\\x01");
+    /* tiny buffers */
+    textesc_bytes(d, 5, "a", 1);
+    assert_string_equal(d, "a");
+    textesc_bytes(d, 4, "a", 1);
+    assert_string_equal(d, "...");
+    memcpy(d, "zz", 3);
+    textesc_bytes(d, 3, "a", 1);
+    assert_string_equal(d, "");
+    textesc_bytes(d, 1, "", 0);
+    assert_string_equal(d, "");
+    memcpy(d, "zz", 3);
+    textesc_bytes(d, 0, "a", 1);
+    assert_string_equal(d, "zz");
+    /* the reader's cap: a 300-byte name is cut to 196 bytes and "..." */
+    char name[300];
+    memset(name, 'n', sizeof name);
+    textesc_bytes(d, sizeof d, name, sizeof name);
+    assert_int_equal(strlen(d), 199);
+    assert_memory_equal(d + 196, "...", 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -286,7 +330,7 @@ int main(void)
         cmocka_unit_test(test_backslash_and_quotes), cmocka_unit_test(test_c1_and_bidi),
         cmocka_unit_test(test_invalid_utf8),      cmocka_unit_test(test_valid_passes),
         cmocka_unit_test(test_every_input_is_clean), cmocka_unit_test(test_truncation),
-        cmocka_unit_test(test_quoted_and_long),
+        cmocka_unit_test(test_quoted_and_long),   cmocka_unit_test(test_bytes_form),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -279,3 +279,31 @@ void textesc_buf_free(textesc_buf *b)
     b->ptr = NULL;
     b->len = b->cap = 0;
 }
+
+char *textesc_bytes(char *dst, size_t cap, const char *src, size_t len)
+{
+    if (cap == 0)
+        return dst;
+    size_t k = 0; /* k <= cap - 4 after each unit: "..." and the NUL always fit */
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)src[i];
+        bool esc = c < 0x20 || c == 0x7f || c == '\\';
+        if (k + (esc ? 4 : 1) + 4 > cap) {
+            if (cap >= 4) {
+                memcpy(dst + k, "...", 3);
+                k += 3;
+            }
+            break;
+        }
+        if (esc) {
+            dst[k++] = '\\';
+            dst[k++] = 'x';
+            dst[k++] = hexd[c >> 4];
+            dst[k++] = hexd[c & 15];
+        } else {
+            dst[k++] = (char)c;
+        }
+    }
+    dst[k] = 0;
+    return dst;
+}

@@ -57,4 +57,13 @@ bool textesc_term_plain(const char *src, size_t len, unsigned flags);
 /* Free b's memory and zero it. Accepts NULL. */
 void textesc_buf_free(textesc_buf *b);
 
+/* Byte form, for a name quoted in a one-line message (the GGUF reader's
+ * errors): C0 controls, DEL and '\' -> \xNN; every other byte is copied as
+ * it is (UTF-8 is not checked, so a cut may split a character). A byte goes
+ * in only when it still leaves room for "..." and the NUL: when the rest of
+ * src does not fit that way, the output ends with "..." instead. `dst` is
+ * NUL-terminated when cap > 0 (and gets "" when cap < 4 and src is not
+ * empty: no room for the cut mark). Returns dst. */
+char *textesc_bytes(char *dst, size_t cap, const char *src, size_t len);
+
 #endif

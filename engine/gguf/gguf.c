@@ -1,13 +1,12 @@
-/* GGUF reader: maps the file, validates everything up front, reads in place.
+/* GGUF reader: parses one mapped shard, validating everything up front.
  *
  * Every read goes through a cursor that checks the remaining bytes first, so
  * a count or length can never send us past the mapping; every count is
- * checked against the bytes left before anything is allocated for it. */
+ * checked against the bytes left before anything is allocated for it.
+ * Opening files and split sets: gguf_split.c; reading values: gguf_access.c. */
 #include "gguf.h"
 
 #include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -15,52 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "ggtype.h"
+#include "gguf_internal.h"
+#include "textesc.h"
 
 #define GGUF_DEFAULT_ALIGNMENT 32
 #define GGUF_MAX_KEY_LEN 65535
 #define GGUF_MAX_NAME_LEN 64
 #define GGUF_MAX_DIMS 4
 #define GGUF_MAX_DEPTH 8       /* nesting of arrays */
-#define GGUF_MAX_SHARDS 9999
-
-typedef struct {
-    char *path;
-    const uint8_t *base;
-    uint64_t size;
-    bool mapped;
-    uint64_t data_offset;
-    uint64_t id[2];          /* identity of the file (device, inode; or table entry) */
-    /* split.no / split.count as the shard's own metadata says (parse_shard) */
-    bool has_split_no, has_split_count;
-    uint64_t split_no, split_count;
-    uint64_t split_no_off, split_count_off;   /* file offsets of the values */
-} gguf_shard;
-
-/* Lazily built offsets of a top-level array's elements (strings, nested arrays). */
-typedef struct {
-    uint64_t *offs;   /* byte offset of element i relative to value.data */
-} arr_index;
-
-struct gguf_file {
-    uint32_t version;
-    bool big_endian;
-    uint32_t alignment;
-    uint32_t n_shards;
-    gguf_shard *shards;
-    uint64_t n_kv;
-    gguf_kv *kvs;
-    uint64_t n_tensors;
-    gguf_tensor *tensors;
-    uint64_t *kv_hash;      /* open addressing: index + 1, 0 = empty */
-    uint64_t kv_hash_cap;
-    uint64_t *t_hash;
-    uint64_t t_hash_cap;
-    pthread_mutex_t index_lock;
-};
 
 /* ------------------------------------------------------------------ errors */
 
@@ -79,10 +42,7 @@ const char *gguf_strerror(gguf_status code)
     return "unknown error";
 }
 
-static void set_err(gguf_error *err, gguf_status code, const char *path, uint64_t off, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static void set_err(gguf_error *err, gguf_status code, const char *path, uint64_t off, const char *fmt, ...)
+void gguf__set_err(gguf_error *err, gguf_status code, const char *path, uint64_t off, const char *fmt, ...)
 {
     if (!err || err->code != GGUF_OK)
         return; /* keep the first error */
@@ -127,7 +87,7 @@ static bool cur_fail(cursor *c, uint64_t off, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    set_err(c->err, GGUF_EFORMAT, c->path, off, "%s", msg);
+    gguf__set_err(c->err, GGUF_EFORMAT, c->path, off, "%s", msg);
     return false;
 }
 
@@ -143,7 +103,7 @@ static bool cur_need(cursor *c, uint64_t n, const char *what)
                     (unsigned long long)missing);
 }
 
-static uint64_t load_le(const uint8_t *p, int n, bool be)
+uint64_t gguf__load_le(const uint8_t *p, int n, bool be)
 {
     uint64_t v = 0;
     for (int i = 0; i < n; i++)
@@ -155,7 +115,7 @@ static bool cur_u(cursor *c, int n, uint64_t *out, const char *what)
 {
     if (!cur_need(c, (uint64_t)n, what))
         return false;
-    *out = load_le(c->base + c->pos, n, c->be);
+    *out = gguf__load_le(c->base + c->pos, n, c->be);
     c->pos += (uint64_t)n;
     return true;
 }
@@ -193,7 +153,7 @@ static bool cur_str(cursor *c, gguf_str *out, const char *what)
 
 /* ------------------------------------------------------------------ values */
 
-static int vtype_size(gguf_vtype t)
+int gguf__vtype_size(gguf_vtype t)
 {
     switch (t) {
     case GGUF_VT_UINT8: case GGUF_VT_INT8: case GGUF_VT_BOOL: return 1;
@@ -237,7 +197,7 @@ static bool skip_array(cursor *c, int depth, gguf_value *out)
     if (!read_type(c, &et, "array element type") || !cur_count(c, &n, "array length"))
         return false;
     uint64_t start = c->pos;
-    int es = vtype_size(et);
+    int es = gguf__vtype_size(et);
     if (es > 0) {
         if (n > (c->size - c->pos) / (uint64_t)es)
             return cur_fail(c, at, "array of %llu %s runs past the end of the file (expected at most the %llu bytes left)",
@@ -279,7 +239,7 @@ static bool skip_value(cursor *c, gguf_vtype t, int depth, gguf_value *out)
         if (!cur_str(c, &s, "string value"))
             return false;
     } else {
-        int n = vtype_size(t);
+        int n = gguf__vtype_size(t);
         if (!cur_need(c, (uint64_t)n, "value"))
             return false;
         if (t == GGUF_VT_BOOL && c->base[c->pos] > 1)
@@ -354,37 +314,14 @@ static int64_t hash_find(const uint64_t *tab, uint64_t cap, const char *s, const
 
 /* ------------------------------------------------------------------ parsing */
 
-#define QUOTE_CAP 200
-
-/* A name from the file, for a message: control bytes and backslashes as
- * \xNN (so a message stays one line and cannot drive a terminal), cut to
- * fit cap with "...". Returns buf. */
-static char *quote_str(gguf_str s, char *buf, size_t cap)
-{
-    size_t k = 0;
-    for (uint64_t i = 0; i < s.len; i++) {
-        unsigned char ch = (unsigned char)s.ptr[i];
-        bool esc = ch < 0x20 || ch == 0x7f || ch == '\\';
-        if (k + (esc ? 4 : 1) + 4 > cap) {
-            memcpy(buf + k, "...", 3);
-            k += 3;
-            break;
-        }
-        if (esc)
-            k += (size_t)snprintf(buf + k, cap - k, "\\x%02x", ch);
-        else
-            buf[k++] = (char)ch;
-    }
-    buf[k] = 0;
-    return buf;
-}
+#define QUOTE_CAP 200 /* a name quoted in a message (textesc_bytes) */
 
 /* Recognise common accidents before the magic check, for a helpful message. */
 static bool diagnose_not_gguf(const uint8_t *p, uint64_t size, const char *path, gguf_error *err)
 {
     static const char lfs[] = "version https://git-lfs";
     if (size >= sizeof lfs - 1 && memcmp(p, lfs, sizeof lfs - 1) == 0) {
-        set_err(err, GGUF_EFORMAT, path, 0, "this is a Git LFS pointer file, not the model (expected GGUF magic; run `git lfs pull` to fetch the real file)");
+        gguf__set_err(err, GGUF_EFORMAT, path, 0, "this is a Git LFS pointer file, not the model (expected GGUF magic; run `git lfs pull` to fetch the real file)");
         return true;
     }
     uint64_t i = 0;
@@ -395,7 +332,7 @@ static bool diagnose_not_gguf(const uint8_t *p, uint64_t size, const char *path,
         for (uint64_t k = 0; k < 15 && i + k < size; k++)
             head[k] = (char)tolower(p[i + k]);
         if (!strncmp(head, "<!doctype", 9) || !strncmp(head, "<html", 5) || !strncmp(head, "<?xml", 5) || !strncmp(head, "<head", 5)) {
-            set_err(err, GGUF_EFORMAT, path, 0, "this is an HTML/XML page (an error page saved instead of the model?), not a GGUF file (expected magic \"GGUF\")");
+            gguf__set_err(err, GGUF_EFORMAT, path, 0, "this is an HTML/XML page (an error page saved instead of the model?), not a GGUF file (expected magic \"GGUF\")");
             return true;
         }
     }
@@ -407,7 +344,7 @@ static bool diagnose_not_gguf(const uint8_t *p, uint64_t size, const char *path,
         };
         for (size_t k = 0; k < sizeof old / sizeof old[0]; k++)
             if (memcmp(p, old[k].bytes, 4) == 0) {
-                set_err(err, GGUF_EFORMAT, path, 0, "this is a %s-era ggml file, not GGUF (expected magic \"GGUF\"; convert it with llama.cpp's convert_llama_ggml_to_gguf.py)", old[k].name);
+                gguf__set_err(err, GGUF_EFORMAT, path, 0, "this is a %s-era ggml file, not GGUF (expected magic \"GGUF\"; convert it with llama.cpp's convert_llama_ggml_to_gguf.py)", old[k].name);
                 return true;
             }
     }
@@ -426,13 +363,13 @@ static int span_cmp(const void *x, const void *y)
 }
 
 /* Parse the header, metadata and tensor infos of one shard into f (appending tensors). */
-static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool first)
+bool gguf__parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool first)
 {
     gguf_shard *sh = &f->shards[shard_idx];
     cursor c = {.base = sh->base, .size = sh->size, .path = sh->path, .err = err};
 
     if (sh->size == 0) {
-        set_err(err, GGUF_EFORMAT, sh->path, 0, "the file is empty (expected a GGUF header)");
+        gguf__set_err(err, GGUF_EFORMAT, sh->path, 0, "the file is empty (expected a GGUF header)");
         return false;
     }
     if (sh->size < 4 || memcmp(sh->base, "GGUF", 4) != 0) {
@@ -441,7 +378,7 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
             int n = sh->size < 4 ? (int)sh->size : 4, k = 0;
             for (int i = 0; i < n; i++)
                 k += snprintf(got + k, sizeof got - (size_t)k, "%02x", sh->base[i]);
-            set_err(err, GGUF_EFORMAT, sh->path, 0, "bad magic 0x%s (expected \"GGUF\" = 0x47475546)%s", got,
+            gguf__set_err(err, GGUF_EFORMAT, sh->path, 0, "bad magic 0x%s (expected \"GGUF\" = 0x47475546)%s", got,
                     sh->size < 4 ? ": the file is shorter than a header" : "");
         }
         return false;
@@ -449,8 +386,8 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
     c.pos = 4;
     if (!cur_need(&c, 4, "version"))
         return false;
-    uint32_t v_le = (uint32_t)load_le(sh->base + 4, 4, false);
-    uint32_t v_be = (uint32_t)load_le(sh->base + 4, 4, true);
+    uint32_t v_le = (uint32_t)gguf__load_le(sh->base + 4, 4, false);
+    uint32_t v_be = (uint32_t)gguf__load_le(sh->base + 4, 4, true);
     bool be;
     uint32_t version;
     if (v_le >= 1 && v_le <= 3) {
@@ -467,7 +404,7 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
         f->version = version;
         f->big_endian = be;
     } else if (version != f->version || be != f->big_endian) {
-        set_err(err, GGUF_ESPLIT, sh->path, 4, "shard has GGUF version %u%s (expected %u%s, as the first shard)", version,
+        gguf__set_err(err, GGUF_ESPLIT, sh->path, 4, "shard has GGUF version %u%s (expected %u%s, as the first shard)", version,
                 be ? " big-endian" : "", f->version, f->big_endian ? " big-endian" : "");
         return false;
     }
@@ -498,7 +435,7 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
         if (!kvs || !kv_hash) {
             free(kvs);
             free(kv_hash);
-            set_err(err, GGUF_ENOMEM, sh->path, 0, "out of memory for %llu keys", (unsigned long long)n_kv);
+            gguf__set_err(err, GGUF_ENOMEM, sh->path, 0, "out of memory for %llu keys", (unsigned long long)n_kv);
             return false;
         }
         tmp.kvs = kvs;
@@ -534,7 +471,7 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
                 cur_fail(&c, type_at, "general.alignment has type %s (expected uint32)", gguf_vtype_name(t));
                 goto fail_kv;
             }
-            uint32_t a = (uint32_t)load_le(kv.value.data, 4, be);
+            uint32_t a = (uint32_t)gguf__load_le(kv.value.data, 4, be);
             if (a == 0 || a % 8 != 0) {
                 cur_fail(&c, kv.value.offset, "general.alignment is %u (expected a non-zero multiple of 8)", a);
                 goto fail_kv;
@@ -559,7 +496,7 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
             int64_t dup = hash_insert(kv_hash, kv_hash_cap, kv.key, i, kv_name, &tmp);
             if (dup >= 0) {
                 char name[QUOTE_CAP];
-                cur_fail(&c, kv.key_offset, "duplicate key '%s' (expected unique keys; first at offset %llu)", quote_str(kv.key, name, sizeof name),
+                cur_fail(&c, kv.key_offset, "duplicate key '%s' (expected unique keys; first at offset %llu)", textesc_bytes(name, sizeof name, kv.key.ptr, (size_t)kv.key.len),
                          (unsigned long long)kvs[dup].key_offset);
                 goto fail_kv;
             }
@@ -572,7 +509,7 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
         f->kv_hash_cap = kv_hash_cap;
         f->alignment = alignment;
     } else if (alignment != f->alignment) {
-        set_err(err, GGUF_ESPLIT, sh->path, 0, "shard alignment is %u (expected %u, as the first shard)", alignment, f->alignment);
+        gguf__set_err(err, GGUF_ESPLIT, sh->path, 0, "shard alignment is %u (expected %u, as the first shard)", alignment, f->alignment);
         return false;
     }
 
@@ -581,7 +518,7 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
     if (n_tensors > 0) {
         gguf_tensor *nt = realloc(f->tensors, (base_idx + n_tensors) * sizeof *nt);
         if (!nt) {
-            set_err(err, GGUF_ENOMEM, sh->path, 0, "out of memory for %llu tensors", (unsigned long long)n_tensors);
+            gguf__set_err(err, GGUF_ENOMEM, sh->path, 0, "out of memory for %llu tensors", (unsigned long long)n_tensors);
             return false;
         }
         f->tensors = nt;
@@ -672,7 +609,7 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
             __builtin_add_overflow(end, data_off, &end)) {
             char name[QUOTE_CAP];
             return cur_fail(&c, t->info_offset, "tensor '%s' data offset %llu plus size %llu overflows 64 bits (expected an offset inside the file)",
-                            quote_str(t->name, name, sizeof name), (unsigned long long)t->offset, (unsigned long long)t->n_bytes);
+                            textesc_bytes(name, sizeof name, t->name.ptr, (size_t)t->name.len), (unsigned long long)t->offset, (unsigned long long)t->n_bytes);
         }
         end = t->offset + t->n_bytes;
         end += (alignment - end % alignment) % alignment;
@@ -683,7 +620,7 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
         const gguf_tensor *t = &f->tensors[last];
         char name[QUOTE_CAP];
         return cur_fail(&c, t->info_offset, "tensor '%s' data ends at byte %llu, past the end of the file (expected the whole data; the file has %llu bytes: truncated by %llu bytes)",
-                        quote_str(t->name, name, sizeof name), (unsigned long long)(data_off + data_end),
+                        textesc_bytes(name, sizeof name, t->name.ptr, (size_t)t->name.len), (unsigned long long)(data_off + data_end),
                         (unsigned long long)sh->size, (unsigned long long)(data_off + data_end - sh->size));
     }
     for (uint64_t i = 0; i < n_tensors; i++) {
@@ -697,7 +634,7 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
         span *ord = malloc(n_tensors * sizeof *ord);
         uint64_t m = 0;
         if (!ord) {
-            set_err(err, GGUF_ENOMEM, sh->path, 0, "out of memory");
+            gguf__set_err(err, GGUF_ENOMEM, sh->path, 0, "out of memory");
             return false;
         }
         for (uint64_t i = 0; i < n_tensors; i++)
@@ -709,8 +646,8 @@ static bool parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool 
             if (a->offset + a->n_bytes > b->offset) {
                 char na[QUOTE_CAP], nb[QUOTE_CAP];
                 cur_fail(&c, b->info_offset, "tensor '%s' (data %llu..%llu) overlaps tensor '%s' from %llu (expected disjoint data)",
-                         quote_str(a->name, na, sizeof na), (unsigned long long)a->offset,
-                         (unsigned long long)(a->offset + a->n_bytes), quote_str(b->name, nb, sizeof nb),
+                         textesc_bytes(na, sizeof na, a->name.ptr, (size_t)a->name.len), (unsigned long long)a->offset,
+                         (unsigned long long)(a->offset + a->n_bytes), textesc_bytes(nb, sizeof nb, b->name.ptr, (size_t)b->name.len),
                          (unsigned long long)b->offset);
                 free(ord);
                 return false;
@@ -729,11 +666,11 @@ fail_kv:
     return false;
 }
 
-static bool build_tensor_hash(gguf_file *f, gguf_error *err)
+bool gguf__build_tensor_hash(gguf_file *f, gguf_error *err)
 {
     f->t_hash = hash_new(f->n_tensors, &f->t_hash_cap);
     if (!f->t_hash) {
-        set_err(err, GGUF_ENOMEM, f->shards[0].path, 0, "out of memory");
+        gguf__set_err(err, GGUF_ENOMEM, f->shards[0].path, 0, "out of memory");
         return false;
     }
     for (uint64_t i = 0; i < f->n_tensors; i++) {
@@ -741,8 +678,8 @@ static bool build_tensor_hash(gguf_file *f, gguf_error *err)
         if (dup >= 0) {
             char name[QUOTE_CAP];
             const gguf_tensor *t = &f->tensors[i];
-            set_err(err, GGUF_EFORMAT, f->shards[t->shard].path, t->info_offset,
-                    "duplicate tensor name '%s' (expected unique names; first at offset %llu)", quote_str(t->name, name, sizeof name),
+            gguf__set_err(err, GGUF_EFORMAT, f->shards[t->shard].path, t->info_offset,
+                    "duplicate tensor name '%s' (expected unique names; first at offset %llu)", textesc_bytes(name, sizeof name, t->name.ptr, (size_t)t->name.len),
                     (unsigned long long)f->tensors[dup].info_offset);
             return false;
         }
@@ -750,7 +687,7 @@ static bool build_tensor_hash(gguf_file *f, gguf_error *err)
     return true;
 }
 
-static gguf_file *file_new(void)
+gguf_file *gguf__file_new(void)
 {
     gguf_file *f = calloc(1, sizeof *f);
     if (f)
@@ -758,360 +695,18 @@ static gguf_file *file_new(void)
     return f;
 }
 
-/* Where shards come from: files on disk, or an in-memory table of named
- * files (gguf_open_memfiles). Both go through the same split logic. */
-typedef struct {
-    /* Fill sh (path, base, size, mapped, id) for `path`. Returns false with
-     * *err set (GGUF_ENOTFOUND when there is no such file). */
-    bool (*map)(void *ctx, gguf_shard *sh, const char *path, gguf_error *err);
-    void *ctx;
-} shard_src;
+/* ------------------------------------------------------------------ lookup */
 
-static const char *file_kind(mode_t m)
+const gguf_kv *gguf_find_kv(const gguf_file *f, const char *key)
 {
-    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : S_ISCHR(m) ? "a character device"
-           : S_ISBLK(m) ? "a block device" : "not a plain file";
+    int64_t i = hash_find(f->kv_hash, f->kv_hash_cap, key, kv_name, f);
+    return i >= 0 ? &f->kvs[i] : NULL;
 }
 
-static bool map_file(void *ctx, gguf_shard *sh, const char *path, gguf_error *err)
+const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name)
 {
-    (void)ctx;
-    sh->path = strdup(path);
-    if (!sh->path) {
-        set_err(err, GGUF_ENOMEM, path, 0, "out of memory");
-        return false;
-    }
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer; we only fstat
-     * and mmap, so the flag changes nothing for a regular file. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        set_err(err, errno == ENOENT ? GGUF_ENOTFOUND : GGUF_EIO, path, 0, "cannot open: %s", strerror(errno));
-        return false;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        set_err(err, GGUF_EIO, path, 0, "cannot stat: %s", strerror(errno));
-        close(fd);
-        return false;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        set_err(err, GGUF_EIO, path, 0, "not a regular file: %s (expected a GGUF file)", file_kind(st.st_mode));
-        close(fd);
-        return false;
-    }
-    sh->id[0] = (uint64_t)st.st_dev;
-    sh->id[1] = (uint64_t)st.st_ino;
-    sh->size = (uint64_t)st.st_size;
-    if (sh->size > 0) {
-        void *p = mmap(NULL, (size_t)sh->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED) {
-            set_err(err, GGUF_EIO, path, 0, "cannot map: %s", strerror(errno));
-            close(fd);
-            return false;
-        }
-        sh->base = p;
-        sh->mapped = true;
-    } else {
-        static const uint8_t empty[1];
-        sh->base = empty;
-    }
-    close(fd);
-    return true;
-}
-
-typedef struct {
-    const gguf_memfile *files;
-    size_t n;
-} memfile_table;
-
-static bool map_memfile(void *ctx, gguf_shard *sh, const char *path, gguf_error *err)
-{
-    static const uint8_t empty[1];
-    const memfile_table *t = ctx;
-    sh->path = strdup(path);
-    if (!sh->path) {
-        set_err(err, GGUF_ENOMEM, path, 0, "out of memory");
-        return false;
-    }
-    for (size_t i = 0; i < t->n; i++) {
-        if (t->files[i].name && !strcmp(t->files[i].name, path)) {
-            sh->base = t->files[i].data ? t->files[i].data : empty;
-            sh->size = t->files[i].data ? t->files[i].size : 0;
-            sh->id[0] = UINT64_MAX;
-            sh->id[1] = i;
-            return true;
-        }
-    }
-    set_err(err, GGUF_ENOTFOUND, path, 0, "cannot open: No such file or directory");
-    return false;
-}
-
-/* "dir/NAME-00001-of-00003.gguf" -> prefix length up to "-00001", shard number and count from the name. */
-static bool split_name(const char *path, size_t *prefix_len, uint32_t *no, uint32_t *count)
-{
-    size_t n = strlen(path);
-    static const char tail[] = "-00000-of-00000.gguf";
-    size_t tl = sizeof tail - 1;
-    if (n < tl)
-        return false;
-    const char *s = path + n - tl;
-    for (size_t i = 0; i < tl; i++) {
-        char want = tail[i];
-        if (want == '0' ? !isdigit((unsigned char)s[i]) : s[i] != want)
-            return false;
-    }
-    *no = (uint32_t)atoi(s + 1);
-    *count = (uint32_t)atoi(s + 10);
-    *prefix_len = n - tl;
-    return true;
-}
-
-/* Map and parse one file as shard 0 of a new handle; never follows splits. */
-static gguf_file *open_single(const shard_src *src, const char *path, gguf_error *err)
-{
-    gguf_file *f = file_new();
-    if (!f || !(f->shards = calloc(1, sizeof *f->shards))) {
-        free(f);
-        set_err(err, GGUF_ENOMEM, path, 0, "out of memory");
-        return NULL;
-    }
-    f->n_shards = 1;
-    if (!src->map(src->ctx, &f->shards[0], path, err) || !parse_shard(f, 0, err, true) || !build_tensor_hash(f, err)) {
-        gguf_close(f);
-        return NULL;
-    }
-    return f;
-}
-
-/* Check that the opened file's name and split.no / split.count agree.
- * Returns 0: not split (or a one-shard set); 1: the first shard of a set of
- * *count; 2: a later shard (*prefix_len set: reopen from the first);
- * -1: error (err set). */
-static int split_check_first(const gguf_shard *s0, size_t *prefix_len, uint32_t *count, gguf_error *err)
-{
-    const char *p = s0->path;
-    if (!s0->has_split_count) {
-        if (s0->has_split_no && s0->split_no != 0) {
-            set_err(err, GGUF_ESPLIT, p, s0->split_no_off, "split.no is %llu but there is no split.count (expected both, or split.no 0)",
-                    (unsigned long long)s0->split_no);
-            return -1;
-        }
-        return 0;
-    }
-    uint64_t c = s0->split_count, no = s0->has_split_no ? s0->split_no : 0;
-    if (c == 0 || c > GGUF_MAX_SHARDS) {
-        set_err(err, GGUF_ESPLIT, p, s0->split_count_off, "split.count is %llu (expected 1 to %d)", (unsigned long long)c,
-                GGUF_MAX_SHARDS);
-        return -1;
-    }
-    if (no >= c) {
-        set_err(err, GGUF_ESPLIT, p, s0->split_no_off, "split.no is %llu but split.count is %llu (expected split.no below split.count)",
-                (unsigned long long)no, (unsigned long long)c);
-        return -1;
-    }
-    uint32_t name_no, name_count;
-    bool named = split_name(p, prefix_len, &name_no, &name_count);
-    if (c == 1 && !named)
-        return 0; /* a one-shard "set" under any name */
-    if (c > 1 && !s0->has_split_no) {
-        set_err(err, GGUF_ESPLIT, p, s0->split_count_off, "split.count is %llu but split.no is absent (expected both in every shard)",
-                (unsigned long long)c);
-        return -1;
-    }
-    if (!named) {
-        set_err(err, GGUF_ESPLIT, p, s0->split_count_off,
-                "split.count is %llu but the file name does not end in -NNNNN-of-NNNNN.gguf (expected -%05llu-of-%05llu.gguf, "
-                "so that the other shards can be found)", (unsigned long long)c, (unsigned long long)no + 1, (unsigned long long)c);
-        return -1;
-    }
-    if (name_count != c) {
-        set_err(err, GGUF_ESPLIT, p, s0->split_count_off, "split.count is %llu but the file name says %u shards (expected the same count)",
-                (unsigned long long)c, name_count);
-        return -1;
-    }
-    if (name_no != no + 1) {
-        set_err(err, GGUF_ESPLIT, p, s0->split_no_off, "split.no is %llu but the file name says shard %u (expected split.no %u)",
-                (unsigned long long)no, name_no, name_no > 0 ? name_no - 1 : 0);
-        return -1;
-    }
-    if (c == 1)
-        return 0;
-    *count = (uint32_t)c;
-    return no == 0 ? 1 : 2;
-}
-
-/* Add shards 1..count-1 to f (shard 0 is the first of the set). Each shard
- * is mapped and parsed on its own: opening one never opens a set. */
-static bool open_shards(gguf_file *f, const shard_src *src, size_t plen, uint32_t count, gguf_error *err)
-{
-    gguf_shard *sh = realloc(f->shards, count * sizeof *sh);
-    if (!sh) {
-        set_err(err, GGUF_ENOMEM, f->shards[0].path, 0, "out of memory");
-        return false;
-    }
-    f->shards = sh;
-    memset(sh + 1, 0, (count - 1) * sizeof *sh);
-    size_t cap = plen + 32;
-    char *sp = malloc(cap);
-    if (!sp) {
-        set_err(err, GGUF_ENOMEM, f->shards[0].path, 0, "out of memory");
-        return false;
-    }
-    bool ok = false;
-    for (uint32_t i = 1; i < count; i++) {
-        snprintf(sp, cap, "%.*s-%05u-of-%05u.gguf", (int)plen, f->shards[0].path, i + 1, count);
-        f->n_shards = i + 1;
-        gguf_shard *s = &f->shards[i];
-        if (!src->map(src->ctx, s, sp, err)) {
-            if (err && err->code == GGUF_ENOTFOUND) {
-                err->code = GGUF_ESPLIT;
-                snprintf(err->msg, sizeof err->msg, "shard %u of %u is missing (expected %s beside the first shard)", i + 1, count, sp);
-            }
-            goto out;
-        }
-        for (uint32_t k = 0; k < i; k++)
-            if (f->shards[k].id[0] == s->id[0] && f->shards[k].id[1] == s->id[1]) {
-                set_err(err, GGUF_ESPLIT, sp, 0, "shard %u is the same file as shard %u, %s (expected a distinct file)", i + 1, k + 1,
-                        f->shards[k].path);
-                goto out;
-            }
-        if (!parse_shard(f, i, err, false))
-            goto out;
-        if (!s->has_split_count || s->split_count != count) {
-            if (s->has_split_count)
-                set_err(err, GGUF_ESPLIT, sp, s->split_count_off, "split.count is %llu (expected %u, as the first shard and the file name)",
-                        (unsigned long long)s->split_count, count);
-            else
-                set_err(err, GGUF_ESPLIT, sp, 0, "split.count is absent (expected %u, as the first shard)", count);
-            goto out;
-        }
-        if (!s->has_split_no || s->split_no != i) {
-            if (s->has_split_no)
-                set_err(err, GGUF_ESPLIT, sp, s->split_no_off, "split.no is %llu (expected %u, from the file name)",
-                        (unsigned long long)s->split_no, i);
-            else
-                set_err(err, GGUF_ESPLIT, sp, 0, "split.no is absent (expected %u, from the file name)", i);
-            goto out;
-        }
-    }
-    uint64_t total;
-    const gguf_kv *tkv = gguf_find_kv(f, "split.tensors.count");
-    if (tkv && gguf_value_u64(&tkv->value, &total) == GGUF_OK && total != f->n_tensors) {
-        set_err(err, GGUF_ESPLIT, f->shards[0].path, tkv->value.offset,
-                "split.tensors.count is %llu but the shards hold %llu tensors (expected the same)", (unsigned long long)total,
-                (unsigned long long)f->n_tensors);
-        goto out;
-    }
-    free(f->t_hash);
-    f->t_hash = NULL;
-    ok = build_tensor_hash(f, err);
-out:
-    free(sp);
-    return ok;
-}
-
-/* Open `path` from src and, when it is one shard of a split set, the whole
- * set. A later shard reopens the set from its first shard, once: the first
- * shard's own name and metadata must then say it is the first. */
-static gguf_file *open_set(const shard_src *src, const char *path, gguf_error *err)
-{
-    if (err)
-        memset(err, 0, sizeof *err);
-    if (!path) {
-        set_err(err, GGUF_EARG, "", 0, "no path");
-        return NULL;
-    }
-    char *first = NULL;
-    gguf_file *f = NULL;
-    uint32_t want_count = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        f = open_single(src, pass ? first : path, err);
-        if (!f) {
-            if (pass && err && err->code == GGUF_ENOTFOUND) {
-                err->code = GGUF_ESPLIT;
-                snprintf(err->msg, sizeof err->msg, "shard 1 of %u is missing (expected it beside %s)", want_count, path);
-            }
-            break;
-        }
-        size_t plen = 0;
-        uint32_t count = 0;
-        int r = split_check_first(&f->shards[0], &plen, &count, err);
-        if (r == 0 && pass) {
-            set_err(err, GGUF_ESPLIT, f->shards[0].path, 0, "the first shard has no split set (expected split.count %u, as %s says)",
-                    want_count, path);
-            gguf_close(f);
-            f = NULL;
-            break;
-        }
-        if (r == 0)
-            break;
-        if (r == 1) {
-            if (!open_shards(f, src, plen, count, err)) {
-                gguf_close(f);
-                f = NULL;
-            }
-            break;
-        }
-        if (r == 2 && pass == 0) {
-            /* a later shard: the set is opened from its first shard */
-            first = malloc(plen + 32);
-            if (!first) {
-                set_err(err, GGUF_ENOMEM, path, 0, "out of memory");
-                gguf_close(f);
-                f = NULL;
-                break;
-            }
-            snprintf(first, plen + 32, "%.*s-%05u-of-%05u.gguf", (int)plen, f->shards[0].path, 1u, count);
-            want_count = count;
-            gguf_close(f);
-            f = NULL;
-            continue;
-        }
-        /* an error, or (cannot happen: the name says shard 1) a first shard claiming to be a later one */
-        if (r == 2)
-            set_err(err, GGUF_ESPLIT, f->shards[0].path, f->shards[0].split_no_off, "the first shard says split.no is %llu (expected 0)",
-                    (unsigned long long)f->shards[0].split_no);
-        gguf_close(f);
-        f = NULL;
-        break;
-    }
-    free(first);
-    return f;
-}
-
-gguf_file *gguf_open(const char *path, gguf_error *err)
-{
-    shard_src src = {map_file, NULL};
-    return open_set(&src, path, err);
-}
-
-gguf_file *gguf_open_memfiles(const gguf_memfile *files, size_t n, const char *path, gguf_error *err)
-{
-    memfile_table t = {files, files ? n : 0};
-    shard_src src = {map_memfile, &t};
-    return open_set(&src, path, err);
-}
-
-gguf_file *gguf_open_memory(const void *data, size_t size, const char *name, gguf_error *err)
-{
-    if (err)
-        memset(err, 0, sizeof *err);
-    static const uint8_t empty[1];
-    gguf_file *f = file_new();
-    if (!f || !(f->shards = calloc(1, sizeof *f->shards))) {
-        free(f);
-        set_err(err, GGUF_ENOMEM, name, 0, "out of memory");
-        return NULL;
-    }
-    f->n_shards = 1;
-    f->shards[0].path = strdup(name ? name : "<memory>");
-    f->shards[0].base = data ? data : empty;
-    f->shards[0].size = data ? size : 0;
-    if (!f->shards[0].path || !parse_shard(f, 0, err, true) || !build_tensor_hash(f, err)) {
-        gguf_close(f);
-        return NULL;
-    }
-    return f;
+    int64_t i = hash_find(f->t_hash, f->t_hash_cap, name, t_name, f);
+    return i >= 0 ? &f->tensors[i] : NULL;
 }
 
 void gguf_close(gguf_file *f)
@@ -1139,366 +734,3 @@ void gguf_close(gguf_file *f)
     free(f);
 }
 
-/* ------------------------------------------------------------------ header */
-
-uint32_t gguf_version(const gguf_file *f) { return f->version; }
-bool gguf_big_endian(const gguf_file *f) { return f->big_endian; }
-uint32_t gguf_alignment(const gguf_file *f) { return f->alignment; }
-uint64_t gguf_data_offset(const gguf_file *f) { return f->shards[0].data_offset; }
-const char *gguf_path(const gguf_file *f) { return f->shards[0].path; }
-uint32_t gguf_shard_count(const gguf_file *f) { return f->n_shards; }
-
-uint64_t gguf_file_size(const gguf_file *f)
-{
-    uint64_t s = 0;
-    for (uint32_t i = 0; i < f->n_shards; i++)
-        s += f->shards[i].size;
-    return s;
-}
-
-const uint8_t *gguf_shard_base(const gguf_file *f, uint32_t shard, uint64_t *size)
-{
-    if (shard >= f->n_shards)
-        return NULL;
-    if (size)
-        *size = f->shards[shard].size;
-    return f->shards[shard].base;
-}
-
-const char *gguf_shard_path(const gguf_file *f, uint32_t shard)
-{
-    return shard < f->n_shards ? f->shards[shard].path : NULL;
-}
-
-/* ------------------------------------------------------------------ metadata */
-
-uint64_t gguf_kv_count(const gguf_file *f) { return f->n_kv; }
-
-const gguf_kv *gguf_kv_at(const gguf_file *f, uint64_t i)
-{
-    return i < f->n_kv ? &f->kvs[i] : NULL;
-}
-
-const gguf_kv *gguf_find_kv(const gguf_file *f, const char *key)
-{
-    int64_t i = hash_find(f->kv_hash, f->kv_hash_cap, key, kv_name, f);
-    return i >= 0 ? &f->kvs[i] : NULL;
-}
-
-static uint64_t rd(const gguf_value *v, const uint8_t *p, int n)
-{
-    return load_le(p, n, v->file && v->file->big_endian);
-}
-
-gguf_status gguf_value_i64(const gguf_value *v, int64_t *out)
-{
-    uint64_t u;
-    switch (v->type) {
-    case GGUF_VT_UINT8: *out = (uint8_t)rd(v, v->data, 1); return GGUF_OK;
-    case GGUF_VT_INT8: *out = (int8_t)rd(v, v->data, 1); return GGUF_OK;
-    case GGUF_VT_UINT16: *out = (uint16_t)rd(v, v->data, 2); return GGUF_OK;
-    case GGUF_VT_INT16: *out = (int16_t)rd(v, v->data, 2); return GGUF_OK;
-    case GGUF_VT_UINT32: *out = (uint32_t)rd(v, v->data, 4); return GGUF_OK;
-    case GGUF_VT_INT32: *out = (int32_t)rd(v, v->data, 4); return GGUF_OK;
-    case GGUF_VT_INT64: *out = (int64_t)rd(v, v->data, 8); return GGUF_OK;
-    case GGUF_VT_UINT64:
-        u = rd(v, v->data, 8);
-        if (u > (uint64_t)INT64_MAX)
-            return GGUF_ETYPE;
-        *out = (int64_t)u;
-        return GGUF_OK;
-    default: return GGUF_ETYPE;
-    }
-}
-
-gguf_status gguf_value_u64(const gguf_value *v, uint64_t *out)
-{
-    if (v->type == GGUF_VT_UINT64) {
-        *out = rd(v, v->data, 8);
-        return GGUF_OK;
-    }
-    int64_t i;
-    gguf_status s = gguf_value_i64(v, &i);
-    if (s != GGUF_OK)
-        return s;
-    if (i < 0)
-        return GGUF_ETYPE;
-    *out = (uint64_t)i;
-    return GGUF_OK;
-}
-
-gguf_status gguf_value_f64(const gguf_value *v, double *out)
-{
-    if (v->type == GGUF_VT_FLOAT32) {
-        uint32_t b = (uint32_t)rd(v, v->data, 4);
-        float x;
-        memcpy(&x, &b, 4);
-        *out = x;
-        return GGUF_OK;
-    }
-    if (v->type == GGUF_VT_FLOAT64) {
-        uint64_t b = rd(v, v->data, 8);
-        memcpy(out, &b, 8);
-        return GGUF_OK;
-    }
-    if (v->type == GGUF_VT_BOOL) {
-        *out = v->data[0];
-        return GGUF_OK;
-    }
-    if (v->type == GGUF_VT_UINT64) {
-        *out = (double)rd(v, v->data, 8);
-        return GGUF_OK;
-    }
-    int64_t i;
-    gguf_status s = gguf_value_i64(v, &i);
-    if (s == GGUF_OK)
-        *out = (double)i;
-    return s;
-}
-
-gguf_status gguf_value_str(const gguf_value *v, gguf_str *out)
-{
-    if (v->type != GGUF_VT_STRING)
-        return GGUF_ETYPE;
-    int lw = v->file && v->file->version == 1 ? 4 : 8;
-    out->len = rd(v, v->data, lw);
-    out->ptr = (const char *)v->data + lw;
-    return GGUF_OK;
-}
-
-static const gguf_value *find_val(const gguf_file *f, const char *key)
-{
-    const gguf_kv *kv = gguf_find_kv(f, key);
-    return kv ? &kv->value : NULL;
-}
-
-gguf_status gguf_get_u64(const gguf_file *f, const char *key, uint64_t *out)
-{
-    const gguf_value *v = find_val(f, key);
-    return v ? gguf_value_u64(v, out) : GGUF_ENOTFOUND;
-}
-
-gguf_status gguf_get_i64(const gguf_file *f, const char *key, int64_t *out)
-{
-    const gguf_value *v = find_val(f, key);
-    return v ? gguf_value_i64(v, out) : GGUF_ENOTFOUND;
-}
-
-gguf_status gguf_get_u32(const gguf_file *f, const char *key, uint32_t *out)
-{
-    uint64_t u;
-    gguf_status s = gguf_get_u64(f, key, &u);
-    if (s != GGUF_OK)
-        return s;
-    if (u > UINT32_MAX)
-        return GGUF_ETYPE;
-    *out = (uint32_t)u;
-    return GGUF_OK;
-}
-
-gguf_status gguf_get_f64(const gguf_file *f, const char *key, double *out)
-{
-    const gguf_value *v = find_val(f, key);
-    if (!v)
-        return GGUF_ENOTFOUND;
-    if (v->type == GGUF_VT_STRING || v->type == GGUF_VT_ARRAY || v->type == GGUF_VT_BOOL)
-        return GGUF_ETYPE;
-    return gguf_value_f64(v, out);
-}
-
-gguf_status gguf_get_bool(const gguf_file *f, const char *key, bool *out)
-{
-    const gguf_value *v = find_val(f, key);
-    if (!v)
-        return GGUF_ENOTFOUND;
-    if (v->type != GGUF_VT_BOOL)
-        return GGUF_ETYPE;
-    *out = v->data[0] != 0;
-    return GGUF_OK;
-}
-
-gguf_status gguf_get_str(const gguf_file *f, const char *key, gguf_str *out)
-{
-    const gguf_value *v = find_val(f, key);
-    return v ? gguf_value_str(v, out) : GGUF_ENOTFOUND;
-}
-
-gguf_status gguf_get_cstr(const gguf_file *f, const char *key, char *buf, size_t cap)
-{
-    gguf_str s;
-    gguf_status st = gguf_get_str(f, key, &s);
-    if (st == GGUF_OK)
-        gguf_str_copy(s, buf, cap);
-    return st;
-}
-
-gguf_status gguf_get_arr(const gguf_file *f, const char *key, const gguf_value **out)
-{
-    const gguf_value *v = find_val(f, key);
-    if (!v)
-        return GGUF_ENOTFOUND;
-    if (v->type != GGUF_VT_ARRAY)
-        return GGUF_ETYPE;
-    *out = v;
-    return GGUF_OK;
-}
-
-/* Size in bytes of the (already validated) value of type t at p. */
-static uint64_t value_size_at(const gguf_file *f, gguf_vtype t, const uint8_t *p)
-{
-    int es = vtype_size(t);
-    if (es)
-        return (uint64_t)es;
-    int lw = f->version == 1 ? 4 : 8;
-    if (t == GGUF_VT_STRING)
-        return (uint64_t)lw + load_le(p, lw, f->big_endian);
-    /* nested array: type + count + elements */
-    gguf_vtype et = (gguf_vtype)load_le(p, 4, f->big_endian);
-    uint64_t n = load_le(p + 4, lw, f->big_endian), s = 4 + (uint64_t)lw;
-    int ees = vtype_size(et);
-    if (ees)
-        return s + n * (uint64_t)ees;
-    for (uint64_t i = 0; i < n; i++)
-        s += value_size_at(f, et, p + s);
-    return s;
-}
-
-static bool is_top_level(const gguf_file *f, const gguf_value *v)
-{
-    for (uint64_t i = 0; i < f->n_kv; i++)
-        if (&f->kvs[i].value == v)
-            return true;
-    return false;
-}
-
-gguf_status gguf_arr_at(const gguf_value *arr, uint64_t i, gguf_value *out)
-{
-    if (arr->type != GGUF_VT_ARRAY || !arr->file)
-        return GGUF_ETYPE;
-    if (i >= arr->arr_len)
-        return GGUF_ENOTFOUND;
-    const gguf_file *f = arr->file;
-    int es = vtype_size(arr->arr_type);
-    uint64_t off;
-    if (es) {
-        off = i * (uint64_t)es;
-    } else {
-        arr_index *ix = arr->index_;
-        /* the first few elements are cheaper to walk to than to index */
-        if (!ix && i >= 64 && is_top_level(f, arr)) {
-            gguf_file *mf = (gguf_file *)f;
-            pthread_mutex_lock(&mf->index_lock);
-            ix = ((gguf_value *)arr)->index_;
-            if (!ix) {
-                ix = calloc(1, sizeof *ix);
-                if (ix)
-                    ix->offs = malloc(arr->arr_len * sizeof *ix->offs);
-                if (!ix || !ix->offs) {
-                    free(ix);
-                    pthread_mutex_unlock(&mf->index_lock);
-                    return GGUF_ENOMEM;
-                }
-                uint64_t o = 0;
-                for (uint64_t k = 0; k < arr->arr_len; k++) {
-                    ix->offs[k] = o;
-                    o += value_size_at(f, arr->arr_type, arr->data + o);
-                }
-                ((gguf_value *)arr)->index_ = ix;
-            }
-            pthread_mutex_unlock(&mf->index_lock);
-        }
-        if (ix) {
-            off = ix->offs[i];
-        } else {
-            off = 0;
-            for (uint64_t k = 0; k < i; k++)
-                off += value_size_at(f, arr->arr_type, arr->data + off);
-        }
-    }
-    memset(out, 0, sizeof *out);
-    out->file = f;
-    out->type = arr->arr_type;
-    out->arr_type = GGUF_VT_COUNT;
-    out->data = arr->data + off;
-    out->offset = arr->offset + off;
-    out->size = value_size_at(f, arr->arr_type, out->data);
-    if (out->type == GGUF_VT_ARRAY) {
-        int lw = f->version == 1 ? 4 : 8;
-        out->arr_type = (gguf_vtype)load_le(out->data, 4, f->big_endian);
-        out->arr_len = load_le(out->data + 4, lw, f->big_endian);
-        out->data += 4 + lw;
-        out->offset += 4 + (uint64_t)lw;
-        out->size -= 4 + (uint64_t)lw;
-    }
-    return GGUF_OK;
-}
-
-gguf_status gguf_arr_str(const gguf_value *arr, uint64_t i, gguf_str *out)
-{
-    if (arr->type != GGUF_VT_ARRAY || arr->arr_type != GGUF_VT_STRING)
-        return GGUF_ETYPE;
-    gguf_value v;
-    gguf_status s = gguf_arr_at(arr, i, &v);
-    return s == GGUF_OK ? gguf_value_str(&v, out) : s;
-}
-
-gguf_status gguf_arr_f64(const gguf_value *arr, uint64_t i, double *out)
-{
-    gguf_value v;
-    gguf_status s = gguf_arr_at(arr, i, &v);
-    if (s != GGUF_OK)
-        return s;
-    if (v.type == GGUF_VT_STRING || v.type == GGUF_VT_ARRAY)
-        return GGUF_ETYPE;
-    return gguf_value_f64(&v, out);
-}
-
-gguf_status gguf_arr_i64(const gguf_value *arr, uint64_t i, int64_t *out)
-{
-    gguf_value v;
-    gguf_status s = gguf_arr_at(arr, i, &v);
-    return s == GGUF_OK ? gguf_value_i64(&v, out) : s;
-}
-
-const void *gguf_arr_data(const gguf_value *arr)
-{
-    if (arr->type != GGUF_VT_ARRAY || !vtype_size(arr->arr_type))
-        return NULL;
-    if (arr->file && arr->file->big_endian && vtype_size(arr->arr_type) > 1)
-        return NULL;
-    return arr->data;
-}
-
-/* ------------------------------------------------------------------ tensors */
-
-uint64_t gguf_tensor_count(const gguf_file *f) { return f->n_tensors; }
-
-const gguf_tensor *gguf_tensor_at(const gguf_file *f, uint64_t i)
-{
-    return i < f->n_tensors ? &f->tensors[i] : NULL;
-}
-
-const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name)
-{
-    int64_t i = hash_find(f->t_hash, f->t_hash_cap, name, t_name, f);
-    return i >= 0 ? &f->tensors[i] : NULL;
-}
-
-/* ------------------------------------------------------------------ helpers */
-
-bool gguf_str_eq(gguf_str s, const char *c)
-{
-    size_t n = strlen(c);
-    return s.len == n && (n == 0 || memcmp(s.ptr, c, n) == 0); /* s.ptr may be NULL when empty */
-}
-
-char *gguf_str_copy(gguf_str s, char *buf, size_t cap)
-{
-    if (cap == 0)
-        return buf;
-    size_t n = s.len < cap - 1 ? (size_t)s.len : cap - 1;
-    if (n) /* s.ptr may be NULL when empty (an absent value) */
-        memcpy(buf, s.ptr, n);
-    buf[n] = 0;
-    return buf;
-}

@@ -8,6 +8,7 @@
 #include "afile.h"
 #include "ggtype.h"
 #include "gguf.h"
+#include "gguf_internal.h"
 
 typedef struct {
     uint8_t *p;
@@ -184,20 +185,9 @@ gguf_status gguf_writer_set_str(gguf_writer *w, const char *key, const char *v)
     return end_kv(w);
 }
 
-static int elem_size(gguf_vtype t)
-{
-    switch (t) {
-    case GGUF_VT_UINT8: case GGUF_VT_INT8: case GGUF_VT_BOOL: return 1;
-    case GGUF_VT_UINT16: case GGUF_VT_INT16: return 2;
-    case GGUF_VT_UINT32: case GGUF_VT_INT32: case GGUF_VT_FLOAT32: return 4;
-    case GGUF_VT_UINT64: case GGUF_VT_INT64: case GGUF_VT_FLOAT64: return 8;
-    default: return 0;
-    }
-}
-
 gguf_status gguf_writer_set_arr(gguf_writer *w, const char *key, gguf_vtype et, const void *data, uint64_t n)
 {
-    int es = elem_size(et);
+    int es = gguf__vtype_size(et);
     if (!es)
         return GGUF_EARG;
     gguf_status s = begin_kv(w, key, GGUF_VT_ARRAY);
@@ -248,7 +238,7 @@ static void put_value(buf *b, const gguf_value *v)
                 put_value(b, &e);
         break;
     default: {
-        int es = elem_size(v->type);
+        int es = gguf__vtype_size(v->type);
         bool be = gguf_big_endian(v->file);
         u = 0;
         for (int i = 0; i < es; i++)

@@ -245,25 +245,54 @@ static size_t hw_add(hw *h, size_t end)
 #define IS_L(f) ((f) & TOK_UC_L)
 #define IS_N(f) ((f) & TOK_UC_N)
 
+/* 's|'t|'re|'ve|'m|'ll|'d at *pos (case-insensitive when ci): adds the
+ * piece, moves *pos past it and returns true; false when none is there. */
+static bool hw_contraction(hw *h, size_t *pos, bool ci)
+{
+    size_t p = *pos;
+    if (hw_cpt(h, p) != '\'' || p + 1 >= h->end)
+        return false;
+    uint32_t c1 = hw_cpt(h, p + 1);
+    if (ci)
+        c1 = tok__ulowercase(c1);
+    if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') {
+        *pos += hw_add(h, p + 2);
+        return true;
+    }
+    if (p + 2 < h->end) {
+        uint32_t c2 = hw_cpt(h, p + 2);
+        if (ci)
+            c2 = tok__ulowercase(c2);
+        if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')) {
+            *pos += hw_add(h, p + 3);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The tail of both patterns at pos, where nws whitespace characters start:
+ * \s+(?!\S) (all but the last, when a character follows), \s+, or else one
+ * character of its own. Adds the piece; returns the position after it. */
+static size_t hw_spaces(hw *h, size_t pos, size_t nws)
+{
+    if (nws > 1 && hw_cpt(h, pos + nws) != OUT_OF_RANGE)
+        pos += nws - 1;
+    else if (nws > 0)
+        pos += nws;
+    else
+        pos++;
+    hw_add(h, pos);
+    return pos;
+}
+
 /* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
 static void split_gpt2(hw *h)
 {
     for (size_t pos = h->ini; pos < h->end && h->ok;) {
         uint32_t cpt = hw_cpt(h, pos), f = hw_flags(h, pos);
-        if (cpt == '\'' && pos + 1 < h->end) {
-            uint32_t c1 = hw_cpt(h, pos + 1);
-            if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') {
-                pos += hw_add(h, pos + 2);
-                continue;
-            }
-            if (pos + 2 < h->end) {
-                uint32_t c2 = hw_cpt(h, pos + 2);
-                if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')) {
-                    pos += hw_add(h, pos + 3);
-                    continue;
-                }
-            }
-        }
+        if (hw_contraction(h, &pos, false))
+            continue;
         uint32_t f2 = cpt == ' ' ? hw_flags(h, pos + 1) : f;
         if (IS_L(f2)) {
             pos += cpt == ' ';
@@ -289,17 +318,7 @@ static void split_gpt2(hw *h)
         size_t nws = 0;
         while (IS_WS(hw_flags(h, pos + nws)))
             nws++;
-        if (nws > 1 && hw_cpt(h, pos + nws) != OUT_OF_RANGE) {
-            pos += nws - 1;
-            hw_add(h, pos);
-            continue;
-        }
-        if (nws > 0) {
-            pos += nws;
-            hw_add(h, pos);
-            continue;
-        }
-        hw_add(h, ++pos);
+        pos = hw_spaces(h, pos, nws);
     }
 }
 
@@ -309,20 +328,8 @@ static void split_llama3(hw *h)
 {
     for (size_t pos = h->ini; pos < h->end && h->ok;) {
         uint32_t cpt = hw_cpt(h, pos), f = hw_flags(h, pos);
-        if (cpt == '\'' && pos + 1 < h->end) {
-            uint32_t c1 = tok__ulowercase(hw_cpt(h, pos + 1));
-            if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') {
-                pos += hw_add(h, pos + 2);
-                continue;
-            }
-            if (pos + 2 < h->end) {
-                uint32_t c2 = tok__ulowercase(hw_cpt(h, pos + 2));
-                if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')) {
-                    pos += hw_add(h, pos + 3);
-                    continue;
-                }
-            }
-        }
+        if (hw_contraction(h, &pos, true))
+            continue;
         if (!(cpt == '\r' || cpt == '\n' || IS_N(f))) {
             if (IS_L(f) || IS_L(hw_flags(h, pos + 1))) {
                 pos++;
@@ -366,17 +373,7 @@ static void split_llama3(hw *h)
             hw_add(h, pos);
             continue;
         }
-        if (nws > 1 && hw_cpt(h, pos + nws) != OUT_OF_RANGE) {
-            pos += nws - 1;
-            hw_add(h, pos);
-            continue;
-        }
-        if (nws > 0) {
-            pos += nws;
-            hw_add(h, pos);
-            continue;
-        }
-        hw_add(h, ++pos);
+        pos = hw_spaces(h, pos, nws);
     }
 }
 
