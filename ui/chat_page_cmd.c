@@ -277,11 +277,7 @@ int chat_page_in_key(panel *p, int key)
             if (!u->ed.len)
                 return PANEL_HANDLED | PANEL_QUIT;
             return PANEL_HANDLED | PANEL_REDRAW;
-        case UIK_PGUP: case UIK_PGDN: {
-            long page = u->tr->ih > 4 ? u->tr->ih - 2 : 1;
-            chat_page_scroll(u, key == UIK_PGUP ? -page : page);
-            return PANEL_HANDLED | PANEL_REDRAW;
-        }
+        case UIK_PGUP: case UIK_PGDN: chat_page_scroll_key(u, key); return PANEL_HANDLED | PANEL_REDRAW;
         case UIK_FN(KEY_F(2)): return chat_page_back(u);
         }
     }

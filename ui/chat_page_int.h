@@ -10,6 +10,7 @@
 
 #include "chat_input.h"
 #include "chat_page.h"
+#include "list.h"
 #include "panel.h"
 #include "screen.h"
 
@@ -62,7 +63,8 @@ struct chat_page {
     /* transcript */
     tline *lines;
     size_t nlines, caplines;
-    long top;
+    long top;             /* the first line shown (a list without a cursor: list.h) */
+    int view_rows;        /* the lines shown, as last drawn */
     bool follow;
     bool inspector;
     long sel_msg;
@@ -127,8 +129,12 @@ void chat_page_tr_title(panel *p, char *buf, size_t cap);
 int chat_page_tr_mouse(panel *p, int y, int x, int ev);
 const char *chat_page_tr_hints(panel *p);
 extern const panel_keyhelp chat_page_tr_keys[];
-/* Scroll the transcript by d lines (no longer following the end). */
-void chat_page_scroll(chat_page *u, long d);
+/* Scroll the transcript (or the /template view) by d lines, no longer
+ * following the end. */
+void chat_page_scroll(chat_page *u, int64_t d);
+/* A scrolling key of list.h for the transcript (End / G: follow the end
+ * again). Returns LIST_* flags. */
+int chat_page_scroll_key(chat_page *u, int key);
 
 /* ---- chat_page_cmd.c: the input pane and the slash commands ---- */
 

@@ -316,6 +316,7 @@ static void draw_template(chat_page *u, WINDOW *w, int rows, int cols)
         wrap(u->tmpl_text, u->tmpl_len, cols - 1, text_span, &wc);
         u->tmpl_w = cols;
     }
+    u->view_rows = rows;
     if (u->top > (long)u->nlines - rows)
         u->top = (long)u->nlines - rows;
     if (u->top < 0)
@@ -367,6 +368,7 @@ void chat_page_tr_draw(panel *p, WINDOW *w, bool focused)
     if (insp_rows > rows - 3)
         insp_rows = rows > 3 ? rows - 3 : 0;
     int trows = rows - insp_rows;
+    u->view_rows = trows;
     layout_lines(u, cols);
     long maxtop = (long)u->nlines - trows;
     if (maxtop < 0)
@@ -442,18 +444,42 @@ void chat_page_tr_title(panel *p, char *buf, size_t cap)
         snprintf(buf, cap, "%zu messages%s", chs_count(u->c), u->inspector ? " · inspector" : "");
 }
 
-void chat_page_scroll(chat_page *u, long d)
+/* The transcript (or the /template view) as a list without a cursor: its
+ * lines as last laid out, the rows last drawn. */
+static list view(const chat_page *u)
 {
-    u->top += d;
-    if (u->top < 0)
-        u->top = 0;
+    list l = {u->tmpl_view ? u->ntlines : u->nlines, 0, u->top > 0 ? (uint64_t)u->top : 0,
+              u->view_rows > 0 ? (uint64_t)u->view_rows : 1};
+    return l;
+}
+
+void chat_page_scroll(chat_page *u, int64_t d)
+{
+    list l = view(u);
+    list_scroll(&l, d);
+    u->top = (long)l.top;
     u->follow = false;
+}
+
+int chat_page_scroll_key(chat_page *u, int key)
+{
+    list l = view(u);
+    if (key == UIK_END || key == 'G') {
+        u->top = (long)list_max_top(&l);
+        u->follow = true;
+        return LIST_HANDLED | LIST_MOVED;
+    }
+    int r = list_scroll_key(&l, key);
+    if (r) {
+        u->top = (long)l.top;
+        u->follow = false;
+    }
+    return r;
 }
 
 int chat_page_tr_key(panel *p, int key)
 {
     chat_page *u = p->self;
-    int page = p->ih > 4 ? p->ih - 2 : 1;
     if (u->tmpl_view) {
         switch (key) {
         case UIK_ESC: case 'q': case '\n':
@@ -463,12 +489,12 @@ int chat_page_tr_key(panel *p, int key)
         }
     }
     switch (key) {
-    case UIK_UP: case 'k': chat_page_scroll(u, -1); break;
-    case UIK_DOWN: case 'j': chat_page_scroll(u, 1); break;
-    case UIK_PGUP: chat_page_scroll(u, -page); break;
-    case UIK_PGDN: case ' ': chat_page_scroll(u, page); break;
-    case UIK_HOME: case 'g': u->top = 0; u->follow = false; break;
-    case UIK_END: case 'G': u->follow = true; break;
+    case UIK_UP: case 'k': case UIK_DOWN: case 'j': case UIK_PGUP: case UIK_PGDN: case UIK_HOME: case UIK_END:
+    case 'G':
+        chat_page_scroll_key(u, key);
+        break;
+    case ' ': chat_page_scroll_key(u, UIK_PGDN); break;
+    case 'g': chat_page_scroll_key(u, UIK_HOME); break;
     case 'i':
         u->inspector = !u->inspector;
         if (u->inspector && !sel_reply(u)) {

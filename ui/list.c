@@ -98,6 +98,17 @@ bool list_scroll(list *l, int64_t d)
     return l->top != top;
 }
 
+bool list_wheel(list *l, int64_t d)
+{
+    bool moved = list_scroll(l, d);
+    if (l->cur < l->top)
+        l->cur = l->top;
+    if (l->cur >= l->top + l->page)
+        l->cur = l->top + l->page - 1;
+    list_fit(l);
+    return moved;
+}
+
 int list_scroll_key(list *l, int key)
 {
     bool moved;

@@ -53,6 +53,10 @@ int list_key(list *l, int key);
  * Returns whether it moved. */
 bool list_scroll(list *l, int64_t d);
 
+/* The mouse wheel: move the view by d rows (clamped), the cursor dragged
+ * along to stay in view. Returns whether the view moved. */
+bool list_wheel(list *l, int64_t d);
+
 /* list_key for a list without a cursor: the same keys move the view. */
 int list_scroll_key(list *l, int key);
 

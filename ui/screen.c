@@ -10,6 +10,7 @@
 #include <time.h>
 #include <wchar.h>
 
+#include "list.h"
 #include "textesc.h"
 
 #define MAX_PAGES 8
@@ -441,18 +442,18 @@ static void pager_wrap(screen *s, int cols)
 static int pager_key(screen *s, int key)
 {
     int page = s->rows - 4;
-    size_t max_top = s->nplines > (size_t)page ? s->nplines - (size_t)page : 0;
-    switch (key) {
-    case UIK_UP: case 'k': if (s->pager_top) s->pager_top--; break;
-    case UIK_DOWN: case 'j': case UIK_ENTER: if (s->pager_top < max_top) s->pager_top++; break;
-    case UIK_PGUP: case 'b': s->pager_top = s->pager_top > (size_t)page ? s->pager_top - (size_t)page : 0; break;
-    case UIK_PGDN: case ' ': s->pager_top += (size_t)page; if (s->pager_top > max_top) s->pager_top = max_top; break;
-    case UIK_HOME: case 'g': s->pager_top = 0; break;
-    case UIK_END: case 'G': s->pager_top = max_top; break;
-    default:
+    list l = {s->nplines, 0, s->pager_top, page > 0 ? (uint64_t)page : 1};
+    switch (key) {   /* the pager's own aliases, as in less */
+    case UIK_ENTER: key = UIK_DOWN; break;
+    case 'b': key = UIK_PGUP; break;
+    case ' ': key = UIK_PGDN; break;
+    case 'g': key = UIK_HOME; break;
+    }
+    if (list_scroll_key(&l, key)) {
+        s->pager_top = (size_t)l.top;
+    } else {
         s->pager_open = false;
         s->full_repaint = true;
-        break;
     }
     return PANEL_HANDLED | PANEL_REDRAW;
 }
