@@ -14,18 +14,18 @@
 typedef struct {
     ecli_engine e;
     chs *c;
-} chat_core;
+} chat_ui_core;
 
 struct chat_ui {
     chat_ui_opts o;
-    chat_core *core;
+    chat_ui_core *core;
     chs *c;               /* core->c */
     chat_page *pg;
 };
 
 static void core_release(void *ctx)
 {
-    chat_core *k = ctx;
+    chat_ui_core *k = ctx;
     chs_free(k->c);
     ecli_close(&k->e);
     free(k);
