@@ -1,14 +1,7 @@
-/* chat_ui: the chat page of ggscope's screen (transcript, input box, token
- * inspector, commands), on the conversation logic of engine/chatsession.h.
- *
- * Threads: every function here runs on the loop thread. A reply is a ui_job
- * (screen_submit): its `work` runs chs_generate on a libuv pool thread, which
- * owns the engine session while it runs (the loop thread touches neither the
- * session nor the tokens it holds until the job's `done`). Tokens go from
- * the worker to the loop thread through a mutex-protected buffer in the job;
- * the worker wakes the loop (uv_async_send through the job's wake) at most
- * every 30 ms, so a fast model does not flood the UI. Esc sets the job's
- * cancel flag (and session_cancel): generation stops before the next token. */
+/* chat_ui: the chat page opened on a model file: the engine, tokenizer and
+ * template opened (engine_cli.h), the conversation set up from the command
+ * line, then handed to the page (ui/chat_page.h, where the threads are
+ * described). Every function here runs on the loop thread. */
 #ifndef GGSCOPE_CHAT_UI_H
 #define GGSCOPE_CHAT_UI_H
 

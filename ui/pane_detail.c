@@ -9,6 +9,7 @@
 
 #include "codec.h"
 #include "ggtype.h"
+#include "list.h"
 #include "panes.h"
 #include "screen.h"
 #include "textesc.h"
@@ -136,11 +137,10 @@ static void draw_hex(detail_pane *d, WINDOW *w, int h, int width, const gguf_ten
     if (rows < 1)
         return;
     uint64_t nlines = (nb + (uint64_t)bpl - 1) / (uint64_t)bpl;
-    uint64_t cur_line = d->hex_cur / (uint64_t)bpl;
-    if (cur_line < d->hex_top)
-        d->hex_top = cur_line;
-    if (cur_line >= d->hex_top + (uint64_t)rows)
-        d->hex_top = cur_line - (uint64_t)rows + 1;
+    list hl = {nlines, d->hex_cur / (uint64_t)bpl, d->hex_top, (uint64_t)rows};
+    list_fit(&hl);
+    d->hex_top = hl.top;
+    uint64_t cur_line = hl.cur;
     uint64_t bstart = blk * bsz, bend = bstart + bsz;
     int hexw = 15 + bpl * 3;
     for (int y = 0; y < rows && d->hex_top + (uint64_t)y < nlines; y++) {
@@ -229,7 +229,7 @@ static int hex_key(detail_pane *d, int key, int h, int width)
     if (!tr || !t->n_bytes)
         return PANEL_IGNORED;
     uint64_t bpl = (uint64_t)bytes_per_line(width), nb = t->n_bytes, bsz = tr->type_size;
-    uint64_t page = h > 2 ? (uint64_t)(h - 2) * bpl : bpl;
+    uint64_t page = h > 2 ? (uint64_t)(h - 2) * bpl : bpl;   /* a page: the lines shown but one */
     switch (key) {
     case UIK_UP: case 'k': d->hex_cur = d->hex_cur >= bpl ? d->hex_cur - bpl : 0; break;
     case UIK_DOWN: case 'j': d->hex_cur = d->hex_cur + bpl < nb ? d->hex_cur + bpl : nb - 1; break;
@@ -275,14 +275,12 @@ static void draw_values(detail_pane *d, WINDOW *w, int h, int width, const gguf_
     int vis_rows = h - 2, vis_cols = (width - LABEL_W) / CELL_W;
     if (vis_rows < 1 || vis_cols < 1)
         return;
-    if (d->row >= nrows)
-        d->row = nrows - 1;
     if (d->col >= ncols)
         d->col = ncols - 1;
-    if (d->row < d->vtop)
-        d->vtop = d->row;
-    if (d->row >= d->vtop + (uint64_t)vis_rows)
-        d->vtop = d->row - (uint64_t)vis_rows + 1;
+    list rl = {nrows, d->row, d->vtop, (uint64_t)vis_rows};
+    list_fit(&rl);
+    d->row = rl.cur;
+    d->vtop = rl.top;
     if (d->col < d->vleft)
         d->vleft = d->col;
     if (d->col >= d->vleft + (uint64_t)vis_cols)
@@ -343,15 +341,16 @@ static int values_key(detail_pane *d, int key, int h, int width)
     if (!t || !t->ne[0])
         return PANEL_IGNORED;
     uint64_t nrows = tensor_rows(t), ncols = t->ne[0];
-    uint64_t page = h > 3 ? (uint64_t)(h - 3) : 1;
     uint64_t cpage = width > LABEL_W + CELL_W ? (uint64_t)((width - LABEL_W) / CELL_W) : 1;
+    list rl = {nrows, d->row, d->vtop, h > 2 ? (uint64_t)(h - 2) : 1};
+    if (list_key(&rl, key)) {
+        d->row = rl.cur;
+        d->vtop = rl.top;
+        if (key == UIK_HOME)
+            d->col = 0;
+        return PANEL_HANDLED | PANEL_REDRAW;
+    }
     switch (key) {
-    case UIK_UP: case 'k': if (d->row) d->row--; break;
-    case UIK_DOWN: case 'j': if (d->row + 1 < nrows) d->row++; break;
-    case UIK_PGUP: d->row = d->row > page ? d->row - page : 0; break;
-    case UIK_PGDN: d->row = d->row + page < nrows ? d->row + page : nrows - 1; break;
-    case UIK_HOME: d->row = 0; d->col = 0; break;
-    case UIK_END: case 'G': d->row = nrows - 1; break;
     case UIK_LEFT: case 'h': if (d->col) d->col--; break;
     case UIK_RIGHT: case 'l': if (d->col + 1 < ncols) d->col++; break;
     case 'H': d->col = d->col > cpage ? d->col - cpage : 0; break;
@@ -679,6 +678,9 @@ void detail_pane_goto_row(panel *p, uint64_t row)
     if (!t)
         return;
     uint64_t n = tensor_rows(t);
-    d->row = row < n ? row : n ? n - 1 : 0;
-    d->vtop = d->row;
+    /* the row at the top (the last page does not scroll past the end) */
+    list rl = {n, row, row, 1};
+    list_goto(&rl, row);
+    d->row = rl.cur;
+    d->vtop = rl.top;
 }

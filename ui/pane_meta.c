@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ggtype.h"
+#include "list.h"
 #include "panes.h"
 #include "screen.h"
 #include "textesc.h"
@@ -35,8 +36,7 @@ typedef struct {
     int nnodes, cap;
     vis_t *vis;
     int nvis;
-    uint64_t total_rows;
-    uint64_t cur, top;
+    list l;               /* the rows of the flattened tree (count), cursor, view */
     int key_w;
 } meta_pane;
 
@@ -149,8 +149,8 @@ static void vis_push(meta_pane *m, int node, int depth, int *cap)
     mnode *n = &m->nodes[node];
     if (n->expanded && is_array(m, n))
         nrows += gguf_kv_at(m->f, (uint64_t)n->kv)->value.arr_len;
-    m->vis[m->nvis++] = (vis_t){node, depth, m->total_rows, nrows};
-    m->total_rows += nrows;
+    m->vis[m->nvis++] = (vis_t){node, depth, m->l.count, nrows};
+    m->l.count += nrows;
 }
 
 static void flatten_rec(meta_pane *m, int id, int depth, int *cap)
@@ -168,10 +168,9 @@ static void flatten(meta_pane *m)
     free(m->vis);
     m->vis = NULL;
     m->nvis = 0;
-    m->total_rows = 0;
+    m->l.count = 0;
     flatten_rec(m, 0, 0, &cap);
-    if (m->cur >= m->total_rows)
-        m->cur = m->total_rows ? m->total_rows - 1 : 0;
+    list_fit(&m->l);
 }
 
 /* The visible entry holding `row` (binary search). */
@@ -232,18 +231,6 @@ static void meta_title(panel *p, char *buf, size_t cap)
     snprintf(buf, cap, "%" PRIu64 " keys", gguf_kv_count(m->f));
 }
 
-static void clamp_top(meta_pane *m, int h)
-{
-    if (h <= 0)
-        return;
-    if (m->cur < m->top)
-        m->top = m->cur;
-    if (m->cur >= m->top + (uint64_t)h)
-        m->top = m->cur - (uint64_t)h + 1;
-    if (m->total_rows > (uint64_t)h && m->top > m->total_rows - (uint64_t)h)
-        m->top = m->total_rows - (uint64_t)h;
-}
-
 static void draw_elem(meta_pane *m, WINDOW *w, int y, int x, int width, const gguf_value *arr, uint64_t i,
                       attr_t sel)
 {
@@ -275,17 +262,17 @@ static void meta_draw(panel *p, WINDOW *w, bool focused)
 {
     meta_pane *m = p->self;
     int h = p->ih, width = p->iw;
-    clamp_top(m, h);
+    list_set(&m->l, m->l.count, (uint64_t)(h > 0 ? h : 1));
     m->key_w = width * 55 / 100 < 32 ? width * 55 / 100 : 32;
     attr_t selattr = ui_attr(focused ? UI_C_SELECT : UI_C_SELECT_DIM);
     for (int y = 0; y < h; y++) {
-        uint64_t row = m->top + (uint64_t)y;
-        if (row >= m->total_rows)
+        uint64_t row = m->l.top + (uint64_t)y;
+        if (row >= m->l.count)
             break;
         int vi = vis_find(m, row);
         vis_t *v = &m->vis[vi];
         mnode *n = &m->nodes[v->node];
-        bool sel = row == m->cur;
+        bool sel = row == m->l.cur;
         attr_t sa = sel ? selattr : 0;
         if (sel) {
             ui_fill(w, y, 0, width, selattr);
@@ -346,9 +333,9 @@ static void meta_draw(panel *p, WINDOW *w, bool focused)
             }
         }
     }
-    if (m->total_rows > (uint64_t)h && h > 2) {
+    if (m->l.count > (uint64_t)h && h > 2) {
         /* a scroll position marker on the right edge */
-        int pos = (int)((double)m->cur / (double)(m->total_rows - 1) * (h - 1));
+        int pos = (int)((double)m->l.cur / (double)(m->l.count - 1) * (h - 1));
         ui_put(w, pos, width - 1, 1, "▐", SIZE_MAX, ui_attr(UI_C_DIM), false);
     }
 }
@@ -372,19 +359,19 @@ static void open_viewer(meta_pane *m, const gguf_kv *kv, int64_t elem)
 
 static int meta_activate(meta_pane *m, int dir /* 1 expand, -1 collapse, 0 toggle */)
 {
-    if (!m->total_rows)
+    if (!m->l.count)
         return PANEL_HANDLED;
-    int vi = vis_find(m, m->cur);
+    int vi = vis_find(m, m->l.cur);
     vis_t *v = &m->vis[vi];
     mnode *n = &m->nodes[v->node];
-    if (m->cur > v->row) {   /* element row */
+    if (m->l.cur > v->row) {   /* element row */
         if (dir < 0) {
-            m->cur = v->row;
+            m->l.cur = v->row;
             return PANEL_HANDLED | PANEL_REDRAW;
         }
         const gguf_kv *kv = gguf_kv_at(m->f, (uint64_t)n->kv);
         if (dir == 0 && kv && kv->value.arr_type == GGUF_VT_STRING)
-            open_viewer(m, kv, (int64_t)(m->cur - v->row - 1));
+            open_viewer(m, kv, (int64_t)(m->l.cur - v->row - 1));
         return PANEL_HANDLED | PANEL_REDRAW;
     }
     bool expandable = n->kv < 0 || is_array(m, n);
@@ -394,7 +381,7 @@ static int meta_activate(meta_pane *m, int dir /* 1 expand, -1 collapse, 0 toggl
             /* already collapsed: go to the parent */
             for (int i = vi - 1; i >= 0; i--)
                 if (m->vis[i].node == n->parent) {
-                    m->cur = m->vis[i].row;
+                    m->l.cur = m->vis[i].row;
                     break;
                 }
             return PANEL_HANDLED | PANEL_REDRAW;
@@ -407,7 +394,7 @@ static int meta_activate(meta_pane *m, int dir /* 1 expand, -1 collapse, 0 toggl
     if (dir < 0 && n->parent > 0) {
         for (int i = vi - 1; i >= 0; i--)
             if (m->vis[i].node == n->parent) {
-                m->cur = m->vis[i].row;
+                m->l.cur = m->vis[i].row;
                 break;
             }
     } else if (dir >= 0 && kv && kv->value.type == GGUF_VT_STRING) {
@@ -427,15 +414,10 @@ static void set_all(meta_pane *m, bool expanded)
 static int meta_key(panel *p, int key)
 {
     meta_pane *m = p->self;
-    uint64_t page = p->ih > 1 ? (uint64_t)p->ih - 1 : 1;
-    uint64_t last = m->total_rows ? m->total_rows - 1 : 0;
+    list_set(&m->l, m->l.count, (uint64_t)(p->ih > 0 ? p->ih : 1));
+    if (list_key(&m->l, key))
+        return PANEL_HANDLED | PANEL_REDRAW;
     switch (key) {
-    case UIK_UP: case 'k': if (m->cur) m->cur--; break;
-    case UIK_DOWN: case 'j': if (m->cur < last) m->cur++; break;
-    case UIK_PGUP: m->cur = m->cur > page ? m->cur - page : 0; m->top = m->top > page ? m->top - page : 0; break;
-    case UIK_PGDN: m->cur = m->cur + page < last ? m->cur + page : last; m->top += page; break;
-    case UIK_HOME: m->cur = 0; break;
-    case UIK_END: case 'G': m->cur = last; break;
     case UIK_ENTER: case ' ': return meta_activate(m, 0);
     case UIK_RIGHT: case 'l': return meta_activate(m, 1);
     case UIK_LEFT: case 'h': return meta_activate(m, -1);
@@ -450,24 +432,14 @@ static int meta_mouse(panel *p, int y, int x, int event)
 {
     meta_pane *m = p->self;
     (void)x;
-    if (event == UI_MOUSE_WHEEL_UP) {
-        m->top = m->top > 3 ? m->top - 3 : 0;
-        if (m->cur >= m->top + (uint64_t)p->ih)
-            m->cur = m->top + (uint64_t)p->ih - 1;
-        else if (m->cur < m->top)
-            m->cur = m->top;
+    if (event == UI_MOUSE_WHEEL_UP || event == UI_MOUSE_WHEEL_DOWN) {
+        list_set(&m->l, m->l.count, (uint64_t)(p->ih > 0 ? p->ih : 1));
+        list_wheel(&m->l, event == UI_MOUSE_WHEEL_UP ? -3 : 3);
         return PANEL_HANDLED | PANEL_REDRAW;
     }
-    if (event == UI_MOUSE_WHEEL_DOWN) {
-        if (m->total_rows > (uint64_t)p->ih && m->top + 3 <= m->total_rows - (uint64_t)p->ih)
-            m->top += 3;
-        if (m->cur < m->top)
-            m->cur = m->top;
-        return PANEL_HANDLED | PANEL_REDRAW;
-    }
-    uint64_t row = m->top + (uint64_t)y;
-    if (row < m->total_rows) {
-        m->cur = row;
+    uint64_t row = m->l.top + (uint64_t)y;
+    if (row < m->l.count) {
+        m->l.cur = row;
         if (event == UI_MOUSE_DOUBLE)
             return meta_activate(m, 0);
     }
@@ -565,9 +537,11 @@ void meta_pane_reveal(panel *p, uint64_t kvi, int64_t elem)
     flatten(m);
     for (int i = 0; i < m->nvis; i++)
         if (m->vis[i].node == id) {
-            m->cur = m->vis[i].row + (elem >= 0 ? (uint64_t)elem + 1 : 0);
+            m->l.cur = m->vis[i].row + (elem >= 0 ? (uint64_t)elem + 1 : 0);
             break;
         }
-    if (p->ih > 2)
-        m->top = m->cur > (uint64_t)p->ih / 2 ? m->cur - (uint64_t)p->ih / 2 : 0;
+    if (p->ih > 2) {
+        list_set(&m->l, m->l.count, (uint64_t)p->ih);
+        list_center(&m->l);
+    }
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ggtype.h"
+#include "list.h"
 #include "panes.h"
 #include "screen.h"
 
@@ -36,7 +37,7 @@ typedef struct {
     bool *collapsed;     /* per block number */
     trow *rows;
     uint32_t nrows;
-    uint32_t cur, top;
+    list l;              /* cursor and view over rows (count: nrows) */
     int sort_col;
     bool sort_desc;
     char filter[128];
@@ -138,8 +139,8 @@ static bool matches(const tensors_pane *t, const gguf_tensor *x)
 /* Rebuild the visible rows (sort, filter, groups), keeping the selection. */
 static void rebuild(tensors_pane *t)
 {
-    int64_t keep = t->nrows && t->cur < t->nrows ? t->rows[t->cur].ti : -1;
-    int64_t keep_blk = t->nrows && t->cur < t->nrows ? t->rows[t->cur].blk : -2;
+    int64_t keep = t->nrows && t->l.cur < t->nrows ? t->rows[t->l.cur].ti : -1;
+    int64_t keep_blk = t->nrows && t->l.cur < t->nrows ? t->rows[t->l.cur].blk : -2;
     sort_ctx = t;
     qsort(t->ents, t->n, sizeof *t->ents, cmp_ent);
     memset(t->tot_n, 0, sizeof t->tot_n);
@@ -178,22 +179,22 @@ static void rebuild(tensors_pane *t)
         i = j;
     }
     /* keep the selection; else the first tensor row */
-    t->cur = 0;
+    t->l.cur = 0;
     for (uint32_t r = 0; r < t->nrows; r++)
         if (t->rows[r].ti >= 0) {
-            t->cur = r;
+            t->l.cur = r;
             break;
         }
     for (uint32_t r = 0; r < t->nrows; r++)
         if ((keep >= 0 && t->rows[r].ti == keep) || (keep < 0 && t->rows[r].ti < 0 && t->rows[r].blk == keep_blk)) {
-            t->cur = r;
+            t->l.cur = r;
             break;
         }
 }
 
 static void notify(tensors_pane *t)
 {
-    int64_t ti = t->nrows ? t->rows[t->cur].ti : -1;
+    int64_t ti = t->nrows ? t->rows[t->l.cur].ti : -1;
     if (ti != t->last_selected) {
         t->last_selected = ti;
         if (t->on_select)
@@ -268,32 +269,19 @@ static void draw_totals(tensors_pane *t, WINDOW *w, int y, int width)
     ui_put(w, y, 1, width - 1, buf, SIZE_MAX, ui_attr(UI_C_HEADER), true);
 }
 
-static int list_height(const panel *p)
+static int table_height(const panel *p)
 {
     return p->ih - 2;   /* header and totals lines */
-}
-
-static void clamp_top(tensors_pane *t, int h)
-{
-    if (h <= 0)
-        return;
-    if (t->cur < t->top)
-        t->top = t->cur;
-    if (t->cur >= t->top + (uint32_t)h)
-        t->top = t->cur - (uint32_t)h + 1;
-    if (t->nrows > (uint32_t)h && t->top > t->nrows - (uint32_t)h)
-        t->top = t->nrows - (uint32_t)h;
-    if (t->nrows <= (uint32_t)h)
-        t->top = 0;
 }
 
 static void tensors_draw(panel *p, WINDOW *w, bool focused)
 {
     tensors_pane *t = p->self;
-    int width = p->iw, h = list_height(p);
+    int width = p->iw, h = table_height(p);
     if (h < 1)
         return;
-    clamp_top(t, h);
+    if (h > 0)
+        list_set(&t->l, t->nrows, (uint64_t)h);
     colspec cs[NCOLS];
     int nc = layout_cols(width, cs);
     /* header */
@@ -308,11 +296,11 @@ static void tensors_draw(panel *p, WINDOW *w, bool focused)
     }
     attr_t selattr = ui_attr(focused ? UI_C_SELECT : UI_C_SELECT_DIM);
     for (int y = 0; y < h; y++) {
-        uint32_t r = t->top + (uint32_t)y;
+        uint32_t r = t->l.top + (uint32_t)y;
         if (r >= t->nrows)
             break;
         trow *row = &t->rows[r];
-        bool sel = r == t->cur;
+        bool sel = r == t->l.cur;
         attr_t sa = sel ? selattr : 0;
         if (sel) {
             ui_fill(w, y + 1, 0, width, selattr);
@@ -360,11 +348,8 @@ static void move_to(tensors_pane *t, int64_t r)
 {
     if (t->nrows == 0)
         return;
-    if (r < 0)
-        r = 0;
-    if (r >= (int64_t)t->nrows)
-        r = t->nrows - 1;
-    t->cur = (uint32_t)r;
+    t->l.count = t->nrows;
+    list_goto(&t->l, r < 0 ? 0 : (uint64_t)r);
     notify(t);
 }
 
@@ -372,7 +357,7 @@ static int toggle_group(tensors_pane *t, int want /* -1 toggle */)
 {
     if (!t->nrows || t->filter_len)
         return PANEL_HANDLED;
-    trow *row = &t->rows[t->cur];
+    trow *row = &t->rows[t->l.cur];
     if (row->blk < 0)
         return PANEL_HANDLED;
     bool now = t->collapsed[row->blk];
@@ -384,7 +369,7 @@ static int toggle_group(tensors_pane *t, int want /* -1 toggle */)
     rebuild(t);
     for (uint32_t r = 0; r < t->nrows; r++)
         if (t->rows[r].ti < 0 && t->rows[r].blk == blk)
-            t->cur = r;
+            t->l.cur = r;
     notify(t);
     return PANEL_HANDLED | PANEL_REDRAW;
 }
@@ -417,18 +402,17 @@ static int tensors_key(panel *p, int key)
         notify(t);
         return PANEL_HANDLED | PANEL_REDRAW;
     }
-    int64_t page = list_height(p) > 1 ? list_height(p) - 1 : 1;
+    list_set(&t->l, t->nrows, (uint64_t)(table_height(p) > 0 ? table_height(p) : 1));
+    if (list_key(&t->l, key)) {
+        if (t->nrows)
+            notify(t);
+        return PANEL_HANDLED | PANEL_REDRAW;
+    }
     switch (key) {
-    case UIK_UP: case 'k': move_to(t, (int64_t)t->cur - 1); break;
-    case UIK_DOWN: case 'j': move_to(t, (int64_t)t->cur + 1); break;
-    case UIK_PGUP: move_to(t, (int64_t)t->cur - page); break;
-    case UIK_PGDN: move_to(t, (int64_t)t->cur + page); break;
-    case UIK_HOME: move_to(t, 0); break;
-    case UIK_END: case 'G': move_to(t, (int64_t)t->nrows - 1); break;
     case UIK_LEFT: case 'h': return toggle_group(t, 1);
     case UIK_RIGHT: case 'l': return toggle_group(t, 0);
     case UIK_ENTER: case ' ':
-        if (t->nrows && t->rows[t->cur].ti < 0)
+        if (t->nrows && t->rows[t->l.cur].ti < 0)
             return toggle_group(t, -1);
         return PANEL_IGNORED;   /* the explorer focuses the detail pane */
     case 'f':
@@ -485,9 +469,9 @@ static int tensors_mouse(panel *p, int y, int x, int event)
 {
     tensors_pane *t = p->self;
     if (event == UI_MOUSE_WHEEL_UP)
-        move_to(t, (int64_t)t->cur - 3);
+        move_to(t, (int64_t)t->l.cur - 3);
     else if (event == UI_MOUSE_WHEEL_DOWN)
-        move_to(t, (int64_t)t->cur + 3);
+        move_to(t, (int64_t)t->l.cur + 3);
     else if (y == 0) {   /* a click on the header sorts by that column */
         colspec cs[NCOLS];
         int nc = layout_cols(p->iw, cs), xx = 0;
@@ -502,8 +486,8 @@ static int tensors_mouse(panel *p, int y, int x, int event)
             }
             xx += cs[c].width;
         }
-    } else if (y <= list_height(p)) {
-        uint32_t r = t->top + (uint32_t)(y - 1);
+    } else if (y <= table_height(p)) {
+        uint32_t r = t->l.top + (uint32_t)(y - 1);
         if (r < t->nrows) {
             move_to(t, r);
             if (event == UI_MOUSE_DOUBLE && t->rows[r].ti < 0)
@@ -594,7 +578,7 @@ panel *tensors_pane_new(const gguf_file *f, void (*on_select)(void *ctx, int64_t
     /* start on the first tensor row */
     for (uint32_t r = 0; r < t->nrows; r++)
         if (t->rows[r].ti >= 0) {
-            t->cur = r;
+            t->l.cur = r;
             break;
         }
     return &t->base;
@@ -606,9 +590,11 @@ void tensors_pane_reveal(panel *p, uint64_t ti)
     for (int pass = 0; pass < 2; pass++) {
         for (uint32_t r = 0; r < t->nrows; r++)
             if (t->rows[r].ti == (int64_t)ti) {
-                t->cur = r;
-                if (p->ih > 4)
-                    t->top = t->cur > (uint32_t)list_height(p) / 2 ? t->cur - (uint32_t)list_height(p) / 2 : 0;
+                t->l.cur = r;
+                if (p->ih > 4) {
+                    list_set(&t->l, t->nrows, (uint64_t)table_height(p));
+                    list_center(&t->l);
+                }
                 notify(t);
                 return;
             }
@@ -626,5 +612,5 @@ void tensors_pane_reveal(panel *p, uint64_t ti)
 int64_t tensors_pane_selected(const panel *p)
 {
     const tensors_pane *t = p->self;
-    return t->nrows ? t->rows[t->cur].ti : -1;
+    return t->nrows ? t->rows[t->l.cur].ti : -1;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ggtype.h"
+#include "list.h"
 #include "qerr.h"
 #include "textesc.h"
 #include "tstats.h"
@@ -380,12 +381,10 @@ static void table_draw(panel *p, WINDOW *w, bool focused)
         return;
     }
     int rows = h - 1;
-    if (q->cur >= q->seen)
-        q->cur = q->seen - 1;
-    if (q->cur < q->top)
-        q->top = q->cur;
-    if (rows > 0 && q->cur >= q->top + (size_t)rows)
-        q->top = q->cur - (size_t)rows + 1;
+    list l = {q->seen, q->cur, q->top, rows > 0 ? (uint64_t)rows : 1};
+    list_fit(&l);
+    q->cur = (size_t)l.cur;
+    q->top = (size_t)l.top;
     for (int y = 0; y < rows && q->top + (size_t)y < q->seen; y++) {
         size_t k = q->top + (size_t)y;
         const qerr_result *r = &q->res[q->order[k]];
@@ -412,13 +411,15 @@ static int table_key(panel *p, int key)
     qerr_page *q = p->self;
     fold_results(q);
     size_t n = q->seen;
+    list l = {n, q->cur, q->top, p->ih > 1 ? (uint64_t)(p->ih - 1) : 1};   /* below the header */
+    if (list_key(&l, key)) {
+        q->cur = (size_t)l.cur;
+        q->top = (size_t)l.top;
+        if (n)
+            select_result(q, (int64_t)q->order[q->cur]);
+        return PANEL_HANDLED | PANEL_REDRAW;
+    }
     switch (key) {
-    case UIK_UP: case 'k': if (q->cur > 0) q->cur--; break;
-    case UIK_DOWN: case 'j': if (q->cur + 1 < n) q->cur++; break;
-    case UIK_PGUP: q->cur = q->cur > 10 ? q->cur - 10 : 0; break;
-    case UIK_PGDN: q->cur = q->cur + 10 < n ? q->cur + 10 : (n ? n - 1 : 0); break;
-    case UIK_HOME: q->cur = 0; break;
-    case UIK_END: case 'G': q->cur = n ? n - 1 : 0; break;
     case 's':
         q->sort_col = (q->sort_col + 1) % COL_COUNT;
         resort(q);

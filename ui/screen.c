@@ -1,5 +1,6 @@
-/* screen: pages, layout, focus, key table, title line, key bar, overlays, jobs. */
-#include "screen.h"
+/* screen: pages, layout, focus, key table, title line, key bar, overlays,
+ * the running jobs; the keys read from the terminal are screen_input.c's. */
+#include "screen_int.h"
 #include "clock.h"
 
 #include <locale.h>
@@ -10,59 +11,8 @@
 #include <time.h>
 #include <wchar.h>
 
+#include "list.h"
 #include "textesc.h"
-
-#define MAX_PAGES 8
-#define MAX_PANELS 8
-
-typedef struct {
-    char name[32];
-    char title[512];
-    screen_layout_fn layout;
-    void *ctx;
-    panel *panels[MAX_PANELS];
-    int n;
-    int focus;
-    bool zoom;
-} page_t;
-
-typedef struct {
-    size_t off, len;
-} line_t;
-
-struct screen {
-    page_t pages[MAX_PAGES];
-    int npages, cur;
-    screen_binding *binds;
-    int nbinds;
-    int rows, cols;
-    WINDOW *titlew, *barw, *overw;
-    bool dirty, full_repaint;
-    bool mono;
-    char msg[256];
-    uint64_t msg_until;
-    /* pager overlay */
-    bool pager_open;
-    char pager_title[128];
-    char *pager_text;
-    size_t pager_len;
-    line_t *plines;
-    size_t nplines, plines_cap;
-    int pager_wrap_cols;
-    size_t pager_top;
-    /* prompt */
-    bool prompt_open;
-    char prompt_label[32];
-    char prompt_buf[256];
-    size_t prompt_len;
-    void (*prompt_submit)(screen *, const char *, void *);
-    void (*prompt_change)(screen *, const char *, void *);
-    void *prompt_ctx;
-    /* jobs */
-    ui_runner runner;
-    bool has_runner;
-    ui_job *active;
-};
 
 static uint64_t now_ms(void)
 {
@@ -70,8 +20,6 @@ static uint64_t now_ms(void)
 }
 
 /* ---- built-in keys ---- */
-
-static void relayout(screen *s);
 
 static int key_quit(screen *s, int key, void *ctx)
 {
@@ -94,7 +42,7 @@ static int key_tab(screen *s, int key, void *ctx)
         return PANEL_HANDLED;
     int d = key == UIK_BTAB ? pg->n - 1 : 1;
     pg->focus = (pg->focus + d) % pg->n;
-    relayout(s);
+    screen_relayout(s);
     return PANEL_HANDLED | PANEL_REDRAW;
 }
 
@@ -102,7 +50,7 @@ static int key_zoom(screen *s, int key, void *ctx)
 {
     (void)key, (void)ctx;
     s->pages[s->cur].zoom = !s->pages[s->cur].zoom;
-    relayout(s);
+    screen_relayout(s);
     return PANEL_HANDLED | PANEL_REDRAW;
 }
 
@@ -227,7 +175,7 @@ void screen_show_page(screen *s, int page)
     }
     s->cur = page;
     s->full_repaint = true;
-    relayout(s);
+    screen_relayout(s);
 }
 
 int screen_add_panel(screen *s, int page, panel *p)
@@ -239,7 +187,7 @@ int screen_add_panel(screen *s, int page, panel *p)
     p->h = 0;
     s->pages[page].panels[s->pages[page].n++] = p;
     if (page == s->cur)
-        relayout(s);
+        screen_relayout(s);
     return 0;
 }
 
@@ -268,7 +216,7 @@ void screen_place(screen *s, panel *p, int y, int x, int h, int w)
         p->ops->on_resize(p, p->ih, p->iw);
 }
 
-static void relayout(screen *s)
+void screen_relayout(screen *s)
 {
     if (s->titlew)
         delwin(s->titlew);
@@ -301,7 +249,7 @@ void screen_focus(screen *s, panel *p)
     if (p->page != s->cur)
         screen_show_page(s, p->page);
     else
-        relayout(s);
+        screen_relayout(s);
 }
 
 panel *screen_focused(const screen *s)
@@ -438,21 +386,21 @@ static void pager_wrap(screen *s, int cols)
     }
 }
 
-static int pager_key(screen *s, int key)
+int screen_pager_key(screen *s, int key)
 {
     int page = s->rows - 4;
-    size_t max_top = s->nplines > (size_t)page ? s->nplines - (size_t)page : 0;
-    switch (key) {
-    case UIK_UP: case 'k': if (s->pager_top) s->pager_top--; break;
-    case UIK_DOWN: case 'j': case UIK_ENTER: if (s->pager_top < max_top) s->pager_top++; break;
-    case UIK_PGUP: case 'b': s->pager_top = s->pager_top > (size_t)page ? s->pager_top - (size_t)page : 0; break;
-    case UIK_PGDN: case ' ': s->pager_top += (size_t)page; if (s->pager_top > max_top) s->pager_top = max_top; break;
-    case UIK_HOME: case 'g': s->pager_top = 0; break;
-    case UIK_END: case 'G': s->pager_top = max_top; break;
-    default:
+    list l = {s->nplines, 0, s->pager_top, page > 0 ? (uint64_t)page : 1};
+    switch (key) {   /* the pager's own aliases, as in less */
+    case UIK_ENTER: key = UIK_DOWN; break;
+    case 'b': key = UIK_PGUP; break;
+    case ' ': key = UIK_PGDN; break;
+    case 'g': key = UIK_HOME; break;
+    }
+    if (list_scroll_key(&l, key)) {
+        s->pager_top = (size_t)l.top;
+    } else {
         s->pager_open = false;
         s->full_repaint = true;
-        break;
     }
     return PANEL_HANDLED | PANEL_REDRAW;
 }
@@ -547,7 +495,7 @@ void screen_prompt(screen *s, const char *label,
     s->dirty = true;
 }
 
-static int prompt_key(screen *s, int key)
+int screen_prompt_key(screen *s, int key)
 {
     if (key == UIK_ESC) {
         s->prompt_open = false;
@@ -578,164 +526,6 @@ static int prompt_key(screen *s, int key)
         }
     }
     return PANEL_HANDLED | PANEL_REDRAW;
-}
-
-/* ---- input ---- */
-
-int screen_key(screen *s, int key)
-{
-    int r;
-    if (s->prompt_open)
-        r = prompt_key(s, key);
-    else if (s->pager_open)
-        r = pager_key(s, key);
-    else {
-        r = PANEL_IGNORED;
-        panel *f = screen_focused(s);
-        if (f && f->ops->on_key)
-            r = f->ops->on_key(f, key);
-        if (!(r & PANEL_HANDLED) && !(f && f->ops->typing && f->ops->typing(f))) {
-            for (int i = s->nbinds - 1; i >= 0; i--) {
-                screen_binding *b = &s->binds[i];
-                if (b->key == key && (b->page == -1 || b->page == s->cur)) {
-                    r = b->fn(s, key, b->ctx);
-                    break;
-                }
-            }
-        }
-    }
-    if (r & (PANEL_REDRAW | PANEL_HANDLED))
-        s->dirty = true;
-    return r;
-}
-
-static int screen_mouse(screen *s)
-{
-    MEVENT ev;
-    if (getmouse(&ev) != OK)
-        return 0;
-    int event = 0;
-    if (ev.bstate & BUTTON4_PRESSED)
-        event = UI_MOUSE_WHEEL_UP;
-    else if (ev.bstate & BUTTON5_PRESSED)
-        event = UI_MOUSE_WHEEL_DOWN;
-    else if (ev.bstate & BUTTON1_DOUBLE_CLICKED)
-        event = UI_MOUSE_DOUBLE;
-    else if (ev.bstate & (BUTTON1_CLICKED | BUTTON1_PRESSED))
-        event = UI_MOUSE_CLICK;
-    if (!event)
-        return 0;
-    if (s->pager_open) {
-        if (event == UI_MOUSE_WHEEL_UP)
-            return pager_key(s, UIK_UP) | pager_key(s, UIK_UP) | pager_key(s, UIK_UP);
-        if (event == UI_MOUSE_WHEEL_DOWN)
-            return pager_key(s, UIK_DOWN) | pager_key(s, UIK_DOWN) | pager_key(s, UIK_DOWN);
-        return 0;
-    }
-    if (s->npages == 0)
-        return 0;
-    page_t *pg = &s->pages[s->cur];
-    for (int k = 0; k < pg->n; k++) {
-        panel *p = pg->panels[k];
-        if (!p->frame || ev.y < p->y || ev.y >= p->y + p->h || ev.x < p->x || ev.x >= p->x + p->w)
-            continue;
-        int r = PANEL_REDRAW;
-        if (event == UI_MOUSE_CLICK || event == UI_MOUSE_DOUBLE) {
-            if (pg->focus != k) {
-                pg->focus = k;
-                relayout(s);
-            }
-        }
-        int iy = ev.y - p->y - 1, ix = ev.x - p->x - 1;
-        if (p->ops->on_mouse && iy >= 0 && ix >= 0 && iy < p->ih && ix < p->iw)
-            r |= p->ops->on_mouse(p, iy, ix, event);
-        s->dirty = true;
-        return r;
-    }
-    return 0;
-}
-
-/* After an Esc: ncurses has already waited ESCDELAY for the rest of a
- * sequence it does not know. Nothing more: Esc. CSI 200~ / 201~: bracketed
- * paste; CSI 27;2;13~ or 13;2u: Shift+Enter; another CSI: ignored (0).
- * Another key: Alt+key. */
-static int read_escape(void)
-{
-    wint_t c;
-    int rc = get_wch(&c);
-    if (rc == ERR)
-        return UIK_ESC;
-    if (rc == KEY_CODE_YES)
-        return c == KEY_ENTER ? UIK_ALT('\n') : UIK_FN((int)c);   /* Esc then a function key */
-    if (c == '\r' || c == '\n')
-        return UIK_ALT('\n');
-    if (c == 27)
-        return UIK_ESC;
-    if (c != '[')
-        return UIK_ALT((int)c);
-    char par[24];
-    size_t n = 0;
-    for (;;) {
-        rc = get_wch(&c);
-        if (rc == ERR || rc == KEY_CODE_YES)
-            return 0;
-        if (c >= 0x40 && c <= 0x7e)
-            break;
-        if (n + 1 < sizeof par)
-            par[n++] = (char)c;
-    }
-    par[n] = 0;
-    if (c == '~' && !strcmp(par, "200"))
-        return UIK_PASTE_BEGIN;
-    if (c == '~' && !strcmp(par, "201"))
-        return UIK_PASTE_END;
-    if ((c == '~' && !strcmp(par, "27;2;13")) || (c == 'u' && !strcmp(par, "13;2")))
-        return UIK_ALT('\n');
-    return 0;
-}
-
-int screen_drain_input(screen *s)
-{
-    int flags = 0;
-    for (;;) {
-        wint_t ch;
-        int rc = get_wch(&ch);
-        if (rc == ERR)
-            break;
-        int key;
-        if (rc == KEY_CODE_YES) {
-            if (ch == KEY_MOUSE) {
-                flags |= screen_mouse(s);
-                continue;
-            }
-            if (ch == KEY_RESIZE)
-                continue;   /* SIGWINCH is handled by the loop */
-            key = ch == KEY_ENTER ? UIK_ENTER : UIK_FN((int)ch);
-        } else if (ch == 27) {
-            key = read_escape();
-            if (!key)
-                continue;
-        } else {
-            key = (int)ch;
-            if (key == '\r')
-                key = UIK_ENTER;
-            else if (key == 127 || key == 8)
-                key = UIK_BACKSPACE;
-        }
-        flags |= screen_key(s, key);
-        if (flags & PANEL_QUIT)
-            break;
-    }
-    return flags;
-}
-
-void screen_resize(screen *s, int rows, int cols)
-{
-    if (rows > 0 && cols > 0)
-        resizeterm(rows, cols);
-    getmaxyx(stdscr, s->rows, s->cols);
-    s->full_repaint = true;
-    relayout(s);
 }
 
 /* ---- drawing ---- */
@@ -839,7 +629,7 @@ bool screen_render(screen *s)
     if (!s->dirty)
         return false;
     if (!s->titlew || !s->barw)
-        relayout(s);
+        screen_relayout(s);
     if (s->full_repaint) {
         clearok(curscr, TRUE);
         s->full_repaint = false;
@@ -860,50 +650,7 @@ bool screen_render(screen *s)
     return true;
 }
 
-/* ---- jobs ---- */
-
-void ui_job_init(ui_job *j, void (*work)(ui_job *), void (*done)(ui_job *), void *owner)
-{
-    j->work = work;
-    j->done = done;
-    j->owner = owner;
-    atomic_init(&j->cancel, false);
-    atomic_init(&j->progress_done, 0);
-    atomic_init(&j->progress_total, 0);
-    atomic_init(&j->permille_sent, 0);
-    j->wake = NULL;
-    j->wake_ctx = NULL;
-    j->next_active = NULL;
-}
-
-void ui_job_progress(ui_job *j, uint64_t done, uint64_t total)
-{
-    atomic_store(&j->progress_total, total);
-    atomic_store(&j->progress_done, done);
-    unsigned pm = total ? (unsigned)((double)done / (double)total * 200.0) : 0;
-    if (pm != atomic_load(&j->permille_sent)) {
-        atomic_store(&j->permille_sent, pm);
-        if (j->wake)
-            j->wake(j->wake_ctx);
-    }
-}
-
-void ui_job_cancel(ui_job *j)
-{
-    atomic_store(&j->cancel, true);
-}
-
-bool ui_job_cancelled(const ui_job *j)
-{
-    return atomic_load(&((ui_job *)j)->cancel);
-}
-
-double ui_job_fraction(const ui_job *j)
-{
-    uint64_t t = atomic_load(&((ui_job *)j)->progress_total);
-    uint64_t d = atomic_load(&((ui_job *)j)->progress_done);
-    return t ? (double)d / (double)t : 0.0;
-}
+/* ---- jobs (the screen's list of running ones) ---- */
 
 void screen_set_runner(screen *s, const ui_runner *r)
 {

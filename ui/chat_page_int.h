@@ -1,0 +1,150 @@
+/* chat_page's internal header: what chat_page.c, chat_page_transcript.c
+ * and chat_page_cmd.c share (see chat_page.h). Not for other modules. */
+#ifndef GGSCOPE_CHAT_PAGE_INT_H
+#define GGSCOPE_CHAT_PAGE_INT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chat_input.h"
+#include "chat_page.h"
+#include "list.h"
+#include "panel.h"
+#include "screen.h"
+
+#define INPUT_MAX_ROWS 6
+#define INSPECTOR_ROWS 8
+
+/* The engine and conversation, shared with helper threads (chat_page.c):
+ * freed (release) when the last reference goes. */
+typedef struct {
+    atomic_int refs;
+    chs *c;
+    session *s;
+    void (*release)(void *ctx);
+    void *ctx;
+} chat_core;
+
+/* What a job does (chat_page.c). */
+enum { JOB_REPLY, JOB_TEMPLATE, JOB_LOAD };
+typedef struct gen_job gen_job;
+
+typedef struct {
+    int kind;            /* L_* */
+    int msg;             /* message index; -1 system; -2 the reply being generated */
+    size_t off, len;     /* bytes of the message's text */
+    char info[160];      /* text of headers / info lines */
+    attr_t a;
+} tline;
+
+enum { L_HEAD, L_TEXT, L_INFO, L_BLANK };
+
+struct chat_page {
+    chat_core *core;
+    chs *c;               /* core->c */
+    char path[1024];
+    unsigned delay_ms;
+    screen *s;
+    int page, back_page;
+    panel *tr, *in;
+    gen_job *job;
+    /* the reply being streamed (loop thread copy) */
+    char *reply;
+    size_t rlen, rcap;
+    chs_tokinfo *rtok;
+    size_t rntok, rcaptok;
+    bool streaming;
+    uint32_t ctx_used;
+    /* input */
+    chat_input ed;
+    int in_rows;          /* rows of the input box's text */
+    /* transcript */
+    tline *lines;
+    size_t nlines, caplines;
+    long top;             /* the first line shown (a list without a cursor: list.h) */
+    int view_rows;        /* the lines shown, as last drawn */
+    bool follow;
+    bool inspector;
+    long sel_msg;
+    size_t sel_tok;
+    bool reveal;
+    bool tmpl_view;
+    char *tmpl_text;
+    size_t tmpl_len;
+    uint32_t *tmpl_hl;   /* pairs of byte offsets of special tokens */
+    size_t tmpl_nhl;
+    char notice[256];
+    char title[512];
+    /* u->lines as last laid out: what (LAY_*), for which width; lay_n
+     * lines before the streamed reply */
+    tline *tlines;        /* the template view's */
+    size_t ntlines, captlines;
+    int tmpl_w;           /* width tlines were laid out for (-1: none) */
+    int lay_kind;
+    int lay_w;
+    size_t lay_n;
+    char *lay_sys;        /* the system prompt laid out */
+    struct {
+        uint64_t id;      /* chs_msg.id */
+        bool stats;
+        size_t first;     /* its first line */
+    } *lay_msg;           /* per message */
+    size_t lay_nmsg, lay_capmsg;
+    /* GGSCOPE_CHAT_STALL_LOG: the longest time the chat held the loop thread */
+    char *stall_path;
+    double stall_max, stall_cpu;   /* seconds: wall clock, thread CPU time */
+    char stall_what[32];
+};
+
+enum { LAY_NONE = 0, LAY_TRANSCRIPT };
+
+/* ---- chat_page.c ---- */
+
+/* Make *p hold `need` elements of `elem` bytes (doubling). */
+bool chat_page_grow(void **p, size_t *cap, size_t need, size_t elem);
+/* Move what the reply's worker produced into the page's copy. */
+void chat_page_pull(chat_page *u);
+/* The page's title: model, context gauge, speed, what runs. */
+void chat_page_update_title(chat_page *u);
+/* Start a reply to the conversation as it is (unless a job runs). */
+void chat_page_start_reply(chat_page *u);
+/* Stop the job that runs; false when none does. */
+bool chat_page_stop_reply(chat_page *u);
+/* The job that runs ("reply", "/load", "/template"), NULL: none. */
+const char *chat_page_busy(const chat_page *u);
+/* /template: the prompt rendered and tokenized on a worker, shown when done. */
+void chat_page_start_template(chat_page *u);
+/* /load: the file read and checked on a worker, the conversation replaced when done. */
+void chat_page_start_load(chat_page *u, const char *path);
+/* F2: back to the page the chat was opened from. Returns PANEL_* flags. */
+int chat_page_back(chat_page *u);
+
+/* ---- chat_page_transcript.c: the transcript pane ---- */
+
+void chat_page_tr_draw(panel *p, WINDOW *w, bool focused);
+int chat_page_tr_key(panel *p, int key);
+void chat_page_tr_title(panel *p, char *buf, size_t cap);
+int chat_page_tr_mouse(panel *p, int y, int x, int ev);
+const char *chat_page_tr_hints(panel *p);
+extern const panel_keyhelp chat_page_tr_keys[];
+/* Scroll the transcript (or the /template view) by d lines, no longer
+ * following the end. */
+void chat_page_scroll(chat_page *u, int64_t d);
+/* A scrolling key of list.h for the transcript (End / G: follow the end
+ * again). Returns LIST_* flags. */
+int chat_page_scroll_key(chat_page *u, int key);
+
+/* ---- chat_page_cmd.c: the input pane and the slash commands ---- */
+
+void chat_page_in_draw(panel *p, WINDOW *w, bool focused);
+int chat_page_in_key(panel *p, int key);
+void chat_page_in_title(panel *p, char *buf, size_t cap);
+const char *chat_page_in_hints(panel *p);
+bool chat_page_in_typing(panel *p);
+extern const panel_keyhelp chat_page_in_keys[];
+/* Replace the input box's text (the box grows or shrinks with it). */
+void chat_page_set_input(chat_page *u, const char *t);
+
+#endif

@@ -1,0 +1,579 @@
+/* chat_page: the transcript pane (the conversation laid out and drawn, the
+ * token inspector, the /template view) and its keys (see chat_page.h). */
+#include "chat_page_int.h"
+#include "textesc.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *stop_name(chs_stop s)
+{
+    switch (s) {
+    case CHS_STOP_EOG: return "end of turn";
+    case CHS_STOP_LIMIT: return "n_predict reached";
+    case CHS_STOP_CTX: return "context full";
+    case CHS_STOP_CANCEL: return "stopped";
+    default: return "error";
+    }
+}
+
+/* ---- text layout ---- */
+
+static size_t u8len(unsigned char c)
+{
+    return c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+}
+
+typedef void (*span_fn)(void *ctx, size_t off, size_t len);
+
+/* Word-wrap text[0..len) to `width` columns: each line as (off, len). */
+static void wrap(const char *text, size_t len, int width, span_fn fn, void *ctx)
+{
+    if (width < 1)
+        width = 1;
+    size_t i = 0;
+    if (len == 0) {
+        fn(ctx, 0, 0);
+        return;
+    }
+    while (i < len) {
+        size_t e = i;
+        while (e < len && text[e] != '\n')
+            e++;
+        if (e == i)
+            fn(ctx, i, 0);
+        size_t s = i;
+        while (s < e) {
+            int col = 0;
+            size_t p = s, lastsp = 0;
+            while (p < e) {
+                unsigned char ch = (unsigned char)text[p];
+                size_t cl = u8len(ch);
+                if (p + cl > e)
+                    cl = e - p;
+                int w = ch >= 0x20 && ch < 0x7f ? 1 : ui_width(text + p, cl);   /* ASCII: one column */
+                if (col + w > width)
+                    break;
+                col += w;
+                p += cl;
+                if (text[p - 1] == ' ')
+                    lastsp = p;
+            }
+            if (p < e && lastsp > s)
+                p = lastsp;
+            if (p == s)
+                p = s + u8len((unsigned char)text[s]) > e ? e : s + u8len((unsigned char)text[s]);
+            fn(ctx, s, p - s);
+            s = p;
+        }
+        i = e + 1;
+    }
+}
+
+typedef struct {
+    chat_page *u;
+    int msg;
+    attr_t a;
+    int indent;
+} wrapctx;
+
+static tline *add_line(chat_page *u, int kind, int msg, attr_t a)
+{
+    if (!chat_page_grow((void **)&u->lines, &u->caplines, u->nlines + 1, sizeof *u->lines))
+        return NULL;
+    tline *l = &u->lines[u->nlines++];
+    l->kind = kind;
+    l->msg = msg;
+    l->off = l->len = 0;
+    l->info[0] = 0;
+    l->a = a;
+    return l;
+}
+
+static void text_span(void *ctx, size_t off, size_t len)
+{
+    wrapctx *w = ctx;
+    tline *l = add_line(w->u, L_TEXT, w->msg, w->a);
+    if (l) {
+        l->off = off;
+        l->len = len;
+    }
+}
+
+static const char *msg_text(chat_page *u, int msg, size_t *len)
+{
+    if (msg == -1) {
+        *len = strlen(chs_system(u->c));
+        return chs_system(u->c);
+    }
+    if (msg == -2) {
+        *len = u->rlen;
+        return u->reply ? u->reply : "";
+    }
+    const chs_msg *m = chs_at(u->c, (size_t)msg);
+    *len = m->len;
+    return m->content;
+}
+
+/* The transcript's lines. A message's lines are laid out once per width:
+ * when the transcript changes, the messages before the first one that
+ * differs (by id and figures) keep theirs, so a reply added to a long
+ * conversation costs its own lines only. Whether a message is dropped is
+ * applied when drawing. The reply being streamed and the notice are added
+ * each time. */
+static void layout_lines(chat_page *u, int width)
+{
+    int tw = width - 2;
+    wrapctx w = {u, 0, 0, 2};
+    tline *l;
+    size_t n = chs_count(u->c);
+    size_t from = 0;   /* the first message laid out again */
+    bool same_sys = u->lay_sys && !strcmp(u->lay_sys, chs_system(u->c));
+    if (u->lay_kind == LAY_TRANSCRIPT && u->lay_w == width && same_sys) {
+        while (from < n && from < u->lay_nmsg && u->lay_msg[from].id == chs_at(u->c, from)->id &&
+               u->lay_msg[from].stats == chs_at(u->c, from)->has_stats)
+            from++;
+        if (from == n && from == u->lay_nmsg) {
+            u->nlines = u->lay_n;
+            goto tail;
+        }
+        u->nlines = from < u->lay_nmsg ? u->lay_msg[from].first : u->lay_n;
+    } else {
+        u->nlines = 0;
+        free(u->lay_sys);
+        u->lay_sys = strdup(chs_system(u->c));
+        if (chs_system(u->c)[0]) {
+            l = add_line(u, L_HEAD, -1, ui_attr(UI_C_GROUP) | A_BOLD);
+            if (l)
+                snprintf(l->info, sizeof l->info, "\xe2\x96\x8c system");
+            w.msg = -1;
+            w.a = ui_attr(UI_C_DIM);
+            size_t len;
+            const char *t = msg_text(u, -1, &len);
+            wrap(t, len, tw, text_span, &w);
+            add_line(u, L_BLANK, -1, 0);
+        }
+    }
+    if (!chat_page_grow((void **)&u->lay_msg, &u->lay_capmsg, n + 1, sizeof *u->lay_msg)) {
+        u->lay_kind = LAY_NONE;
+        return;
+    }
+    for (size_t i = from; i < n; i++) {
+        const chs_msg *m = chs_at(u->c, i);
+        bool user = !strcmp(m->role, "user");
+        u->lay_msg[i].id = m->id;
+        u->lay_msg[i].stats = m->has_stats;
+        u->lay_msg[i].first = u->nlines;
+        l = add_line(u, L_HEAD, (int)i, ui_attr(user ? UI_C_KEY : UI_C_NUMBER) | A_BOLD);
+        if (l)
+            snprintf(l->info, sizeof l->info, "\xe2\x96\x8c %s", user ? "you" : "assistant");
+        w.msg = (int)i;
+        w.a = ui_attr(UI_C_NORMAL);
+        wrap(m->content, m->len, tw, text_span, &w);
+        if (m->has_stats) {
+            l = add_line(u, L_INFO, (int)i, ui_attr(UI_C_DIM));
+            const chs_reply_stats *st = &m->st;
+            double tps = st->n_gen > 1 && st->t_gen_s > 0 ? (st->n_gen - 1) / st->t_gen_s : 0;
+            if (l)
+                snprintf(l->info, sizeof l->info,
+                         "%u tokens · %s · %.1f tok/s · first token %.0f ms · prompt %u tokens: %u reused, %u evaluated",
+                         st->n_gen, stop_name(st->stop), tps, st->t_first_s * 1e3, st->n_prompt, st->n_reused,
+                         st->n_eval);
+        }
+        add_line(u, L_BLANK, (int)i, 0);
+    }
+    u->lay_nmsg = n;
+    u->lay_kind = LAY_TRANSCRIPT;
+    u->lay_w = width;
+    u->lay_n = u->nlines;
+tail:
+    if (u->streaming) {
+        l = add_line(u, L_HEAD, -2, ui_attr(UI_C_NUMBER) | A_BOLD);
+        if (l)
+            snprintf(l->info, sizeof l->info, "\xe2\x96\x8c assistant  generating… (Esc stops)");
+        w.msg = -2;
+        w.a = ui_attr(UI_C_NORMAL);
+        wrap(u->reply ? u->reply : "", u->rlen, tw, text_span, &w);
+    }
+    if (u->notice[0]) {
+        l = add_line(u, L_INFO, -3, ui_attr(UI_C_ERROR));
+        if (l)
+            snprintf(l->info, sizeof l->info, "%.150s", u->notice);
+    }
+}
+
+/* Draw text[a..b) at (y, x) with bytes inside [hs, he) in attribute ha. */
+static int put_hl(WINDOW *w, int y, int x, int maxcols, const char *text, size_t a, size_t b, size_t hs,
+                  size_t he, attr_t na, attr_t ha)
+{
+    int used = 0;
+    size_t p = a;
+    while (p < b && used < maxcols) {
+        size_t q;
+        attr_t at;
+        if (p >= hs && p < he) {
+            q = he < b ? he : b;
+            at = ha;
+        } else {
+            q = p < hs && hs < b ? hs : b;
+            at = na;
+        }
+        used += ui_put(w, y, x + used, maxcols - used, text + p, q - p, at, false);
+        p = q;
+    }
+    return used;
+}
+
+/* ---- the selected token (inspector) ---- */
+
+static const chs_msg *sel_reply(chat_page *u)
+{
+    if (u->sel_msg < 0 || (size_t)u->sel_msg >= chs_count(u->c))
+        return NULL;
+    const chs_msg *m = chs_at(u->c, (size_t)u->sel_msg);
+    return m->n_toks ? m : NULL;
+}
+
+static void select_last_reply(chat_page *u)
+{
+    u->sel_msg = -1;
+    for (size_t i = chs_count(u->c); i > 0; i--)
+        if (chs_at(u->c, i - 1)->n_toks) {
+            u->sel_msg = (long)i - 1;
+            u->sel_tok = 0;
+            break;
+        }
+}
+
+static void piece(chat_page *u, int32_t id, char *buf, size_t cap)
+{
+    char raw[64];
+    size_t n = tok_piece(chs_vocab(u->c), id, raw, sizeof raw - 1, TOK_DETOK_SPECIAL);
+    if (n > sizeof raw - 1)
+        n = sizeof raw - 1;
+    char esc[80];
+    textesc_term(esc, sizeof esc, raw, n, TEXTESC_DQUOTE);   /* a token's bytes are file text */
+    snprintf(buf, cap, "\"%s\"", esc);
+}
+
+static void draw_inspector(chat_page *u, WINDOW *w, int y0, int cols)
+{
+    attr_t dim = ui_attr(UI_C_DIM);
+    ui_fill(w, y0, 0, cols, ui_attr(UI_C_HEADER));
+    const chs_msg *m = sel_reply(u);
+    if (!m) {
+        ui_put(w, y0, 0, cols, " token inspector: no reply with tokens yet (Tab: transcript, i: close)", SIZE_MAX,
+               ui_attr(UI_C_HEADER), true);
+        return;
+    }
+    if (u->sel_tok >= m->n_toks)
+        u->sel_tok = m->n_toks - 1;
+    const chs_tokinfo *t = &m->toks[u->sel_tok];
+    char pc[96];
+    piece(u, t->id, pc, sizeof pc);
+    ui_putf(w, y0, 0, cols, ui_attr(UI_C_HEADER), " token %zu/%zu  %s  id %d  p = %.4f  entropy %.3f nats   ←/→ token  [/] reply",
+            u->sel_tok + 1, m->n_toks, pc, t->id, t->prob, t->entropy);
+    for (int k = 0; k < t->n_alt && k < SAMPLER_N_ALT; k++) {
+        char ap[96];
+        piece(u, t->alt_id[k], ap, sizeof ap);
+        int bar = (int)lrintf(t->alt_prob[k] * 20);
+        char bars[64];
+        size_t bl = 0;
+        for (int b = 0; b < bar && bl + 3 < sizeof bars; b++) {
+            memcpy(bars + bl, "\xe2\x96\x88", 3);
+            bl += 3;
+        }
+        bars[bl] = 0;
+        attr_t a = t->alt_id[k] == t->id ? ui_attr(UI_C_MATCH) : ui_attr(UI_C_NORMAL);
+        int x = ui_putf(w, y0 + 1 + k, 0, cols, a, " %d. %-20.20s %7d  %7.3f%% ", k + 1, ap, t->alt_id[k],
+                        t->alt_prob[k] * 100.0);
+        ui_put(w, y0 + 1 + k, x, cols - x, bars, bl, ui_attr(UI_C_BAR), false);
+    }
+    (void)dim;
+}
+
+/* ---- transcript pane ---- */
+
+/* The template view's lines and the transcript's trade places. */
+#define SWAP_LINES(u)                                                                                    \
+    do {                                                                                                 \
+        tline *l_ = (u)->lines;                                                                          \
+        size_t n_ = (u)->nlines, c_ = (u)->caplines;                                                     \
+        (u)->lines = (u)->tlines, (u)->nlines = (u)->ntlines, (u)->caplines = (u)->captlines;            \
+        (u)->tlines = l_, (u)->ntlines = n_, (u)->captlines = c_;                                        \
+    } while (0)
+
+static void draw_template(chat_page *u, WINDOW *w, int rows, int cols)
+{
+    /* lines of the rendered prompt (laid out once per width, in lines of
+     * their own: the transcript's stay); special tokens highlighted */
+    SWAP_LINES(u);
+    if (u->tmpl_w != cols) {
+        u->nlines = 0;
+        wrapctx wc = {u, -4, ui_attr(UI_C_NORMAL), 0};
+        wrap(u->tmpl_text, u->tmpl_len, cols - 1, text_span, &wc);
+        u->tmpl_w = cols;
+    }
+    u->view_rows = rows;
+    if (u->top > (long)u->nlines - rows)
+        u->top = (long)u->nlines - rows;
+    if (u->top < 0)
+        u->top = 0;
+    for (int r = 0; r < rows && (size_t)(u->top + r) < u->nlines; r++) {
+        tline *l = &u->lines[u->top + r];
+        size_t a = l->off, b = l->off + l->len;
+        int x = 0;
+        size_t p = a;
+        size_t h0 = 0, h1 = u->tmpl_nhl;   /* the first highlight ending after p */
+        while (h0 < h1) {
+            size_t mid = h0 + (h1 - h0) / 2;
+            if (u->tmpl_hl[2 * mid + 1] <= p)
+                h0 = mid + 1;
+            else
+                h1 = mid;
+        }
+        for (size_t h = h0; h < u->tmpl_nhl && p < b; h++) {
+            size_t hs = u->tmpl_hl[2 * h], he = u->tmpl_hl[2 * h + 1];
+            if (he <= p)
+                continue;
+            if (hs >= b)
+                break;
+            x += put_hl(w, r, x, cols - x, u->tmpl_text, p, he < b ? he : b, hs, he, ui_attr(UI_C_NORMAL),
+                        ui_attr(UI_C_MATCH) | A_BOLD);
+            p = he < b ? he : b;
+        }
+        if (p < b)
+            x += ui_put(w, r, x, cols - x, u->tmpl_text + p, b - p, ui_attr(UI_C_NORMAL), false);
+        if (b < u->tmpl_len && u->tmpl_text[b] == '\n' && x < cols)
+            ui_put(w, r, x, 1, "\xe2\x86\xb5", 3, ui_attr(UI_C_DIM), false);   /* ↵ */
+    }
+    SWAP_LINES(u);
+}
+
+void chat_page_tr_draw(panel *p, WINDOW *w, bool focused)
+{
+    chat_page *u = p->self;
+    (void)focused;
+    chat_page_pull(u);
+    if (u->job)
+        chat_page_update_title(u);
+    int rows = p->ih, cols = p->iw;
+    if (u->tmpl_view) {
+        draw_template(u, w, rows, cols);
+        return;
+    }
+    int insp_rows = u->inspector ? INSPECTOR_ROWS : 0;
+    if (insp_rows > rows - 3)
+        insp_rows = rows > 3 ? rows - 3 : 0;
+    int trows = rows - insp_rows;
+    u->view_rows = trows;
+    layout_lines(u, cols);
+    long maxtop = (long)u->nlines - trows;
+    if (maxtop < 0)
+        maxtop = 0;
+    if (u->inspector && !sel_reply(u)) {
+        select_last_reply(u);   /* the reply that was streaming when the inspector opened, ... */
+        u->reveal = true;
+    }
+    const chs_msg *sm = u->inspector ? sel_reply(u) : NULL;
+    size_t hs = 0, he = 0;
+    if (sm) {
+        if (u->sel_tok >= sm->n_toks)
+            u->sel_tok = sm->n_toks - 1;
+        hs = sm->toks[u->sel_tok].off;
+        he = hs + sm->toks[u->sel_tok].len;
+        if (he == hs)
+            he = hs + 1;
+        if (u->reveal) {
+            for (size_t i = 0; i < u->nlines; i++) {
+                tline *l = &u->lines[i];
+                if (l->kind == L_TEXT && l->msg == u->sel_msg && hs >= l->off && hs <= l->off + l->len) {
+                    if ((long)i < u->top || (long)i >= u->top + trows) {
+                        u->top = (long)i - trows / 2;
+                        u->follow = false;
+                    }
+                    break;
+                }
+            }
+            u->reveal = false;
+        }
+    }
+    if (u->follow || u->top > maxtop)
+        u->top = maxtop;
+    if (u->top < 0)
+        u->top = 0;
+    if (u->top >= maxtop)
+        u->follow = true;
+    for (int r = 0; r < trows && (size_t)(u->top + r) < u->nlines; r++) {
+        tline *l = &u->lines[u->top + r];
+        bool dropped = l->msg >= 0 && chs_at(u->c, (size_t)l->msg)->dropped;
+        attr_t la = dropped && l->kind != L_INFO ? ui_attr(UI_C_DIM) : l->a;
+        if (l->kind == L_HEAD && dropped) {
+            char head[200];
+            snprintf(head, sizeof head, "%s  (dropped: out of the context)", l->info);
+            ui_put(w, r, 0, cols, head, SIZE_MAX, la, true);
+        } else if (l->kind == L_HEAD || l->kind == L_INFO) {
+            ui_put(w, r, l->kind == L_INFO ? 2 : 0, cols - (l->kind == L_INFO ? 2 : 0), l->info, SIZE_MAX, l->a,
+                   true);
+        } else if (l->kind == L_TEXT) {
+            size_t tl;
+            const char *t = msg_text(u, l->msg, &tl);
+            if (sm && l->msg == u->sel_msg)
+                put_hl(w, r, 2, cols - 2, t, l->off, l->off + l->len, hs, he, la, ui_attr(UI_C_SELECT));
+            else
+                ui_put(w, r, 2, cols - 2, t + l->off, l->len, la, false);
+        }
+    }
+    if (u->nlines > (size_t)trows && trows > 0) {
+        char pos[32];
+        snprintf(pos, sizeof pos, "%ld%%", maxtop ? u->top * 100 / maxtop : 100);
+        ui_put(w, trows - 1, cols - (int)strlen(pos), (int)strlen(pos), pos, SIZE_MAX, ui_attr(UI_C_DIM), false);
+    }
+    if (insp_rows)
+        draw_inspector(u, w, trows, cols);
+}
+
+void chat_page_tr_title(panel *p, char *buf, size_t cap)
+{
+    chat_page *u = p->self;
+    if (u->tmpl_view)
+        snprintf(buf, cap, "/template: the exact prompt, special tokens highlighted · Esc back");
+    else
+        snprintf(buf, cap, "%zu messages%s", chs_count(u->c), u->inspector ? " · inspector" : "");
+}
+
+/* The transcript (or the /template view) as a list without a cursor: its
+ * lines as last laid out, the rows last drawn. */
+static list view(const chat_page *u)
+{
+    list l = {u->tmpl_view ? u->ntlines : u->nlines, 0, u->top > 0 ? (uint64_t)u->top : 0,
+              u->view_rows > 0 ? (uint64_t)u->view_rows : 1};
+    return l;
+}
+
+void chat_page_scroll(chat_page *u, int64_t d)
+{
+    list l = view(u);
+    list_scroll(&l, d);
+    u->top = (long)l.top;
+    u->follow = false;
+}
+
+int chat_page_scroll_key(chat_page *u, int key)
+{
+    list l = view(u);
+    if (key == UIK_END || key == 'G') {
+        u->top = (long)list_max_top(&l);
+        u->follow = true;
+        return LIST_HANDLED | LIST_MOVED;
+    }
+    int r = list_scroll_key(&l, key);
+    if (r) {
+        u->top = (long)l.top;
+        u->follow = false;
+    }
+    return r;
+}
+
+int chat_page_tr_key(panel *p, int key)
+{
+    chat_page *u = p->self;
+    if (u->tmpl_view) {
+        switch (key) {
+        case UIK_ESC: case 'q': case '\n':
+            u->tmpl_view = false;
+            screen_focus(u->s, u->in);
+            return PANEL_HANDLED | PANEL_REDRAW;
+        }
+    }
+    switch (key) {
+    case UIK_UP: case 'k': case UIK_DOWN: case 'j': case UIK_PGUP: case UIK_PGDN: case UIK_HOME: case UIK_END:
+    case 'G':
+        chat_page_scroll_key(u, key);
+        break;
+    case ' ': chat_page_scroll_key(u, UIK_PGDN); break;
+    case 'g': chat_page_scroll_key(u, UIK_HOME); break;
+    case 'i':
+        u->inspector = !u->inspector;
+        if (u->inspector && !sel_reply(u)) {
+            select_last_reply(u);
+        }
+        u->reveal = true;
+        break;
+    case UIK_LEFT: case 'h':
+        if (!u->inspector)
+            return PANEL_HANDLED;
+        if (u->sel_tok > 0)
+            u->sel_tok--;
+        u->reveal = true;
+        break;
+    case UIK_RIGHT: case 'l':
+        if (!u->inspector)
+            return PANEL_HANDLED;
+        if (sel_reply(u) && u->sel_tok + 1 < sel_reply(u)->n_toks)
+            u->sel_tok++;
+        u->reveal = true;
+        break;
+    case '[': case ']': {
+        long n = (long)chs_count(u->c), i = u->sel_msg;
+        for (;;) {
+            i += key == '[' ? -1 : 1;
+            if (i < 0 || i >= n)
+                break;
+            if (chs_at(u->c, (size_t)i)->n_toks) {
+                u->sel_msg = i;
+                u->sel_tok = 0;
+                u->reveal = true;
+                break;
+            }
+        }
+        break;
+    }
+    case UIK_ESC:
+        if (!chat_page_stop_reply(u)) {
+            screen_focus(u->s, u->in);
+        }
+        break;
+    case '\n':
+        screen_focus(u->s, u->in);
+        break;
+    case UIK_FN(KEY_F(2)):
+        return chat_page_back(u);
+    default:
+        return PANEL_IGNORED;
+    }
+    return PANEL_HANDLED | PANEL_REDRAW;
+}
+
+int chat_page_tr_mouse(panel *p, int y, int x, int ev)
+{
+    chat_page *u = p->self;
+    (void)y, (void)x;
+    if (ev == UI_MOUSE_WHEEL_UP)
+        chat_page_scroll(u, -3);
+    else if (ev == UI_MOUSE_WHEEL_DOWN)
+        chat_page_scroll(u, 3);
+    return PANEL_HANDLED | PANEL_REDRAW;
+}
+
+const char *chat_page_tr_hints(panel *p)
+{
+    chat_page *u = p->self;
+    if (u->tmpl_view)
+        return "↑↓ PgUp PgDn scroll  Esc back";
+    return u->inspector ? "←→ token  [ ] reply  i close  ↑↓ scroll  Esc stop/back"
+                        : "i inspector  ↑↓ PgUp PgDn scroll  Enter input  Esc stop  F2 explorer";
+}
+
+const panel_keyhelp chat_page_tr_keys[] = {
+    {"i", "token inspector: probability, entropy and top-5 of the selected reply token"},
+    {"← →  h l", "previous / next token of the reply (inspector)"},
+    {"[ ]", "previous / next reply (inspector)"},
+    {"↑↓ j k PgUp PgDn g G", "scroll the transcript (G: follow the end)"},
+    {"Esc", "stop the reply being generated; else back to the input box"},
+    {"Enter", "back to the input box"},
+    {"F2", "back to the explorer (when the chat was opened from it)"},
+    {NULL, NULL},
+};
