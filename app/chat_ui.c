@@ -214,6 +214,7 @@ typedef struct gen_job {
     chs_reply_stats rs;
     int rc;
     char err[512];
+    char fallback[400];   /* the runner's notice: the device failed, the CPU took over */
 } gen_job;
 typedef struct {
     int kind;            /* L_* */
@@ -388,6 +389,7 @@ static void gen_work(ui_job *j)
         g->job.wake(g->job.wake_ctx);   /* the gauge: the prompt's size */
     chs_sink sk = {gen_on_token, g, &j->cancel, g->delay_ms};
     g->rc = chs_generate(g->c, ids, n, &g->st, &sk, &g->rs, g->err, sizeof g->err);
+    runner_take_notice(g->t->core->e.r, g->fallback, sizeof g->fallback);   /* a device error, survived */
 }
 
 /* loop thread: move what the worker produced into the UI's copy */
@@ -448,6 +450,8 @@ static void reply_done(chat_ui *u, gen_job *g)
         snprintf(u->notice, sizeof u->notice,
                  "context full: the %u oldest message%s (greyed) no longer reach%s the model; the system prompt is kept",
                  dropped, dropped == 1 ? "" : "s", dropped == 1 ? "es" : "");
+    if (g->fallback[0])
+        snprintf(u->notice, sizeof u->notice, "%.250s", g->fallback);
     if (g->rc)
         screen_message(u->s, "generation failed: %s", g->err);
     if (g->rc == 0 || u->rlen) {
@@ -609,7 +613,7 @@ static bool stop_reply(chat_ui *u)
     if (!u->job)
         return false;
     ui_job_cancel(&u->job->job);
-    session_cancel(u->core->e.s);   /* stops an evaluation between layers */
+    runner_cancel(u->core->e.r);   /* stops an evaluation between layers */
     return true;
 }
 
@@ -617,7 +621,7 @@ static bool stop_reply(chat_ui *u)
 
 static void update_title(chat_ui *u)
 {
-    uint32_t n_ctx = session_n_ctx(u->core->e.s);
+    uint32_t n_ctx = runner_n_ctx(u->core->e.r);
     uint32_t used = u->ctx_used;
     char gauge[64];
     int cells = 10, full = n_ctx ? (int)((uint64_t)used * cells / n_ctx) : 0;
@@ -1265,7 +1269,7 @@ static void show_pager(chat_ui *u, const char *title, const char *fmt, ...)
 static void chatcmd_show(chat_ui *u)
 {
     chs_settings st = chs_get_settings(u->c);
-    uint32_t n_ctx = session_n_ctx(u->core->e.s);
+    uint32_t n_ctx = runner_n_ctx(u->core->e.r);
     show_pager(u, "Chat settings",
                "model        %s\n"
                "template     %s\n"
@@ -1284,7 +1288,7 @@ static void chatcmd_show(chat_ui *u)
                "n_predict       %d\n"
                "\n/set NAME VALUE changes one.",
                u->path, chat_template_describe(chs_template(u->c)), chs_format_status(u->c), u->ctx_used, n_ctx,
-               n_ctx ? 100.0 * u->ctx_used / n_ctx : 0.0, session_kv_bytes(u->core->e.s) / 1048576.0, chs_count(u->c),
+               n_ctx ? 100.0 * u->ctx_used / n_ctx : 0.0, runner_kv_bytes(u->core->e.r) / 1048576.0, chs_count(u->c),
                chs_system(u->c)[0] ? chs_system(u->c) : "(none)", st.sp.temp, st.sp.top_k, st.sp.top_p, st.sp.min_p,
                st.sp.repeat_penalty, st.sp.repeat_last_n, (unsigned long long)st.sp.seed, st.n_predict);
 }
@@ -1880,27 +1884,7 @@ chat_ui *chat_ui_new(const char *path, const chat_ui_opts *o, bool quiet, char *
     atomic_init(&u->core->refs, 1);
     int rc;
     if (quiet) {
-        /* ecli_open prints its errors: catch them while the screen is ours */
-        fflush(stderr);
-        FILE *tmp = tmpfile();
-        int saved = dup(STDERR_FILENO);
-        if (tmp && saved >= 0)
-            dup2(fileno(tmp), STDERR_FILENO);
-        rc = ecli_open(path, &u->o.eng, u->o.eng.n_ctx, &u->core->e);
-        fflush(stderr);
-        if (tmp && saved >= 0) {
-            dup2(saved, STDERR_FILENO);
-            rewind(tmp);
-            if (!fgets(err, (int)cap, tmp))
-                snprintf(err, cap, "cannot load the model");
-            err[strcspn(err, "\n")] = 0;
-            if (!strncmp(err, "ggscope: ", 9))
-                memmove(err, err + 9, strlen(err + 9) + 1);
-        }
-        if (saved >= 0)
-            close(saved);
-        if (tmp)
-            fclose(tmp);
+        rc = ecli_open_msg(path, &u->o.eng, u->o.eng.n_ctx, &u->core->e, err, cap);
     } else {
         rc = ecli_open(path, &u->o.eng, u->o.eng.n_ctx, &u->core->e);
         if (rc)
@@ -1914,7 +1898,7 @@ chat_ui *chat_ui_new(const char *path, const chat_ui_opts *o, bool quiet, char *
         return NULL;
     }
     char msg[512];
-    u->c = u->core->c = chs_new(u->core->e.f, u->core->e.s, msg, sizeof msg);
+    u->c = u->core->c = chs_new(u->core->e.f, u->core->e.r, msg, sizeof msg);
     if (!u->c) {
         snprintf(err, cap, "%s: %s", path, msg);
         if (!quiet)
