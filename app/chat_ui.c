@@ -1897,6 +1897,7 @@ chat_ui *chat_ui_new(const char *path, const chat_ui_opts *o, bool quiet, char *
         free(u);
         return NULL;
     }
+    runner_set_notice(u->core->e.r, NULL, NULL);   /* the screen is ours: the reply shows the notice */
     char msg[512];
     u->c = u->core->c = chs_new(u->core->e.f, u->core->e.r, msg, sizeof msg);
     if (!u->c) {

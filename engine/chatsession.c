@@ -1,21 +1,15 @@
 /* chatsession: see chatsession.h. */
 #include "chatsession.h"
 #include "chatsession_internal.h"
-#include "clock.h"
 #include "afile.h"
-#include "rfile.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define PROMPT_CHUNK 32   /* prompt tokens per eval between cancel checks */
 

@@ -232,6 +232,12 @@ void runner_cancel(runner *r)
     pthread_mutex_unlock(&r->mu);
 }
 
+void runner_set_notice(runner *r, void (*fn)(void *ctx, const char *text), void *ctx)
+{
+    r->notice = fn;
+    r->ctx = ctx;
+}
+
 bool runner_take_notice(runner *r, char *buf, size_t cap)
 {
     if (!r->notice_new)

@@ -98,6 +98,8 @@ void runner_cancel(runner *r);
 int runner_eval(runner *r, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits, bool all,
                 char *msg, size_t cap);
 
+/* Replace p->notice and its context (fn NULL: none; runner_take_notice still works). */
+void runner_set_notice(runner *r, void (*fn)(void *ctx, const char *text), void *ctx);
 /* The fallback notice not yet taken, copied into buf: true once per fallback. */
 bool runner_take_notice(runner *r, char *buf, size_t cap);
 
