@@ -28,7 +28,7 @@ struct runner {
     void *ctx;
     bool notice_new;
     char notice_text[400];
-    char info[640];
+    char info[320 + 512 + 16];   /* desc (auto: why) */
 };
 
 static void setmsg(char *msg, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
