@@ -56,27 +56,7 @@ chat_ui *chat_ui_new(const char *path, const chat_ui_opts *o, bool quiet, char *
     }
     int rc;
     if (quiet) {
-        /* ecli_open prints its errors: catch them while the screen is ours */
-        fflush(stderr);
-        FILE *tmp = tmpfile();
-        int saved = dup(STDERR_FILENO);
-        if (tmp && saved >= 0)
-            dup2(fileno(tmp), STDERR_FILENO);
-        rc = ecli_open(path, &u->o.eng, u->o.eng.n_ctx, &u->core->e);
-        fflush(stderr);
-        if (tmp && saved >= 0) {
-            dup2(saved, STDERR_FILENO);
-            rewind(tmp);
-            if (!fgets(err, (int)cap, tmp))
-                snprintf(err, cap, "cannot load the model");
-            err[strcspn(err, "\n")] = 0;
-            if (!strncmp(err, "ggscope: ", 9))
-                memmove(err, err + 9, strlen(err + 9) + 1);
-        }
-        if (saved >= 0)
-            close(saved);
-        if (tmp)
-            fclose(tmp);
+        rc = ecli_open_msg(path, &u->o.eng, u->o.eng.n_ctx, &u->core->e, err, cap);
     } else {
         rc = ecli_open(path, &u->o.eng, u->o.eng.n_ctx, &u->core->e);
         if (rc)
@@ -87,8 +67,9 @@ chat_ui *chat_ui_new(const char *path, const chat_ui_opts *o, bool quiet, char *
         free(u);
         return NULL;
     }
+    runner_set_notice(u->core->e.r, NULL, NULL);   /* the screen is ours: the reply shows the notice */
     char msg[512];
-    u->c = u->core->c = chs_new(u->core->e.f, u->core->e.s, msg, sizeof msg);
+    u->c = u->core->c = chs_new(u->core->e.f, u->core->e.r, msg, sizeof msg);
     if (!u->c) {
         snprintf(err, cap, "%s: %s", path, msg);
         if (!quiet)
@@ -105,7 +86,7 @@ chat_ui *chat_ui_new(const char *path, const chat_ui_opts *o, bool quiet, char *
     if (o->session)
         chs_load_file(u->c, o->session);   /* its system prompt and settings win */
     u->o.session = NULL;
-    chat_page_engine pe = {path, u->c, u->core->e.s, core_release, u->core, u->o.delay_ms};
+    chat_page_engine pe = {path, u->c, u->core->e.r, core_release, u->core, u->o.delay_ms};
     u->pg = chat_page_new(&pe);   /* takes the core, even when it fails */
     if (!u->pg) {
         snprintf(err, cap, "out of memory");

@@ -76,7 +76,7 @@ int cmd_bench(int argc, char **argv)
     int rc = ecli_open(path, &o, n_ctx, &e);
     if (rc)
         return rc;
-    uint32_t nv = session_n_vocab(e.s);
+    uint32_t nv = runner_n_vocab(e.r);
     int32_t *prompt = malloc(sizeof(int32_t) * (size_t)np);
     float *lg = malloc(sizeof(float) * nv);
     if (!prompt || !lg) {
@@ -88,19 +88,20 @@ int cmd_bench(int argc, char **argv)
     for (long i = 0; i < np; i++)
         prompt[i] = (int32_t)((uint64_t)(i * 7919 + 13) % nv);
     double best_pp = 0, best_tg = 0;
+    char msg[640];
     for (long r = 0; r < reps; r++) {
-        session_kv_truncate(e.s, 0);
+        runner_truncate(e.r, 0);
         double t0 = clock_now_s();
-        if (session_eval(e.s, prompt, (uint32_t)np, 0, lg, false))
+        if (runner_eval(e.r, prompt, (uint32_t)np, 0, lg, false, msg, sizeof msg))
             goto fail_eval;
         double pp = np / (clock_now_s() - t0);
-        session_kv_truncate(e.s, 0);
-        if (session_eval(e.s, prompt, 16, 0, lg, false))
+        runner_truncate(e.r, 0);
+        if (runner_eval(e.r, prompt, 16, 0, lg, false, msg, sizeof msg))
             goto fail_eval;
         t0 = clock_now_s();
         for (long i = 0; i < ng; i++) {
             int32_t tok = prompt[16 + i % (np - 16)];
-            if (session_eval(e.s, &tok, 1, (uint32_t)(16 + i), lg, false))
+            if (runner_eval(e.r, &tok, 1, (uint32_t)(16 + i), lg, false, msg, sizeof msg))
                 goto fail_eval;
         }
         double tg = ng / (clock_now_s() - t0);
@@ -109,19 +110,20 @@ int cmd_bench(int argc, char **argv)
         if (tg > best_tg)
             best_tg = tg;
     }
-    int threads = backend_cpu_threads(e.be);
+    const backend *be = runner_backend(e.r);
+    int threads = backend_cpu_threads(be);
     if (json) {
         printf("{\"model\":\"%s\",\"backend\":\"%s\",\"threads\":%d,\"pp_tokens\":%ld,"
                "\"pp_tok_s\":%.2f,\"tg_tokens\":%ld,\"tg_tok_s\":%.2f}\n",
-               path, e.be->ops->name, threads, np, best_pp, ng, best_tg);
+               path, be->ops->name, threads, np, best_pp, ng, best_tg);
     } else {
-        printf("backend %s, %d threads\n", e.be->ops->name, threads);
+        printf("backend %s, %d threads\n", be->ops->name, threads);
         printf("prompt processing (%ld tokens): %8.2f tok/s\n", np, best_pp);
         printf("generation        (%ld tokens): %8.2f tok/s\n", ng, best_tg);
     }
     goto done;
 fail_eval:
-    app_error("evaluation failed: %s", session_error(e.s));
+    app_error("%s", msg);
     rc = APP_FAIL;
 done:
     free(lg);

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "app.h"
-#include "backend_select.h"
 #include "engine_cli.h"
 
 static void help(FILE *out)
@@ -89,7 +88,7 @@ int cmd_logits(int argc, char **argv)
         free(ids);
         return rc;
     }
-    uint32_t nv = session_n_vocab(e.s);
+    uint32_t nv = runner_n_vocab(e.r);
     for (uint32_t i = 0; i < n; i++)
         if ((uint32_t)ids[i] >= nv) {
             app_error("token id %d is out of range (vocabulary of %u)", ids[i], nv);
@@ -106,8 +105,9 @@ int cmd_logits(int argc, char **argv)
     }
     for (uint32_t p = 0; p < n;) {
         uint32_t nb = batch && (uint32_t)batch < n - p ? (uint32_t)batch : n - p;
-        if (app_eval(&e, ids + p, nb, p, lg + (size_t)p * nv, true)) {
-            app_error("evaluation failed: %s", session_error(e.s));
+        char msg[640];
+        if (runner_eval(e.r, ids + p, nb, p, lg + (size_t)p * nv, true, msg, sizeof msg)) {
+            app_error("%s", msg);
             rc = APP_FAIL;
             goto done;
         }

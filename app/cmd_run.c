@@ -6,9 +6,28 @@
 
 #include "app.h"
 #include "clock.h"
-#include "backend_select.h"
 #include "engine_cli.h"
 #include "sampler.h"
+
+typedef struct {
+    ecli_text *tx;
+    bool print_ids;
+    long made;
+} run_out;
+
+/* runner_gen.on_token: stream the token to stdout */
+static int put_token(void *ctx, int32_t tok, const sampler_result *sr)
+{
+    (void)sr;
+    run_out *ro = ctx;
+    if (ro->print_ids)
+        printf("%s%d", ro->made ? "," : "", tok);
+    else if (!ecli_is_eog(ro->tx, tok))
+        ecli_print_piece(ro->tx, tok, stdout);
+    fflush(stdout);
+    ro->made++;
+    return 0;
+}
 
 static void help(FILE *out)
 {
@@ -103,8 +122,6 @@ int cmd_run(int argc, char **argv)
         return rc;
     }
     ecli_text *tx = ecli_text_new(e.f);
-    sampler *smp = NULL;
-    float *lg = NULL;
     if (!tx) {
         app_error("out of memory");
         rc = APP_FAIL;
@@ -132,65 +149,35 @@ int cmd_run(int argc, char **argv)
     rc = ecli_open_backend(path, &o, o.n_ctx, &e);
     if (rc)
         goto done;
-    if (session_n_vocab(e.s) != nv || n_prompt >= session_n_ctx(e.s)) {
+    if (runner_n_vocab(e.r) != nv || n_prompt >= runner_n_ctx(e.r)) {
         app_error("internal error: the session does not match the model");
         rc = APP_FAIL;
         goto done;
     }
-    smp = sampler_new(&sp, nv);
-    lg = malloc(sizeof(float) * nv);
-    if (!smp || !lg) {
-        app_error("bad sampling parameters or out of memory");
+    run_out ro = {.tx = tx, .print_ids = print_ids};
+    runner_gen g = {
+        .sp = sp,
+        .n_predict = (int32_t)n_gen,
+        .eog = ignore_eos ? NULL : ecli_vocab(tx),
+        .on_token = put_token,
+        .ctx = &ro,
+    };
+    runner_stats st;
+    char msg[640];
+    if (runner_generate(e.r, ids, n_prompt, &g, &st, msg, sizeof msg)) {
+        app_error("%s", msg);
         rc = APP_FAIL;
         goto done;
     }
-    for (uint32_t i = 0; i < n_prompt; i++)
-        sampler_accept(smp, ids[i]);
-    double t0 = clock_now_s();
-    if (app_eval(&e, ids, n_prompt, 0, lg, false)) {
-        app_error("evaluation failed: %s", session_error(e.s));
-        rc = APP_FAIL;
-        goto done;
-    }
-    double t_pp = clock_now_s() - t0;
-    t0 = clock_now_s();
-    uint32_t pos = n_prompt;
-    long made = 0;
-    while (made < n_gen) {
-        int32_t tok = sampler_sample(smp, lg, NULL);
-        if (tok < 0) {
-            app_error("sampling failed (logits are not finite)");
-            rc = APP_FAIL;
-            goto done;
-        }
-        sampler_accept(smp, tok);
-        bool eog = ecli_is_eog(tx, tok);
-        if (print_ids)
-            printf("%s%d", made ? "," : "", tok);
-        else if (!eog)
-            ecli_print_piece(tx, tok, stdout);
-        fflush(stdout);
-        made++;
-        if ((eog && !ignore_eos) || made == n_gen || pos >= session_n_ctx(e.s))
-            break;
-        if (app_eval(&e, &tok, 1, pos, lg, false)) {
-            app_error("evaluation failed: %s", session_error(e.s));
-            rc = APP_FAIL;
-            goto done;
-        }
-        pos++;
-    }
-    double t_tg = clock_now_s() - t0;
+    double t_pp = st.t_prompt_s, t_tg = st.n_gen ? st.t_first_s - st.t_prompt_s + st.t_gen_s : 0;
     if (!print_ids)
         ecli_flush_text(tx, stdout);
     putchar('\n');
     fflush(stdout);
     fprintf(stderr, "prompt: %u tokens in %.3f s (%.2f tok/s); generation: %ld tokens in %.3f s (%.2f tok/s)\n",
-            n_prompt, t_pp, t_pp > 0 ? n_prompt / t_pp : 0.0, made, t_tg,
-            t_tg > 0 ? made / t_tg : 0.0);
+            n_prompt, t_pp, t_pp > 0 ? n_prompt / t_pp : 0.0, ro.made, t_tg,
+            t_tg > 0 ? ro.made / t_tg : 0.0);
 done:
-    free(lg);
-    sampler_free(smp);
     ecli_text_free(tx);
     free(ids);
     ecli_close(&e);

@@ -6,7 +6,6 @@
 
 #include "app.h"
 #include "engine_cli.h"
-#include "backend_select.h"
 #include "tokenizer.h"
 
 bool ecli_parse_long(const char *opt, const char *s, long lo, long hi, long *out)
@@ -129,21 +128,42 @@ int ecli_sampling_opt(int argc, char **argv, int *i, sampler_params *sp)
     return 1;
 }
 
-int ecli_open_model(const char *path, ecli_engine *e)
+/* Open FILE and bind the model: APP_OK, or the exit status with the
+ * message in msg (msg NULL: printed) and e closed. */
+static int open_model(const char *path, ecli_engine *e, char *msg, size_t cap)
 {
     memset(e, 0, sizeof *e);
-    e->f = app_open_gguf(path);
+    if (!msg) {
+        e->f = app_open_gguf(path);
+    } else {
+        gguf_error err;
+        e->f = gguf_open(path, &err);
+        if (!e->f) {
+            char buf[1024];
+            gguf_error_format(&err, buf, sizeof buf);
+            const char *t = strncmp(buf, "ggscope: ", 9) ? buf : buf + 9;
+            app_text(msg, cap, t, strlen(t));
+        }
+    }
     if (!e->f)
         return APP_BADINPUT;
-    char msg[512];
+    char why[512];
     model_status st;
-    e->m = model_load(e->f, &st, msg, sizeof msg);
+    e->m = model_load(e->f, &st, why, sizeof why);
     if (!e->m) {
-        app_error("%s: %s", path, msg);
+        if (msg)
+            snprintf(msg, cap, "%s: %s", path, why);
+        else
+            app_error("%s: %s", path, why);
         ecli_close(e);
         return st == MODEL_ENOMEM ? APP_FAIL : APP_BADINPUT;
     }
     return APP_OK;
+}
+
+int ecli_open_model(const char *path, ecli_engine *e)
+{
+    return open_model(path, e, NULL, 0);
 }
 
 uint32_t ecli_ctx_size(const ecli_engine *e, uint32_t n_ctx)
@@ -153,20 +173,57 @@ uint32_t ecli_ctx_size(const ecli_engine *e, uint32_t n_ctx)
     return n_ctx ? n_ctx : train < 4096 ? train : 4096;
 }
 
+static void on_upload(void *ctx, uint64_t done, uint64_t total)
+{
+    (void)ctx;
+    app_progress("uploading weights", (double)done, (double)total);
+}
+
+static void on_notice(void *ctx, const char *text)
+{
+    (void)ctx;
+    fprintf(stderr, "\nggscope: %s\n", text);
+}
+
+/* The runner of e->m: APP_OK, or APP_FAIL with the message in msg (msg
+ * NULL: printed, with the upload's progress bar, the backend line and the
+ * fallback notice on stderr). */
+static int open_runner(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine *e, char *msg,
+                       size_t cap)
+{
+    runner_params rp = {
+        .backend = o->backend,
+        .device = o->has_device ? o->device : -1,
+        .threads = o->threads,
+        .n_ctx = n_ctx,
+        .progress = msg ? NULL : on_upload,
+        .notice = msg ? NULL : on_notice,
+    };
+    char why[640];
+    int rc = runner_open(e->m, &rp, &e->r, why, sizeof why);
+    if (!msg)
+        app_progress_end();
+    if (rc == RUNNER_OK) {
+        if (!msg)
+            fprintf(stderr, "backend: %s\n", runner_backend_info(e->r));
+        return APP_OK;
+    }
+    if (rc == RUNNER_ESESSION) {
+        if (msg)
+            snprintf(msg, cap, "%s: %s", path, why);
+        else
+            app_error("%s: %s", path, why);
+    } else if (msg) {
+        snprintf(msg, cap, "%s", why);
+    } else {
+        app_error("%s", why);
+    }
+    return APP_FAIL;
+}
+
 int ecli_open_backend(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine *e)
 {
-    char msg[512];
-    e->threads = o->threads;
-    e->be = app_backend_open(o->backend, o->has_device ? o->device : -1, o->threads, e->m, false);
-    if (!e->be)
-        return APP_FAIL;
-    session_params sp = {.n_ctx = n_ctx, .n_threads = o->threads, .be = e->be};
-    e->s = session_new(e->m, &sp, msg, sizeof msg);
-    if (!e->s) {
-        app_error("%s: %s", path, msg);
-        return APP_FAIL;
-    }
-    return APP_OK;
+    return open_runner(path, o, n_ctx, e, NULL, 0);
 }
 
 int ecli_open(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine *e)
@@ -177,14 +234,19 @@ int ecli_open(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine 
     return rc;
 }
 
+int ecli_open_msg(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine *e, char *msg, size_t cap)
+{
+    int rc = open_model(path, e, msg, cap);
+    if (rc == APP_OK && (rc = open_runner(path, o, n_ctx, e, msg, cap)) != APP_OK)
+        ecli_close(e);
+    return rc;
+}
+
 void ecli_close(ecli_engine *e)
 {
-    session_free(e->s);
-    model_release(e->m);   /* weights prepared for e->be (Vulkan), before it is freed */
-    backend_free(e->be);
+    runner_close(e->r);   /* session, device copies of the weights, backend */
     model_free(e->m);
     gguf_close(e->f);
-    free(e->hist);
     memset(e, 0, sizeof *e);
 }
 
@@ -363,4 +425,9 @@ void ecli_flush_text(ecli_text *t, FILE *out)
 bool ecli_is_eog(ecli_text *t, int32_t id)
 {
     return t && t->v && tok_is_eog(t->v, id);
+}
+
+const tok_vocab *ecli_vocab(const ecli_text *t)
+{
+    return t ? t->v : NULL;
 }

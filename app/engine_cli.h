@@ -1,6 +1,7 @@
-/* engine_cli: what the engine commands (run, bench, logits) share: option
- * parsing for --backend/--threads/--ctx, opening a model and a session,
- * token id lists and number formatting. */
+/* engine_cli: what the engine commands (run, bench, logits, chat) share:
+ * option parsing for --backend/--threads/--ctx, opening a model and its
+ * runner (engine/runner.h) with the engine's messages printed, token id
+ * lists and number formatting. */
 #ifndef GGSCOPE_ENGINE_CLI_H
 #define GGSCOPE_ENGINE_CLI_H
 
@@ -9,10 +10,12 @@
 #include <stdio.h>
 
 #include "backend.h"
+#include "runner.h"
 #include "gguf.h"
 #include "model.h"
 #include "sampler.h"
 #include "session.h"
+#include "tokenizer.h"
 
 typedef struct {
     const char *backend;   /* "auto", "vulkan" or "cpu" */
@@ -26,11 +29,7 @@ typedef struct {
 typedef struct {
     gguf_file *f;
     model *m;
-    backend *be;
-    session *s;
-    int threads;           /* --threads (for the CPU fallback) */
-    int32_t *hist;         /* token at each cached position (app_eval) */
-    uint32_t hist_cap;
+    runner *r;             /* backend and session (runner_backend, runner_session) */
 } ecli_engine;
 
 /* If argv[*i] is --backend/--device/--threads/-t/--ctx/-c, consume it (and its value)
@@ -41,6 +40,10 @@ int ecli_common_opt(int argc, char **argv, int *i, ecli_opts *o);
  * positions. Prints the error and returns the exit status on failure (2 for
  * a bad file, 1 otherwise), 0 on success. */
 int ecli_open(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine *e);
+/* ecli_open printing nothing (no backend line, no progress bar): on failure
+ * the message (without "ggscope: ", escaped for a terminal) is in msg and e
+ * is closed. For a caller that owns the screen (the chat). */
+int ecli_open_msg(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine *e, char *msg, size_t cap);
 /* ecli_open in two steps, so that a command can check its input against the
  * model before a backend is announced on stderr: ecli_open_model opens FILE
  * and binds the model (2 for a bad file); ecli_open_backend then creates the
@@ -84,6 +87,8 @@ void ecli_print_piece(ecli_text *t, int32_t id, FILE *out);
 void ecli_flush_text(ecli_text *t, FILE *out);
 /* Whether a token ends generation (EOS / EOT). */
 bool ecli_is_eog(ecli_text *t, int32_t id);
+/* The tokenizer's vocabulary (runner_gen.eog), NULL when it has none. */
+const tok_vocab *ecli_vocab(const ecli_text *t);
 
 /* Help lines for the sampling options (ecli_sampling_opt). */
 #define ECLI_SAMPLING_HELP                                                                          \

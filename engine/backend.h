@@ -93,8 +93,6 @@ typedef struct backend_ops {
     int (*buf_write)(void *ctx, backend_buf *b, size_t off, const void *src, size_t n);
     /* Copy `n` elements at `off` to host memory; waits for pending ops. */
     int (*buf_read)(void *ctx, backend_buf *b, size_t off, void *dst, size_t n);
-    /* (optional) Host pointer of a buffer's contents when it is host memory, else NULL. */
-    void *(*buf_host_ptr)(void *ctx, backend_buf *b);
 
     /* ---- weights ---- */
     /* (optional) Prepare a weight for use (upload, repack); sets w->priv.
@@ -105,8 +103,6 @@ typedef struct backend_ops {
     /* (optional) Release what weight_prepare made and set w->priv to NULL;
      * accepts w->priv == NULL. Present exactly when weight_prepare is. */
     void (*weight_release)(void *ctx, backend_weight *w);
-    /* (optional) Whether matmul supports weights of ggml `type`. NULL = all. */
-    bool (*supports_type)(void *ctx, uint32_t type);
 
     /* ---- ops ---- */
     /* dst[i][:] = row ids[i] of w, dequantized to F32 (n rows of w->ne0).

@@ -1,26 +1,21 @@
 /* chatsession: see chatsession.h. */
 #include "chatsession.h"
-#include "clock.h"
+#include "chatsession_internal.h"
 #include "afile.h"
-#include "rfile.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define PROMPT_CHUNK 32   /* prompt tokens per eval between cancel checks */
 
 struct chs {
     const gguf_file *f;
-    session *s;
+    runner *r;
     tok_vocab *v;
     chat_template *ct;
     char *system;
@@ -30,17 +25,12 @@ struct chs {
     uint64_t version;
     uint64_t next_id;     /* of chs_msg.id */
     char status[640];
-    /* engine side */
-    int32_t *held;
-    size_t n_held, cap_held;
-    float *logits;
 };
 
 const char *const chs_setting_names[] = {"temp",    "top_k",         "top_p",     "min_p", "repeat_penalty",
                                          "repeat_last_n", "seed", "n_predict", NULL};
 
-static void setmsg(char *msg, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void setmsg(char *msg, size_t cap, const char *fmt, ...)
+void chs__setmsg(char *msg, size_t cap, const char *fmt, ...)
 {
     if (!msg || !cap)
         return;
@@ -50,7 +40,7 @@ static void setmsg(char *msg, size_t cap, const char *fmt, ...)
     va_end(ap);
 }
 
-static char *dupn(const char *s, size_t n)
+char *chs__dupn(const char *s, size_t n)
 {
     char *d = malloc(n + 1);
     if (d) {
@@ -67,32 +57,31 @@ chs_settings chs_default_settings(void)
     return st;
 }
 
-chs *chs_new(const gguf_file *f, session *s, char *msg, size_t cap)
+chs *chs_new(const gguf_file *f, runner *r, char *msg, size_t cap)
 {
-    if (!f || !s) {
-        setmsg(msg, cap, "no model");
+    if (!f || !r) {
+        chs__setmsg(msg, cap, "no model");
         return NULL;
     }
     chs *c = calloc(1, sizeof *c);
     if (!c) {
-        setmsg(msg, cap, "out of memory");
+        chs__setmsg(msg, cap, "out of memory");
         return NULL;
     }
     c->f = f;
-    c->s = s;
+    c->r = r;
     c->st = chs_default_settings();
     tok_error te;
     c->v = tok_open(f, &te);
     if (!c->v) {
-        setmsg(msg, cap, "tokenizer: %s", te.msg[0] ? te.msg : tok_strerror(te.code));
+        chs__setmsg(msg, cap, "tokenizer: %s", te.msg[0] ? te.msg : tok_strerror(te.code));
         chs_free(c);
         return NULL;
     }
     c->ct = chat_template_from_gguf(f, NULL, NULL);
-    c->system = dupn("", 0);
-    c->logits = malloc(sizeof(float) * session_n_vocab(s));
-    if (!c->ct || !c->system || !c->logits) {
-        setmsg(msg, cap, "out of memory");
+    c->system = chs__dupn("", 0);
+    if (!c->ct || !c->system) {
+        chs__setmsg(msg, cap, "out of memory");
         chs_free(c);
         return NULL;
     }
@@ -100,7 +89,7 @@ chs *chs_new(const gguf_file *f, session *s, char *msg, size_t cap)
     return c;
 }
 
-static void msg_free(chs_msg *m)
+void chs__msg_free(chs_msg *m)
 {
     free(m->role);
     free(m->content);
@@ -113,11 +102,9 @@ void chs_free(chs *c)
     if (!c)
         return;
     for (size_t i = 0; i < c->n; i++)
-        msg_free(&c->m[i]);
+        chs__msg_free(&c->m[i]);
     free(c->m);
     free(c->system);
-    free(c->held);
-    free(c->logits);
     chat_template_free(c->ct);
     tok_close(c->v);
     free(c);
@@ -131,7 +118,6 @@ void chs_set_settings(chs *c, const chs_settings *st) { c->st = *st; }
 const char *chs_system(const chs *c) { return c->system; }
 size_t chs_count(const chs *c) { return c->n; }
 const chs_msg *chs_at(const chs *c, size_t i) { return i < c->n ? &c->m[i] : NULL; }
-size_t chs_held(const chs *c) { return c->n_held; }
 
 static bool parse_f(const char *s, float *out)
 {
@@ -161,13 +147,13 @@ int chs_set(chs *c, const char *name, const char *value, char *msg, size_t cap)
     float f;
     long long l;
     if (!name || !value || !*value) {
-        setmsg(msg, cap, "usage: /set NAME VALUE");
+        chs__setmsg(msg, cap, "usage: /set NAME VALUE");
         return -1;
     }
     if (!strcmp(name, "temp") || !strcmp(name, "top_p") || !strcmp(name, "min_p") ||
         !strcmp(name, "repeat_penalty")) {
         if (!parse_f(value, &f)) {
-            setmsg(msg, cap, "%s: expected a number, got '%s'", name, value);
+            chs__setmsg(msg, cap, "%s: expected a number, got '%s'", name, value);
             return -1;
         }
         if (!strcmp(name, "temp"))
@@ -178,14 +164,14 @@ int chs_set(chs *c, const char *name, const char *value, char *msg, size_t cap)
             st.sp.min_p = f;
         else {
             if (!(f > 0)) {
-                setmsg(msg, cap, "repeat_penalty must be > 0");
+                chs__setmsg(msg, cap, "repeat_penalty must be > 0");
                 return -1;
             }
             st.sp.repeat_penalty = f;
         }
     } else if (!strcmp(name, "top_k") || !strcmp(name, "repeat_last_n") || !strcmp(name, "n_predict")) {
         if (!parse_l(value, -1, 1 << 24, &l)) {
-            setmsg(msg, cap, "%s: expected a whole number, got '%s'", name, value);
+            chs__setmsg(msg, cap, "%s: expected a whole number, got '%s'", name, value);
             return -1;
         }
         if (!strcmp(name, "top_k"))
@@ -199,12 +185,12 @@ int chs_set(chs *c, const char *name, const char *value, char *msg, size_t cap)
         errno = 0;
         unsigned long long v = strtoull(value, &end, 10);
         if (*end || errno || value[0] == '-') {
-            setmsg(msg, cap, "seed: expected a whole number, got '%s'", value);
+            chs__setmsg(msg, cap, "seed: expected a whole number, got '%s'", value);
             return -1;
         }
         st.sp.seed = v;
     } else {
-        setmsg(msg, cap, "unknown setting '%s' (temp, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed, n_predict)",
+        chs__setmsg(msg, cap, "unknown setting '%s' (temp, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed, n_predict)",
                name);
         return -1;
     }
@@ -216,7 +202,7 @@ int chs_set(chs *c, const char *name, const char *value, char *msg, size_t cap)
 
 int chs_set_system(chs *c, const char *text)
 {
-    char *d = dupn(text ? text : "", text ? strlen(text) : 0);
+    char *d = chs__dupn(text ? text : "", text ? strlen(text) : 0);
     if (!d)
         return -1;
     free(c->system);
@@ -246,11 +232,11 @@ int chs_add(chs *c, const char *role, const char *text, size_t len)
     chs_msg *m = push(c);
     if (!m)
         return -1;
-    m->role = dupn(role, strlen(role));
-    m->content = dupn(text, len);
+    m->role = chs__dupn(role, strlen(role));
+    m->content = chs__dupn(text, len);
     m->len = len;
     if (!m->role || !m->content) {
-        msg_free(m);
+        chs__msg_free(m);
         return -1;
     }
     c->n++;
@@ -267,7 +253,7 @@ int chs_add_reply(chs *c, const char *text, size_t len, const chs_tokinfo *toks,
     if (toks && n_toks) {
         m->toks = malloc(n_toks * sizeof *toks);
         if (!m->toks) {
-            msg_free(m);
+            chs__msg_free(m);
             c->n--;
             return -1;
         }
@@ -284,7 +270,7 @@ int chs_add_reply(chs *c, const char *text, size_t len, const chs_tokinfo *toks,
 void chs_clear(chs *c)
 {
     for (size_t i = 0; i < c->n; i++)
-        msg_free(&c->m[i]);
+        chs__msg_free(&c->m[i]);
     c->n = 0;
     c->version++;
 }
@@ -292,7 +278,7 @@ void chs_clear(chs *c)
 bool chs_pop_reply(chs *c)
 {
     if (c->n && !strcmp(c->m[c->n - 1].role, "assistant")) {
-        msg_free(&c->m[--c->n]);
+        chs__msg_free(&c->m[--c->n]);
         c->version++;
     }
     return c->n && !strcmp(c->m[c->n - 1].role, "user");
@@ -308,7 +294,7 @@ char *chs_pop_user(chs *c)
     char *t = c->m[i - 1].content;
     c->m[i - 1].content = NULL;
     while (c->n >= i)
-        msg_free(&c->m[--c->n]);
+        chs__msg_free(&c->m[--c->n]);
     c->version++;
     return t;
 }
@@ -420,7 +406,7 @@ chs_plan *chs_plan_new(const chs *c, bool fit, char *msg, size_t cap)
             bytes += strlen(c->m[i].role) + 1 + c->m[i].len + 1;
         }
     if (fit && !live) {
-        setmsg(msg, cap, "no message to answer");
+        chs__setmsg(msg, cap, "no message to answer");
         return NULL;
     }
     chs_plan *p = calloc(1, sizeof *p);
@@ -430,7 +416,7 @@ chs_plan *chs_plan_new(const chs *c, bool fit, char *msg, size_t cap)
     p->v = c->v;
     p->fit = fit;
     p->version = c->version;
-    p->n_ctx = session_n_ctx(c->s);
+    p->n_ctx = runner_n_ctx(c->r);
     p->reserve = p->n_ctx / 4;
     if (c->st.n_predict > 0 && (uint32_t)c->st.n_predict < p->reserve)
         p->reserve = (uint32_t)c->st.n_predict;
@@ -471,7 +457,7 @@ chs_plan *chs_plan_new(const chs *c, bool fit, char *msg, size_t cap)
     return p;
 oom:
     chs_plan_free(p);
-    setmsg(msg, cap, "out of memory");
+    chs__setmsg(msg, cap, "out of memory");
     return NULL;
 }
 
@@ -496,12 +482,12 @@ static int plan_try(chs_plan *p, size_t first, char **text, size_t *len, int32_t
     p->mm[first] = saved;
     snprintf(p->status, sizeof p->status, "%s", r.status);
     if (!t) {
-        setmsg(p->err, sizeof p->err, "the chat template failed: %s", r.status);
+        chs__setmsg(p->err, sizeof p->err, "the chat template failed: %s", r.status);
         return -1;
     }
     if (tok_prompt(p->v, t, *len, ids, n)) {
         free(t);
-        setmsg(p->err, sizeof p->err, "out of memory");
+        chs__setmsg(p->err, sizeof p->err, "out of memory");
         return -1;
     }
     *text = t;
@@ -539,7 +525,7 @@ int chs_plan_build(chs_plan *p, const atomic_bool *cancel)
     if (!p->fit || fits)
         return 0;
     if (p->n_starts < 2) {
-        setmsg(p->err, sizeof p->err,
+        chs__setmsg(p->err, sizeof p->err,
                "the message (%zu tokens with the template) does not fit the context (%u, %u kept for the reply)", n,
                p->n_ctx, p->reserve);
         return -1;
@@ -568,7 +554,7 @@ int chs_plan_build(chs_plan *p, const atomic_bool *cancel)
         }
     }
     if (!found) {
-        setmsg(p->err, sizeof p->err,
+        chs__setmsg(p->err, sizeof p->err,
                "the message (%zu tokens with the template) does not fit the context (%u, %u kept for the reply)",
                last_n, p->n_ctx, p->reserve);
         return -1;
@@ -628,7 +614,7 @@ int chs_prompt(chs *c, int32_t **ids, size_t *n, unsigned *n_dropped, char *msg,
         return -1;
     if (chs_plan_build(p, NULL)) {
         snprintf(c->status, sizeof c->status, "%s", p->status);
-        setmsg(msg, cap, "%s", p->err);
+        chs__setmsg(msg, cap, "%s", p->err);
         chs_plan_free(p);
         return -1;
     }
@@ -642,198 +628,95 @@ int chs_prompt(chs *c, int32_t **ids, size_t *n, unsigned *n_dropped, char *msg,
 
 void chs_reset_cache(chs *c)
 {
-    c->n_held = 0;
-    session_kv_truncate(c->s, 0);
+    runner_truncate(c->r, 0);
 }
 
-static int held_push(chs *c, int32_t t)
+size_t chs_held(const chs *c)
 {
-    if (c->n_held == c->cap_held) {
-        size_t nc = c->cap_held ? c->cap_held * 2 : 256;
-        int32_t *h = realloc(c->held, nc * sizeof *h);
-        if (!h)
+    uint32_t n;
+    runner_cached(c->r, &n);
+    return n;
+}
+
+typedef struct {
+    chs *c;
+    tok_stream *ts;
+    const chs_sink *sink;
+    size_t total;   /* bytes of text so far */
+} gen_state;
+
+/* runner_gen.on_token: the token's text and sampling information to the sink */
+static int on_token(void *ctx, int32_t tok, const sampler_result *sr)
+{
+    gen_state *gs = ctx;
+    chs_tokinfo ti = {.id = tok, .prob = sr->prob, .entropy = sr->entropy, .n_alt = sr->n_alt};
+    for (int i = 0; i < sr->n_alt && i < SAMPLER_N_ALT; i++) {
+        ti.alt_id[i] = sr->alt_id[i];
+        ti.alt_prob[i] = sr->alt_prob[i];
+    }
+    size_t len = 0;
+    const char *text = "";
+    if (!tok_is_eog(gs->c->v, tok)) {
+        text = tok_stream_push(gs->ts, tok, &len);
+        if (!text)
             return -1;
-        c->held = h;
-        c->cap_held = nc;
     }
-    c->held[c->n_held++] = t;
+    ti.off = (uint32_t)gs->total;
+    ti.len = (uint32_t)len;
+    gs->total += len;
+    if (gs->sink && gs->sink->on_token)
+        gs->sink->on_token(gs->sink->ctx, text, len, &ti);
     return 0;
-}
-
-static bool cancelled(const chs_sink *sk)
-{
-    return sk && sk->cancel && atomic_load(sk->cancel);
-}
-
-/* session_eval, retried once when a cancel request meant for an earlier
- * reply was still pending in the session (our own flag is not set). */
-static int eval(chs *c, const int32_t *t, uint32_t n, uint32_t pos, float *lg, const chs_sink *sk)
-{
-    int rc = session_eval(c->s, t, n, pos, lg, false);
-    if (rc == BACKEND_ECANCELLED && !cancelled(sk))
-        rc = session_eval(c->s, t, n, pos, lg, false);
-    return rc;
-}
-
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) && errno == EINTR) {
-    }
 }
 
 int chs_generate(chs *c, const int32_t *ids, size_t n, const chs_settings *st, const chs_sink *sink,
                  chs_reply_stats *out, char *msg, size_t cap)
 {
     chs_reply_stats rs = {.n_prompt = (uint32_t)n, .stop = CHS_STOP_ERROR};
+    gen_state gs = {.c = c, .sink = sink, .ts = tok_stream_new(c->v, 0)};
     int ret = -1;
-    sampler *smp = NULL;
-    tok_stream *ts = NULL;
-    uint32_t n_ctx = session_n_ctx(c->s);
-    double t0 = clock_now_s();
-    if (!n || n >= n_ctx) {
-        setmsg(msg, cap, "the prompt (%zu tokens) does not fit the context (%u)", n, n_ctx);
+    if (!gs.ts) {
+        chs__setmsg(msg, cap, "out of memory");
         goto done;
     }
-    /* the cache may hold less than we think after a cancelled eval */
-    if (c->n_held > session_used(c->s))
-        c->n_held = session_used(c->s);
-    size_t common = 0;
-    while (common < c->n_held && common < n && c->held[common] == ids[common])
-        common++;
-    if (common >= n)
-        common = n - 1;   /* the last prompt token is evaluated again for its logits */
-    session_kv_truncate(c->s, (uint32_t)common);
-    c->n_held = common;
-    rs.n_reused = (uint32_t)common;
-    smp = sampler_new(&st->sp, session_n_vocab(c->s));
-    ts = tok_stream_new(c->v, 0);
-    if (!smp || !ts) {
-        setmsg(msg, cap, "bad sampling settings or out of memory");
+    if (n >= UINT32_MAX) {
+        chs__setmsg(msg, cap, "the prompt (%zu tokens) does not fit the context (%u)", n, runner_n_ctx(c->r));
         goto done;
     }
-    for (size_t i = 0; i < n; i++)
-        sampler_accept(smp, ids[i]);
-    /* prompt: the new tokens, PROMPT_CHUNK at a time */
-    for (size_t p = common; p < n;) {
-        if (cancelled(sink)) {
-            rs.stop = CHS_STOP_CANCEL;
-            rs.t_prompt_s = clock_now_s() - t0;
-            ret = 0;
-            goto done;
-        }
-        uint32_t k = (uint32_t)(n - p < PROMPT_CHUNK ? n - p : PROMPT_CHUNK);
-        int rc = eval(c, ids + p, k, (uint32_t)p, p + k == n ? c->logits : NULL, sink);
-        if (rc == BACKEND_ECANCELLED) {
-            rs.stop = CHS_STOP_CANCEL;
-            rs.t_prompt_s = clock_now_s() - t0;
-            ret = 0;
-            goto done;
-        }
-        if (rc) {
-            setmsg(msg, cap, "evaluation failed: %s", session_error(c->s));
-            goto done;
-        }
-        for (uint32_t i = 0; i < k; i++)
-            if (held_push(c, ids[p + i])) {
-                setmsg(msg, cap, "out of memory");
-                goto done;
-            }
-        rs.n_eval += k;
-        p += k;
-    }
-    rs.t_prompt_s = clock_now_s() - t0;
-    double t1 = 0;
-    uint32_t pos = (uint32_t)n;
-    size_t total = 0;   /* bytes of text so far */
-    for (;;) {
-        if (cancelled(sink)) {
-            rs.stop = CHS_STOP_CANCEL;
-            break;
-        }
-        sampler_result sr;
-        int32_t tok = sampler_sample(smp, c->logits, &sr);
-        if (tok < 0) {
-            setmsg(msg, cap, "sampling failed (logits are not finite)");
-            goto done;
-        }
-        if (!rs.n_gen) {
-            t1 = clock_now_s();
-            rs.t_first_s = t1 - t0;
-        }
-        sampler_accept(smp, tok);
-        rs.n_gen++;
-        bool eog = tok_is_eog(c->v, tok);
-        chs_tokinfo ti = {.id = tok, .prob = sr.prob, .entropy = sr.entropy, .n_alt = sr.n_alt};
-        for (int i = 0; i < sr.n_alt && i < SAMPLER_N_ALT; i++) {
-            ti.alt_id[i] = sr.alt_id[i];
-            ti.alt_prob[i] = sr.alt_prob[i];
-        }
-        size_t len = 0;
-        const char *text = "";
-        if (!eog) {
-            text = tok_stream_push(ts, tok, &len);
-            if (!text) {
-                setmsg(msg, cap, "out of memory");
-                goto done;
-            }
-        }
-        ti.off = (uint32_t)total;
-        ti.len = (uint32_t)len;
-        total += len;
-        if (sink && sink->on_token)
-            sink->on_token(sink->ctx, text, len, &ti);
-        if (eog) {
-            rs.stop = CHS_STOP_EOG;
-            break;
-        }
-        if (st->n_predict > 0 && rs.n_gen >= (uint32_t)st->n_predict) {
-            rs.stop = CHS_STOP_LIMIT;
-            break;
-        }
-        if (pos + 1 > n_ctx - 1) {
-            rs.stop = CHS_STOP_CTX;
-            break;
-        }
-        if (sink && sink->delay_ms)
-            sleep_ms(sink->delay_ms);
-        if (cancelled(sink)) {
-            rs.stop = CHS_STOP_CANCEL;
-            break;
-        }
-        int rc = eval(c, &tok, 1, pos, c->logits, sink);
-        if (rc == BACKEND_ECANCELLED) {
-            rs.stop = CHS_STOP_CANCEL;
-            break;
-        }
-        if (rc) {
-            setmsg(msg, cap, "evaluation failed: %s", session_error(c->s));
-            goto done;
-        }
-        if (held_push(c, tok)) {
-            setmsg(msg, cap, "out of memory");
-            goto done;
-        }
-        pos++;
-    }
+    runner_gen g = {
+        .sp = st->sp,
+        .n_predict = st->n_predict > 0 ? st->n_predict : -1,
+        .ctx_reserve = 1,
+        .prompt_chunk = PROMPT_CHUNK,
+        .eog = c->v,
+        .want_info = true,
+        .on_token = on_token,
+        .ctx = &gs,
+        .cancel = sink ? sink->cancel : NULL,
+        .delay_ms = sink ? sink->delay_ms : 0,
+    };
+    runner_stats rst;
+    int rc = runner_generate(c->r, ids, (uint32_t)n, &g, &rst, msg, cap);
+    rs = (chs_reply_stats){rst.n_prompt, rst.n_reused, rst.n_eval, rst.n_gen, rst.t_prompt_s, rst.t_first_s,
+                           rst.t_gen_s, (chs_stop)rst.stop};
+    if (rc == RUNNER_ECALLBACK)
+        chs__setmsg(msg, cap, "out of memory");
+    if (rc)
+        goto done;
     /* what a split UTF-8 character still holds */
     size_t len = 0;
-    const char *rest = tok_stream_flush(ts, &len);
+    const char *rest = tok_stream_flush(gs.ts, &len);
     if (rest && len && sink && sink->on_token) {
         chs_tokinfo ti = {.id = -1};
-        ti.off = (uint32_t)total;
+        ti.off = (uint32_t)gs.total;
         ti.len = (uint32_t)len;
         sink->on_token(sink->ctx, rest, len, &ti);
     }
-    rs.t_gen_s = rs.n_gen ? clock_now_s() - t1 : 0;
     ret = 0;
 done:
     if (ret)
         rs.stop = CHS_STOP_ERROR;
-    if (c->n_held > session_used(c->s))
-        c->n_held = session_used(c->s);
-    tok_stream_free(ts);
-    sampler_free(smp);
+    tok_stream_free(gs.ts);
     if (out)
         *out = rs;
     return ret;
@@ -886,7 +769,7 @@ int chs_save(const chs *c, const char *path, char *msg, size_t cap)
     size_t tl = strlen(txt);
     if (afile_open(&af, path) != 0 || afile_write(&af, txt, tl) != 0 || afile_write(&af, "\n", 1) != 0 ||
         afile_commit(&af) != 0) {
-        setmsg(msg, cap, "%s: %s", path,
+        chs__setmsg(msg, cap, "%s: %s", path,
                af.step == AFILE_CREATE && af.err == ENOENT ? "the folder does not exist" : strerror(af.err));
         afile_close(&af);
         goto out;
@@ -895,259 +778,11 @@ int chs_save(const chs *c, const char *path, char *msg, size_t cap)
     ret = 0;
     goto out;
 oom:
-    setmsg(msg, cap, "out of memory");
+    chs__setmsg(msg, cap, "out of memory");
 out:
     free(txt);
     cJSON_Delete(root);
     return ret;
-}
-
-/* Bytes of the first invalid UTF-8 sequence or disallowed control
- * character of s[0..n): its offset, or n when there is none; *ctrl is the
- * control character's code point (0: invalid UTF-8). */
-static size_t text_check(const unsigned char *s, size_t n, unsigned *ctrl)
-{
-    *ctrl = 0;
-    for (size_t i = 0; i < n;) {
-        unsigned c = s[i];
-        if (c < 0x80) {
-            if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
-                *ctrl = c;
-                return i;
-            }
-            i++;
-            continue;
-        }
-        size_t k;
-        unsigned cp, min;
-        if ((c & 0xE0) == 0xC0) {
-            k = 1, cp = c & 0x1F, min = 0x80;
-        } else if ((c & 0xF0) == 0xE0) {
-            k = 2, cp = c & 0x0F, min = 0x800;
-        } else if ((c & 0xF8) == 0xF0) {
-            k = 3, cp = c & 0x07, min = 0x10000;
-        } else {
-            return i;
-        }
-        if (n - i <= k)
-            return i;
-        for (size_t j = 1; j <= k; j++) {
-            if ((s[i + j] & 0xC0) != 0x80)
-                return i;
-            cp = (cp << 6) | (s[i + j] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return i;
-        if (cp >= 0x80 && cp <= 0x9F) {
-            *ctrl = cp;
-            return i;
-        }
-        i += k + 1;
-    }
-    return n;
-}
-
-/* A string field of the file: true when it is fine, else false with why in msg. */
-static bool text_ok(const char *what, const char *s, char *msg, size_t cap)
-{
-    size_t n = strlen(s);
-    unsigned ctrl;
-    size_t at = text_check((const unsigned char *)s, n, &ctrl);
-    if (at == n)
-        return true;
-    if (ctrl)
-        setmsg(msg, cap, "%s holds a control character (U+%04X at byte %zu; only tab and new lines are allowed)",
-               what, ctrl, at);
-    else
-        setmsg(msg, cap, "%s is not valid UTF-8 (byte %zu)", what, at);
-    return false;
-}
-
-static bool num_field(const cJSON *set, const char *name, double lo, double hi, double *v)
-{
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(set, name);
-    if (!x)
-        return true;   /* absent: keep */
-    if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < lo || x->valuedouble > hi)
-        return false;
-    *v = x->valuedouble;
-    return true;
-}
-
-void chs_file_free(chs_file *f)
-{
-    if (!f)
-        return;
-    for (size_t i = 0; i < f->n; i++)
-        msg_free(&f->m[i]);
-    free(f->m);
-    free(f->system);
-    memset(f, 0, sizeof *f);
-}
-
-int chs_session_parse(const char *buf, size_t len, const chs_settings *base, chs_file *out, char *msg, size_t cap)
-{
-    memset(out, 0, sizeof *out);
-    out->st = base ? *base : chs_default_settings();
-    if (len > CHS_FILE_MAX_BYTES) {
-        setmsg(msg, cap, "too large for a session file (%zu bytes; at most %u MiB)", len, CHS_FILE_MAX_BYTES >> 20);
-        return -1;
-    }
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(buf, len, &end, false);
-    if (!root) {
-        size_t at = end && end >= buf && end <= buf + len ? (size_t)(end - buf) : 0;
-        setmsg(msg, cap, "offset %zu: not JSON, or nested deeper than %d (a ggscope chat session file)", at,
-               CJSON_NESTING_LIMIT);
-        return -1;
-    }
-    int ret = -1;
-    chs_settings st = out->st;
-    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "ggscope_chat");
-    const cJSON *sys = cJSON_GetObjectItemCaseSensitive(root, "system");
-    const cJSON *set = cJSON_GetObjectItemCaseSensitive(root, "settings");
-    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "messages");
-    if (!cJSON_IsObject(root) || !cJSON_IsNumber(ver) || ver->valuedouble != 1) {
-        setmsg(msg, cap, "not a ggscope chat session file (expected an object with \"ggscope_chat\": 1)");
-        goto out;
-    }
-    if (sys && !cJSON_IsString(sys)) {
-        setmsg(msg, cap, "system is not a string");
-        goto out;
-    }
-    if (set && !cJSON_IsObject(set)) {
-        setmsg(msg, cap, "settings is not an object");
-        goto out;
-    }
-    if (!cJSON_IsArray(arr)) {
-        setmsg(msg, cap, "messages is not an array");
-        goto out;
-    }
-    if (sys && !text_ok("system", sys->valuestring, msg, cap))
-        goto out;
-    if (set) {
-        double v[7] = {st.sp.temp,          st.sp.top_k,         st.sp.top_p, st.sp.min_p,
-                       st.sp.repeat_penalty, st.sp.repeat_last_n, st.n_predict};
-        static const char *names[7] = {"temp", "top_k", "top_p", "min_p", "repeat_penalty",
-                                       "repeat_last_n", "n_predict"};
-        /* floats within float range; counts as /set takes them */
-        static const double lim[7] = {1e30, 1 << 24, 1e30, 1e30, 1e30, 1 << 24, 1 << 24};
-        for (int i = 0; i < 7; i++)
-            if (!num_field(set, names[i], -lim[i], lim[i], &v[i])) {
-                setmsg(msg, cap, "settings.%s is not a valid number (at most %g in magnitude)", names[i], lim[i]);
-                goto out;
-            }
-        if (!(v[4] > 0)) {
-            setmsg(msg, cap, "settings.repeat_penalty must be > 0");
-            goto out;
-        }
-        st.sp.temp = (float)v[0];
-        st.sp.top_k = (int32_t)v[1];
-        st.sp.top_p = (float)v[2];
-        st.sp.min_p = (float)v[3];
-        st.sp.repeat_penalty = (float)v[4];
-        st.sp.repeat_last_n = (int32_t)(v[5] < 0 ? 0 : v[5]);
-        st.n_predict = (int32_t)v[6];
-        const cJSON *seed = cJSON_GetObjectItemCaseSensitive(set, "seed");
-        if (cJSON_IsString(seed)) {
-            char *e;
-            errno = 0;
-            unsigned long long s = strtoull(seed->valuestring, &e, 10);
-            if (*e || errno || !seed->valuestring[0] || seed->valuestring[0] == '-') {
-                setmsg(msg, cap, "settings.seed is not a whole number");
-                goto out;
-            }
-            st.sp.seed = s;
-        } else if (cJSON_IsNumber(seed) && seed->valuedouble >= 0 && seed->valuedouble < 1.8e19) {
-            st.sp.seed = (uint64_t)seed->valuedouble;
-        } else if (seed) {
-            setmsg(msg, cap, "settings.seed is not a whole number");
-            goto out;
-        }
-    }
-    size_t count = 0;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, arr)
-    {
-        if (++count > CHS_FILE_MAX_MESSAGES) {
-            setmsg(msg, cap, "more than %u messages", CHS_FILE_MAX_MESSAGES);
-            goto out;
-        }
-    }
-    out->m = calloc(count ? count : 1, sizeof *out->m);
-    out->system = dupn(sys ? sys->valuestring : "", sys ? strlen(sys->valuestring) : 0);
-    if (!out->m || !out->system) {
-        setmsg(msg, cap, "out of memory");
-        goto out;
-    }
-    size_t i = 0;
-    cJSON_ArrayForEach(it, arr)
-    {
-        const cJSON *r = cJSON_GetObjectItemCaseSensitive(it, "role");
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(it, "content");
-        const cJSON *d = cJSON_GetObjectItemCaseSensitive(it, "dropped");
-        char what[64];
-        if (!cJSON_IsObject(it) || !cJSON_IsString(r) || !cJSON_IsString(t) ||
-            (strcmp(r->valuestring, "user") && strcmp(r->valuestring, "assistant"))) {
-            setmsg(msg, cap, "messages[%zu]: each message needs a role (user, assistant) and a content string", i);
-            goto out;
-        }
-        if (d && !cJSON_IsBool(d)) {
-            setmsg(msg, cap, "messages[%zu].dropped is not true or false", i);
-            goto out;
-        }
-        snprintf(what, sizeof what, "messages[%zu].content", i);
-        if (!text_ok(what, t->valuestring, msg, cap))
-            goto out;
-        chs_msg *m = &out->m[i];
-        size_t tl = strlen(t->valuestring);
-        m->role = dupn(r->valuestring, strlen(r->valuestring));
-        m->content = dupn(t->valuestring, tl);
-        m->len = tl;
-        m->dropped = cJSON_IsTrue(d);
-        out->n = ++i;
-        if (!m->role || !m->content) {
-            setmsg(msg, cap, "out of memory");
-            goto out;
-        }
-    }
-    out->st = st;
-    ret = 0;
-out:
-    cJSON_Delete(root);
-    if (ret)
-        chs_file_free(out);
-    return ret;
-}
-
-int chs_session_read(const char *path, const chs_settings *base, chs_file *out, char *msg, size_t cap)
-{
-    memset(out, 0, sizeof *out);
-    /* regular files only (a FIFO is refused without waiting for a writer),
-     * at most CHS_FILE_MAX_BYTES */
-    size_t sz;
-    rfile_status rs;
-    int e;
-    char *buf = rfile_read(path, CHS_FILE_MAX_BYTES, RFILE_REGULAR, &sz, &rs, &e);
-    if (!buf) {
-        if (rs == RFILE_ENOTREG)
-            setmsg(msg, cap, "%s: not a regular file (a session file is)", path);
-        else if (rs == RFILE_ETOOBIG) {
-            struct stat sb;
-            long long size = stat(path, &sb) == 0 ? (long long)sb.st_size : (long long)CHS_FILE_MAX_BYTES + 1;
-            setmsg(msg, cap, "%s: too large for a session file (%lld bytes; at most %u MiB)", path, size,
-                   CHS_FILE_MAX_BYTES >> 20);
-        }
-        else
-            setmsg(msg, cap, "%s: %s", path, rfile_strerror(rs, e));
-        return -1;
-    }
-    char inner[448];
-    int rc = chs_session_parse(buf, sz, base, out, inner, sizeof inner);
-    free(buf);
-    if (rc)
-        setmsg(msg, cap, "%s: %s", path, inner);
-    return rc;
 }
 
 void chs_load_file(chs *c, chs_file *f)
@@ -1155,7 +790,7 @@ void chs_load_file(chs *c, chs_file *f)
     chs_clear(c);
     free(c->m);
     free(c->system);
-    c->system = f->system ? f->system : dupn("", 0);
+    c->system = f->system ? f->system : chs__dupn("", 0);
     c->m = f->m;
     c->n = c->cap = f->n;
     if (!c->m)

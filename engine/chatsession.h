@@ -7,8 +7,8 @@
  *   - the conversation side (messages, settings, rendering, save/load:
  *     every function not marked "worker") is used by one thread, the UI's
  *     loop thread;
- *   - the engine side (chs_generate, chs_held) uses the session and the
- *     list of tokens it holds. It is called by one thread at a time (the
+ *   - the engine side (chs_generate, chs_held) uses the runner (its
+ *     session and the tokens it holds). It is called by one thread at a time (the
  *     generation worker) and never while the conversation side changes the
  *     settings it was handed: chs_generate takes its settings by copy and
  *     its prompt as an array, so the loop thread may keep editing messages
@@ -25,7 +25,7 @@
 #include "chat.h"
 #include "gguf.h"
 #include "sampler.h"
-#include "session.h"
+#include "runner.h"
 #include "tokenizer.h"
 
 /* Sampling information of one generated token (the token inspector). */
@@ -78,10 +78,10 @@ typedef struct {
 
 typedef struct chs chs;
 
-/* A conversation on session `s` (not owned; it and `f` must outlive the
+/* A conversation on runner `r` (not owned; it and `f` must outlive the
  * chs). Loads the tokenizer and the chat template of `f`. NULL with a
  * message in msg on failure (no tokenizer, out of memory). */
-chs *chs_new(const gguf_file *f, session *s, char *msg, size_t cap);
+chs *chs_new(const gguf_file *f, runner *r, char *msg, size_t cap);
 /* Free; accepts NULL. */
 void chs_free(chs *c);
 

@@ -12,6 +12,7 @@
 #include "testutil.h"
 #include "chatsession.h"
 #include "model.h"
+#include "runner.h"
 #include "session.h"
 #include "testmodel.h"
 
@@ -26,7 +27,8 @@ typedef struct {
     char path[512];
     gguf_file *f;
     model *m;
-    session *s;
+    runner *r;
+    session *s;   /* the runner's (CPU: never replaced) */
     chs *c;
 } fixture;
 
@@ -48,11 +50,11 @@ static fixture *open_fx(const char *tag, uint32_t n_ctx)
     fx->m = model_load(fx->f, &st, msg, sizeof msg);
     if (!fx->m)
         fail_msg("model_load: %s", msg);
-    session_params sp = {.n_ctx = n_ctx, .n_threads = 1};
-    fx->s = session_new(fx->m, &sp, msg, sizeof msg);
-    if (!fx->s)
-        fail_msg("session_new: %s", msg);
-    fx->c = chs_new(fx->f, fx->s, msg, sizeof msg);
+    runner_params rp = {.backend = "cpu", .device = -1, .threads = 1, .n_ctx = n_ctx};
+    if (runner_open(fx->m, &rp, &fx->r, msg, sizeof msg))
+        fail_msg("runner_open: %s", msg);
+    fx->s = runner_session(fx->r);
+    fx->c = chs_new(fx->f, fx->r, msg, sizeof msg);
     if (!fx->c)
         fail_msg("chs_new: %s", msg);
     chs_settings cs = chs_get_settings(fx->c);
@@ -66,7 +68,7 @@ static fixture *open_fx(const char *tag, uint32_t n_ctx)
 static void close_fx(fixture *fx)
 {
     chs_free(fx->c);
-    session_free(fx->s);
+    runner_close(fx->r);
     model_free(fx->m);
     gguf_close(fx->f);
     remove(fx->path);

@@ -199,6 +199,7 @@ struct gen_job {
     chs_reply_stats rs;
     int rc;
     char err[512];
+    char fallback[400];   /* the runner's notice: the device failed, the CPU took over */
 };
 
 /* The time the chat holds the loop thread, measured around each of its
@@ -301,6 +302,7 @@ static void gen_work(ui_job *j)
         g->job.wake(g->job.wake_ctx);   /* the gauge: the prompt's size */
     chs_sink sk = {gen_on_token, g, &j->cancel, g->delay_ms};
     g->rc = chs_generate(g->c, ids, n, &g->st, &sk, &g->rs, g->err, sizeof g->err);
+    runner_take_notice(g->u->core->r, g->fallback, sizeof g->fallback);   /* a device error, survived */
 }
 
 /* loop thread: move what the worker produced into the UI's copy */
@@ -348,6 +350,8 @@ static void reply_done(chat_page *u, gen_job *g)
         snprintf(u->notice, sizeof u->notice,
                  "context full: the %u oldest message%s (greyed) no longer reach%s the model; the system prompt is kept",
                  dropped, dropped == 1 ? "" : "s", dropped == 1 ? "es" : "");
+    if (g->fallback[0])
+        snprintf(u->notice, sizeof u->notice, "%.250s", g->fallback);
     if (g->rc)
         screen_message(u->s, "generation failed: %s", g->err);
     if (g->rc == 0 || u->rlen) {
@@ -509,7 +513,7 @@ bool chat_page_stop_reply(chat_page *u)
     if (!u->job)
         return false;
     ui_job_cancel(&u->job->job);
-    session_cancel(u->core->s);   /* stops an evaluation between layers */
+    runner_cancel(u->core->r);   /* stops an evaluation between layers */
     return true;
 }
 
@@ -555,7 +559,7 @@ int chat_page_back(chat_page *u)
 
 void chat_page_update_title(chat_page *u)
 {
-    uint32_t n_ctx = session_n_ctx(u->core->s);
+    uint32_t n_ctx = runner_n_ctx(u->core->r);
     uint32_t used = u->ctx_used;
     char gauge[64];
     int cells = 10, full = n_ctx ? (int)((uint64_t)used * cells / n_ctx) : 0;
@@ -683,7 +687,7 @@ chat_page *chat_page_new(const chat_page_engine *e)
     }
     atomic_init(&k->refs, 1);
     k->c = e->c;
-    k->s = e->s;
+    k->r = e->r;
     k->release = e->release;
     k->ctx = e->ctx;
     u->core = k;

@@ -11,7 +11,7 @@
  * the worker to the loop thread through a mutex-protected buffer in the job;
  * the worker wakes the loop (uv_async_send through the job's wake) at most
  * every 30 ms, so a fast model does not flood the UI. Esc sets the job's
- * cancel flag (and session_cancel): generation stops before the next token.
+ * cancel flag (and runner_cancel): generation stops before the next token.
  *
  * The page is one module over several files: chat_page.c (the engine's
  * helper threads, the jobs, the page), chat_page_transcript.c (layout,
@@ -26,7 +26,7 @@
 
 #include "chatsession.h"
 #include "screen.h"
-#include "session.h"
+#include "runner.h"
 
 /* What the page chats with. `release(ctx)` frees the conversation, the
  * session and whatever holds them; the page calls it once, after
@@ -35,7 +35,7 @@
 typedef struct {
     const char *path;            /* the model file (title, /show); copied */
     chs *c;                      /* the conversation */
-    session *s;                  /* c's session: context size, KV cache, cancel */
+    runner *r;                   /* c's runner: context size, KV cache, cancel, fallback notice */
     void (*release)(void *ctx);
     void *ctx;
     unsigned delay_ms;           /* sleep after each token (tests) */
@@ -55,7 +55,7 @@ int chat_page_attach(chat_page *u, screen *s, int back_page);
 void chat_page_show(chat_page *u);
 
 /* Stop the reply being generated, if any (quitting): the job's cancel flag
- * and session_cancel, so an evaluation stops between layers. */
+ * and runner_cancel, so an evaluation stops between layers. */
 void chat_page_cancel(chat_page *u);
 
 /* Free (after the screen's jobs have finished); accepts NULL. The panes

@@ -43,7 +43,7 @@ static void show_pager(chat_page *u, const char *title, const char *fmt, ...)
 static void chatcmd_show(chat_page *u)
 {
     chs_settings st = chs_get_settings(u->c);
-    uint32_t n_ctx = session_n_ctx(u->core->s);
+    uint32_t n_ctx = runner_n_ctx(u->core->r);
     show_pager(u, "Chat settings",
                "model        %s\n"
                "template     %s\n"
@@ -62,7 +62,7 @@ static void chatcmd_show(chat_page *u)
                "n_predict       %d\n"
                "\n/set NAME VALUE changes one.",
                u->path, chat_template_describe(chs_template(u->c)), chs_format_status(u->c), u->ctx_used, n_ctx,
-               n_ctx ? 100.0 * u->ctx_used / n_ctx : 0.0, session_kv_bytes(u->core->s) / 1048576.0, chs_count(u->c),
+               n_ctx ? 100.0 * u->ctx_used / n_ctx : 0.0, runner_kv_bytes(u->core->r) / 1048576.0, chs_count(u->c),
                chs_system(u->c)[0] ? chs_system(u->c) : "(none)", st.sp.temp, st.sp.top_k, st.sp.top_p, st.sp.min_p,
                st.sp.repeat_penalty, st.sp.repeat_last_n, (unsigned long long)st.sp.seed, st.n_predict);
 }

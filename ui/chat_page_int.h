@@ -22,7 +22,7 @@
 typedef struct {
     atomic_int refs;
     chs *c;
-    session *s;
+    runner *r;
     void (*release)(void *ctx);
     void *ctx;
 } chat_core;

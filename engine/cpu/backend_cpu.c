@@ -117,12 +117,6 @@ static int cpu_buf_read(void *ctx, backend_buf *b, size_t off, void *dst, size_t
     return 0;
 }
 
-static void *cpu_buf_host_ptr(void *ctx, backend_buf *b)
-{
-    (void)ctx;
-    return b ? b->data : NULL;
-}
-
 /* ---- weights ---- */
 
 static bool weight_ok(const backend_weight *w)
@@ -138,12 +132,6 @@ static const float *vec_weight(const backend_weight *w, uint32_t n)
     if (!w || w->type != GGTYPE_F32 || w->ne0 * w->ne1 != n || !w->data)
         return NULL;
     return (const float *)w->data;
-}
-
-static bool cpu_supports_type(void *ctx, uint32_t type)
-{
-    (void)ctx;
-    return backend_cpu_matmul_supports(type);
 }
 
 /* ---- ops ---- */
@@ -503,10 +491,8 @@ static const backend_ops CPU_OPS = {
     .buf_free = cpu_buf_free,
     .buf_write = cpu_buf_write,
     .buf_read = cpu_buf_read,
-    .buf_host_ptr = cpu_buf_host_ptr,
     .weight_prepare = NULL,
     .weight_release = NULL,
-    .supports_type = cpu_supports_type,
     .get_rows = cpu_get_rows,
     .rms_norm = cpu_rms_norm,
     .rms_norm_mul = cpu_rms_norm_mul,

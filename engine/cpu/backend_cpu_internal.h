@@ -17,9 +17,6 @@ int backend_cpu_ctx_threads(void *ctx);
 /* Run fn(arg, ith, nth) for ith = 0..nth-1 on the context's threads; returns when all are done. */
 void backend_cpu_parallel(void *ctx, void (*fn)(void *arg, int ith, int nth), void *arg);
 
-/* Whether matmul handles weights of `type`. */
-bool backend_cpu_matmul_supports(uint32_t type);
-
 /* y (n_tok x w->ne1) = x (n_tok x w->ne0) . W^T. Arguments already checked. */
 int backend_cpu_matmul(void *ctx, const backend_weight *w, const float *x, uint32_t n_tok, float *y);
 

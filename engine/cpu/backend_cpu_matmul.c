@@ -54,12 +54,6 @@ void backend_cpu_parallel(void *ctx, void (*fn)(void *arg, int ith, int nth), vo
     tpool_run(((cpu_ctx *)ctx)->pool, fn, arg);
 }
 
-bool backend_cpu_matmul_supports(uint32_t type)
-{
-    const ggtype_traits *t = ggtype_get(type);
-    return t && (t->is_quantized || type == GGTYPE_F32 || type == GGTYPE_F16 || type == GGTYPE_BF16);
-}
-
 /* Plain path: dequantize each weight row, dot in double with every token. */
 static int matmul_float(const backend_weight *w, const float *x, uint32_t n_tok, float *y)
 {

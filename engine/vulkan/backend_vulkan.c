@@ -437,12 +437,6 @@ static void vw_release(void *ctx, backend_weight *w)
     w->priv = NULL;
 }
 
-static bool v_supports(void *ctx, uint32_t type)
-{
-    (void)ctx;
-    return vk_type_supported(type);
-}
-
 static int v_sync(void *ctx)
 {
     return vk_flush(ctx);
@@ -460,10 +454,8 @@ static const backend_ops VK_OPS = {
     .buf_free = vb_free,
     .buf_write = vb_write,
     .buf_read = vb_read,
-    .buf_host_ptr = NULL,
     .weight_prepare = vw_prepare,
     .weight_release = vw_release,
-    .supports_type = v_supports,
     .get_rows = vk_op_get_rows,
     .rms_norm = vk_op_rms_norm,
     .rms_norm_mul = vk_op_rms_norm_mul,
