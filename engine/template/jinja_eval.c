@@ -212,38 +212,43 @@ static jval *eval_slice(jx *x, jval *obj, const jnode *s, jscope *sc)
     return jbuf_val(x, &buf);
 }
 
+/* Methods of strings and mappings: `s.upper`, `d.items`... */
+typedef struct {
+    const char *name;
+    jbuiltin bi;
+} jmethod;
+
+static const jmethod STR_METHODS[] = {
+    {"upper", BI_S_UPPER}, {"lower", BI_S_LOWER}, {"strip", BI_S_STRIP}, {"title", BI_S_TITLE},
+    {"capitalize", BI_S_CAPITALIZE}, {"rstrip", BI_S_RSTRIP}, {"lstrip", BI_S_LSTRIP},
+    {"startswith", BI_S_STARTSWITH}, {"endswith", BI_S_ENDSWITH}, {"split", BI_S_SPLIT},
+    {"replace", BI_S_REPLACE},
+};
+
+static const jmethod OBJ_METHODS[] = {
+    {"get", BI_O_GET}, {"items", BI_O_ITEMS}, {"keys", BI_O_KEYS}, {"values", BI_O_VALUES},
+    {"dictsort", BI_O_DICTSORT},
+};
+
+/* Method k of self from table m (a function bound to self), or NULL. */
+static jval *method(jx *x, jval *self, const jmethod *m, size_t nm, const char *k, size_t n)
+{
+    for (size_t i = 0; i < nm; i++)
+        if (strlen(m[i].name) == n && !memcmp(m[i].name, k, n))
+            return jv_fn(x, m[i].bi, self);
+    return NULL;
+}
+
 static jval *str_builtin(jx *x, jval *s, const char *k, size_t n)
 {
-    static const struct {
-        const char *name;
-        jbuiltin bi;
-    } M[] = {
-        {"upper", BI_S_UPPER}, {"lower", BI_S_LOWER}, {"strip", BI_S_STRIP}, {"title", BI_S_TITLE},
-        {"capitalize", BI_S_CAPITALIZE}, {"rstrip", BI_S_RSTRIP}, {"lstrip", BI_S_LSTRIP},
-        {"startswith", BI_S_STARTSWITH}, {"endswith", BI_S_ENDSWITH}, {"split", BI_S_SPLIT},
-        {"replace", BI_S_REPLACE},
-    };
     if (n == 6 && !memcmp(k, "length", 6))
         return jv_int(x, jstr_js_length(x, s->u.s.p, s->u.s.n));
-    for (size_t i = 0; i < sizeof M / sizeof M[0]; i++)
-        if (strlen(M[i].name) == n && !memcmp(M[i].name, k, n))
-            return jv_fn(x, M[i].bi, s);
-    return NULL;
+    return method(x, s, STR_METHODS, sizeof STR_METHODS / sizeof STR_METHODS[0], k, n);
 }
 
 jval *jx_obj_builtin(jx *x, jval *o, const char *k, size_t n)
 {
-    static const struct {
-        const char *name;
-        jbuiltin bi;
-    } M[] = {
-        {"get", BI_O_GET}, {"items", BI_O_ITEMS}, {"keys", BI_O_KEYS}, {"values", BI_O_VALUES},
-        {"dictsort", BI_O_DICTSORT},
-    };
-    for (size_t i = 0; i < sizeof M / sizeof M[0]; i++)
-        if (strlen(M[i].name) == n && !memcmp(M[i].name, k, n))
-            return jv_fn(x, M[i].bi, o);
-    return NULL;
+    return method(x, o, OBJ_METHODS, sizeof OBJ_METHODS / sizeof OBJ_METHODS[0], k, n);
 }
 
 static jval *member(jx *x, jval *obj, jval *prop, const jnode *at)

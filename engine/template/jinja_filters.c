@@ -283,6 +283,30 @@ static bool js_parse_num(jx *x, const char *s, size_t n, bool as_int, double *ou
     return true;
 }
 
+/* The indent filter: every line but the first (all with `first`) and but
+ * the blank ones (all with `blank`) prefixed with `width` spaces. */
+static jval *indent(jx *x, const jval *v, int64_t width, bool first, bool blank)
+{
+    jbuf b = {0};
+    const char *p = v->u.s.p, *e = p + v->u.s.n;
+    bool isfirst = true;
+    for (;;) {
+        const char *nl = memchr(p, '\n', (size_t)(e - p));
+        const char *le = nl ? nl : e;
+        bool skip = (!first && isfirst) || (!blank && le == p);
+        if (!skip)
+            for (int64_t k = 0; k < width; k++)
+                jbuf_addc(x, &b, ' ');
+        jbuf_add(x, &b, p, (size_t)(le - p));
+        if (!nl)
+            break;
+        jbuf_addc(x, &b, '\n');
+        p = nl + 1;
+        isfirst = false;
+    }
+    return jbuf_val(x, &b);
+}
+
 static jval *filter_by_name(jx *x, jval *v, const char *f, size_t fl, const jnode *at)
 {
 #define FIS(s) (fl == sizeof(s) - 1 && !memcmp(f, s, fl))
@@ -344,24 +368,7 @@ static jval *filter_by_name(jx *x, jval *v, const char *f, size_t fl, const jnod
         if (FIS("title")) return jv_case(x, v, 2);
         if (FIS("capitalize")) return jv_case(x, v, 3);
         if (FIS("trim")) return jv_trim(x, v, true, true);
-        if (FIS("indent")) {
-            jbuf b = {0};
-            const char *p = v->u.s.p, *e = p + v->u.s.n;
-            bool first = true;
-            for (;;) {
-                const char *nl = memchr(p, '\n', (size_t)(e - p));
-                const char *le = nl ? nl : e;
-                if (!first && le > p)
-                    jbuf_adds(x, &b, "    ");
-                jbuf_add(x, &b, p, (size_t)(le - p));
-                if (!nl)
-                    break;
-                jbuf_addc(x, &b, '\n');
-                p = nl + 1;
-                first = false;
-            }
-            return jbuf_val(x, &b);
-        }
+        if (FIS("indent")) return indent(x, v, 4, false, false);
         if (FIS("join") || FIS("string")) return v;
         if (FIS("int") || FIS("float")) {
             double d;
@@ -546,24 +553,7 @@ jval *jx_apply_filter(jx *x, jval *v, const jnode *fn, jscope *sc)
             int64_t width = w ? w->u.i : 4;
             if (width < 0 || width > 4096)
                 jx_err(x, fn, "width out of range");
-            jbuf b = {0};
-            const char *p = v->u.s.p, *e = p + v->u.s.n;
-            bool isfirst = true;
-            for (;;) {
-                const char *nl = memchr(p, '\n', (size_t)(e - p));
-                const char *le = nl ? nl : e;
-                bool skip = (!(first && jv_truthy(first)) && isfirst) || (!(blank && jv_truthy(blank)) && le == p);
-                if (!skip)
-                    for (int64_t k = 0; k < width; k++)
-                        jbuf_addc(x, &b, ' ');
-                jbuf_add(x, &b, p, (size_t)(le - p));
-                if (!nl)
-                    break;
-                jbuf_addc(x, &b, '\n');
-                p = nl + 1;
-                isfirst = false;
-            }
-            return jbuf_val(x, &b);
+            return indent(x, v, width, first && jv_truthy(first), blank && jv_truthy(blank));
         }
         if (FIS("replace")) {
             jargs a = jx_eval_args(x, &fn->body, sc, true);
