@@ -1,10 +1,10 @@
-/* jinja: the interpreter (expressions, statements, calls of macros, the
- * render entry). Semantics follow @huggingface/jinja 0.5
- * (see jinja.h); error messages follow its wording, with Jinja's type names
- * (integer, string, list, mapping...) where it names its own classes.
+/* jinja: the interpreter (scopes, expressions, statements, macro calls, the
+ * render entry). Semantics follow @huggingface/jinja 0.5 (see jinja.h); error
+ * messages follow its wording, with Jinja's type names (integer, string,
+ * list, mapping...) where it names its own classes.
  *
- * Cost: jx_step() counts statements, iterations and calls; jx_work() counts the
- * bytes (and items) each operation touches, charged before the operation
+ * Cost: jx_step() counts statements, iterations and calls; jx_work() counts
+ * the bytes (and items) each operation touches, charged before the operation
  * runs, so no single operation runs far past jinja_limits.max_work; the
  * arena bounds memory (jinja_limits.max_bytes). */
 #include <math.h>
@@ -522,7 +522,7 @@ static jval *eval_call(jx *x, const jnode *n, jscope *sc)
         jx_err(x, n, "Cannot call something that is not a function: got %s", jv_tname(fn));
     size_t nargs = a.n;
     if (a.kw)
-        a.v[nargs++] = a.kw; /* eval_args left room for it */
+        a.v[nargs++] = a.kw; /* jx_eval_args left room for it */
     return jx_call(x, fn, a.v, nargs, sc, n);
 }
 

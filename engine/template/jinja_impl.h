@@ -1,5 +1,5 @@
-/* Private declarations shared by jinja_parse.c and jinja_eval.c. Not part of
- * the public API: include jinja.h instead. */
+/* Private declarations shared by the jinja_*.c files (lexer, parser, values,
+ * interpreter, filters). Not part of the public API: include jinja.h instead. */
 #ifndef GGSCOPE_JINJA_IMPL_H
 #define GGSCOPE_JINJA_IMPL_H
 

@@ -103,7 +103,7 @@ jval *jv_get(const jval *o, const char *k, size_t n)
     return i < 0 ? NULL : o->u.o.v[i];
 }
 
-/* obj_find / obj_get charging the keys they walk (mappings can be large:
+/* jv_find / jv_get charging the keys they walk (mappings can be large:
  * input JSON, namespace(pairs)). */
 long jv_find_w(jx *x, const jval *o, const char *k, size_t n, const jnode *at)
 {
