@@ -1,5 +1,5 @@
-/* jinja: values (constructors, mappings, scopes, output buffers), the
- * render's error and depth checks, and JavaScript-style equality. */
+/* jinja: values (constructors, mappings, output buffers), the render's error
+ * and depth checks, and JavaScript-style equality. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
