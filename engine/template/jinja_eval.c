@@ -34,14 +34,8 @@ static void jscope_set(jx *x, jscope *s, const char *k, size_t n, jval *v)
         }
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 8;
-        jstr *nk = ja_alloc(&x->a, cap * sizeof *nk);
-        jval **nv = ja_alloc(&x->a, cap * sizeof *nv);
-        if (s->n) {
-            memcpy(nk, s->k, s->n * sizeof *nk);
-            memcpy(nv, s->v, s->n * sizeof *nv);
-        }
-        s->k = nk;
-        s->v = nv;
+        s->k = ja_realloc(&x->a, s->k, s->n, cap, sizeof *s->k);
+        s->v = ja_realloc(&x->a, s->v, s->n, cap, sizeof *s->v);
         s->cap = cap;
     }
     s->k[s->n] = (jstr){k, n};

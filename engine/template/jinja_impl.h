@@ -42,6 +42,10 @@ struct jfail {
 
 void *ja_alloc(jarena *a, size_t n);
 char *ja_memdup(jarena *a, const void *p, size_t n); /* NUL-terminated copy */
+/* A growing array moved: a new block of `cap` elements of `size` bytes
+ * holding a copy of the first n elements of `old` (the old block stays in
+ * the arena). */
+void *ja_realloc(jarena *a, const void *old, size_t n, size_t cap, size_t size);
 void ja_release(jarena *a);
 
 /* Fill the error (position `pos` in the preprocessed text, or (uint32_t)-1

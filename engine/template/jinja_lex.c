@@ -55,6 +55,14 @@ char *ja_memdup(jarena *a, const void *p, size_t n)
     return d;
 }
 
+void *ja_realloc(jarena *a, const void *old, size_t n, size_t cap, size_t size)
+{
+    void *p = ja_alloc(a, cap * size);
+    if (n)
+        memcpy(p, old, n * size);
+    return p;
+}
+
 void ja_release(jarena *a)
 {
     jarena_chunk *c = a->head;
@@ -208,14 +216,8 @@ static void pp_put(jarena *a, ppbuf *b, char c, uint32_t orig)
 {
     if (b->n == b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 256;
-        char *s = ja_alloc(a, cap);
-        uint32_t *m = ja_alloc(a, cap * sizeof *m);
-        if (b->n) {
-            memcpy(s, b->s, b->n);
-            memcpy(m, b->map, b->n * sizeof *m);
-        }
-        b->s = s;
-        b->map = m;
+        b->s = ja_realloc(a, b->s, b->n, cap, 1);
+        b->map = ja_realloc(a, b->map, b->n, cap, sizeof *b->map);
         b->cap = cap;
     }
     b->s[b->n] = c;
@@ -326,10 +328,7 @@ static void lex_push(lexer *L, ttype type, uint32_t pos, const char *s, size_t n
 {
     if (L->nt == L->cap) {
         size_t cap = L->cap ? L->cap * 2 : 256;
-        jtok *t = ja_alloc(L->a, cap * sizeof *t);
-        if (L->nt)
-            memcpy(t, L->t, L->nt * sizeof *t);
-        L->t = t;
+        L->t = ja_realloc(L->a, L->t, L->nt, cap, sizeof *L->t);
         L->cap = cap;
     }
     L->t[L->nt++] = (jtok){(uint8_t)type, pos, s, n};

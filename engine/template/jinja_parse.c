@@ -93,10 +93,7 @@ static void nv_push(parser *p, nvec *v, jnode *n)
 {
     if (v->n == v->cap) {
         uint32_t cap = v->cap ? v->cap * 2 : 8;
-        jnode **nv = ja_alloc(p->a, cap * sizeof *nv);
-        if (v->n)
-            memcpy(nv, v->v, v->n * sizeof *nv);
-        v->v = nv;
+        v->v = ja_realloc(p->a, v->v, v->n, cap, sizeof *v->v);
         v->cap = cap;
     }
     v->v[v->n++] = n;

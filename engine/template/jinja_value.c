@@ -75,10 +75,7 @@ void jv_push(jx *x, jval *a, jval *e)
 {
     if (a->u.a.n == a->u.a.cap) {
         size_t cap = a->u.a.cap ? a->u.a.cap * 2 : 8;
-        jval **nv = ja_alloc(&x->a, cap * sizeof *nv);
-        if (a->u.a.n)
-            memcpy(nv, a->u.a.v, a->u.a.n * sizeof *nv);
-        a->u.a.v = nv;
+        a->u.a.v = ja_realloc(&x->a, a->u.a.v, a->u.a.n, cap, sizeof *a->u.a.v);
         a->u.a.cap = cap;
     }
     a->u.a.v[a->u.a.n++] = e;
@@ -126,14 +123,8 @@ void jv_set(jx *x, jval *o, const char *k, size_t n, jval *v)
     }
     if (o->u.o.n == o->u.o.cap) {
         size_t cap = o->u.o.cap ? o->u.o.cap * 2 : 8;
-        jstr *nk = ja_alloc(&x->a, cap * sizeof *nk);
-        jval **nv = ja_alloc(&x->a, cap * sizeof *nv);
-        if (o->u.o.n) {
-            memcpy(nk, o->u.o.k, o->u.o.n * sizeof *nk);
-            memcpy(nv, o->u.o.v, o->u.o.n * sizeof *nv);
-        }
-        o->u.o.k = nk;
-        o->u.o.v = nv;
+        o->u.o.k = ja_realloc(&x->a, o->u.o.k, o->u.o.n, cap, sizeof *o->u.o.k);
+        o->u.o.v = ja_realloc(&x->a, o->u.o.v, o->u.o.n, cap, sizeof *o->u.o.v);
         o->u.o.cap = cap;
     }
     o->u.o.k[o->u.o.n] = (jstr){k, n};
