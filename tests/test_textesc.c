@@ -130,6 +130,32 @@ static void test_backslash_and_quotes(void **state)
     free(t);
 }
 
+/* TEXTESC_C0_ONLY: only C0 controls and DEL are escaped; every byte >= 0x80
+ * (valid UTF-8, C1, bidi, invalid bytes) is copied, and with RAW_BACKSLASH
+ * the backslash too (jinja's error messages). */
+static void test_c0_only(void **state)
+{
+    (void)state;
+    const unsigned f = TEXTESC_C0_ONLY | TEXTESC_RAW_BACKSLASH;
+    const char in[] = "a\\n\\x1b\n\t\r\x1b\x7f\x01 \xc2\x85\xe2\x80\xae\xff\xc3 \xe4\xb8\xad";
+    char *t = term(in, sizeof in - 1, f);
+    assert_string_equal(t, "a\\n\\x1b\\n\\t\\r\\x1b\\x7f\\x01 \xc2\x85\xe2\x80\xae\xff\xc3 \xe4\xb8\xad");
+    free(t);
+    t = term("a\\\x1b", 3, TEXTESC_C0_ONLY); /* without RAW_BACKSLASH */
+    assert_string_equal(t, "a\\\\\\x1b");
+    free(t);
+    t = term("\0\xff", 2, f);
+    assert_memory_equal(t, "\\x00\xff", 6);
+    free(t);
+    assert_true(textesc_term_plain("x\\\xff\xe2\x80\xae", 6, f));
+    assert_false(textesc_term_plain("x\xff", 2, 0));
+    assert_false(textesc_term_plain("x\x1b", 2, f));
+    /* bytes >= 0x80 are copied one by one: a cut may split a character */
+    char d[4];
+    assert_int_equal(textesc_term(d, sizeof d, "a\xe4\xb8\xad", 4, f), 3);
+    assert_memory_equal(d, "a\xe4\xb8", 4);
+}
+
 static void test_c1_and_bidi(void **state)
 {
     (void)state;
@@ -331,6 +357,7 @@ int main(void)
         cmocka_unit_test(test_invalid_utf8),      cmocka_unit_test(test_valid_passes),
         cmocka_unit_test(test_every_input_is_clean), cmocka_unit_test(test_truncation),
         cmocka_unit_test(test_quoted_and_long),   cmocka_unit_test(test_bytes_form),
+        cmocka_unit_test(test_c0_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -55,11 +55,14 @@ static bool cp_escaped(uint32_t cp)
            (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
-/* Plain ASCII bytes: 1 when the byte is copied unchanged in that form. */
+/* Bytes copied unchanged in that form: plain ASCII, and with
+ * TEXTESC_C0_ONLY every byte >= 0x80. */
 static bool ascii_plain(unsigned char c, bool json, unsigned flags)
 {
-    if (c < 0x20 || c >= 0x7F)
+    if (c < 0x20 || c == 0x7F)
         return false;
+    if (c >= 0x80)
+        return !json && (flags & TEXTESC_C0_ONLY);
     if (json)
         return c != '"' && c != '\\';
     if (c == '\\')

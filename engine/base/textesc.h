@@ -12,7 +12,11 @@ enum {
     TEXTESC_DQUOTE = 1, /* also escape '"' as \" (text shown inside double quotes) */
     TEXTESC_SQUOTE = 2, /* also escape '\'' as \' (text shown inside single quotes) */
     TEXTESC_RAW_BACKSLASH = 4, /* leave '\' as it is (a viewer of long text, where
-                                * readability beats an unambiguous form) */
+                                * readability beats an unambiguous form) */    TEXTESC_C0_ONLY = 8, /* escape only C0 controls and DEL: every byte >= 0x80
+                          * is copied as it is, one by one (valid or not, C1
+                          * and bidi controls included). With RAW_BACKSLASH:
+                          * jinja's error messages, one line quoting the
+                          * template's own bytes */
 };
 
 /* A growable string: zero-initialise it ({0}); `ptr` is NUL-terminated once
