@@ -304,7 +304,7 @@ int cmd_quantize(int argc, char **argv)
     const recipe *rc = NULL;
     override ov[MAX_OVERRIDES];
     int n_ov = 0, threads = 0, status = APP_OK;
-    optind = 1;
+    optind = 0; /* glibc: a full reset (main parsed its own options) */
     int c;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (c) {
