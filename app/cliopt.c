@@ -15,7 +15,6 @@ void cliopt_init(cliopt *p, int argc, char **argv, const char *shortopts, const 
     strcpy(p->shortopts, "-:");
     strncat(p->shortopts, shortopts, sizeof p->shortopts - 3);
     optind = 0; /* glibc: a full reset (main and each command parse their own argv) */
-    opterr = 0;
 }
 
 /* The entry of the long option in tok ("--name" or "--name=V") when spelled
