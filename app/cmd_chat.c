@@ -48,16 +48,9 @@ int cmd_chat(int argc, char **argv)
     cliopt p;
     cliopt_init(&p, argc, argv, "hn:" ECLI_COMMON_SHORTOPTS, lo);
     int c;
-    while ((c = cliopt_next(&p)) != CLIOPT_END) {
-        int r = ecli_common_opt(c, p.name, p.arg, &co.eng);
-        if (!r)
-            r = ecli_sampling_opt(c, p.name, p.arg, sp);
-        if (r < 0)
-            return APP_BADINPUT;
-        if (r)
-            continue;
-        long lv;
+    while ((c = ecli_next_opt(&p, &co.eng, sp)) != CLIOPT_END) {
         switch (c) {
+        case ECLI_OPT_ERROR: return APP_BADINPUT;
         case 'h': help(stdout); return APP_OK;
         case 'S':
             if (!p.arg) {
@@ -73,11 +66,13 @@ int cmd_chat(int argc, char **argv)
             }
             load = p.arg;
             break;
-        case 'n':
+        case 'n': {
+            long lv;
             if (!ecli_parse_long(p.name, p.arg, 0, 1 << 24, &lv))
                 return APP_BADINPUT;
             co.settings.n_predict = (int32_t)lv;
             break;
+        }
         case 'M': eo.mono = true; break;
         case 'N': eo.no_mouse = true; break;
         case CLIOPT_ARG:

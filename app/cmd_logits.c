@@ -51,13 +51,9 @@ int cmd_logits(int argc, char **argv)
     cliopt p;
     cliopt_init(&p, argc, argv, "h" ECLI_COMMON_SHORTOPTS, lo);
     int c;
-    while ((c = cliopt_next(&p)) != CLIOPT_END) {
-        int r = ecli_common_opt(c, p.name, p.arg, &o);
-        if (r < 0)
-            return APP_BADINPUT;
-        if (r)
-            continue;
+    while ((c = ecli_next_opt(&p, &o, NULL)) != CLIOPT_END) {
         switch (c) {
+        case ECLI_OPT_ERROR: return APP_BADINPUT;
         case 'h': help(stdout); return APP_OK;
         case 'K':
             if (!ecli_parse_long(p.name, p.arg, 0, 1 << 24, &top))

@@ -45,15 +45,9 @@ int cmd_run(int argc, char **argv)
     cliopt p;
     cliopt_init(&p, argc, argv, "hp:n:" ECLI_COMMON_SHORTOPTS, lo);
     int c;
-    while ((c = cliopt_next(&p)) != CLIOPT_END) {
-        int r = ecli_common_opt(c, p.name, p.arg, &o);
-        if (!r)
-            r = ecli_sampling_opt(c, p.name, p.arg, &sp);
-        if (r < 0)
-            return APP_BADINPUT;
-        if (r)
-            continue;
+    while ((c = ecli_next_opt(&p, &o, &sp)) != CLIOPT_END) {
         switch (c) {
+        case ECLI_OPT_ERROR: return APP_BADINPUT;
         case 'h': help(stdout); return APP_OK;
         case 'p':
         case 'T':

@@ -128,6 +128,20 @@ int ecli_sampling_opt(int id, const char *name, const char *val, sampler_params 
     }
 }
 
+int ecli_next_opt(cliopt *p, ecli_opts *o, sampler_params *sp)
+{
+    for (;;) {
+        int c = cliopt_next(p);
+        int r = ecli_common_opt(c, p->name, p->arg, o);
+        if (!r && sp)
+            r = ecli_sampling_opt(c, p->name, p->arg, sp);
+        if (r < 0)
+            return ECLI_OPT_ERROR;
+        if (!r)
+            return c;
+    }
+}
+
 int ecli_open_model(const char *path, ecli_engine *e)
 {
     memset(e, 0, sizeof *e);

@@ -77,6 +77,12 @@ int ecli_open_backend(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli
 uint32_t ecli_ctx_size(const ecli_engine *e, uint32_t n_ctx);
 void ecli_close(ecli_engine *e);
 
+/* cliopt_next for the engine commands: the next option or argument that is
+ * not a common option (nor, when sp is given, a sampling option): those are
+ * stored into o / sp. ECLI_OPT_ERROR (message printed) on a bad value. */
+#define ECLI_OPT_ERROR (-2)
+int ecli_next_opt(cliopt *p, ecli_opts *o, sampler_params *sp);
+
 /* If option id is a sampling option (--temp, --top-k, --top-p, --min-p,
  * --repeat-penalty, --repeat-last-n, --seed), store its value into sp and
  * return 1; -1 (message printed: the allowed range) on a bad value; 0
