@@ -32,39 +32,32 @@ int cmd_bench(int argc, char **argv)
     const char *path = NULL;
     long np = 512, ng = 128, reps = 1;
     bool json = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int r = ecli_common_opt(argc, argv, &i, &o);
-        if (r < 0)
-            return APP_BADINPUT;
-        if (r)
-            continue;
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            help(stdout);
-            return APP_OK;
-        } else if (!strcmp(a, "-p")) {
-            if (!ecli_parse_long(a, val, 17, 1 << 20, &np))
+    static const struct option lo[] = {
+        {"help", no_argument, 0, 'h'}, {"json", no_argument, 0, 'J'}, ECLI_COMMON_LONGOPTS,
+        {0, 0, 0, 0}};
+    cliopt p;
+    cliopt_init(&p, argc, argv, "hp:n:r:" ECLI_COMMON_SHORTOPTS, lo);
+    int c;
+    while ((c = ecli_next_opt(&p, &o, NULL)) != CLIOPT_END) {
+        switch (c) {
+        case ECLI_OPT_ERROR: return APP_BADINPUT;
+        case 'h': help(stdout); return APP_OK;
+        case 'p':
+        case 'n':
+        case 'r':
+            if (!ecli_parse_long(p.name, p.arg, c == 'p' ? 17 : 1, c == 'r' ? 100 : 1 << 20,
+                                 c == 'p' ? &np : c == 'n' ? &ng : &reps))
                 return APP_BADINPUT;
-            i++;
-        } else if (!strcmp(a, "-n")) {
-            if (!ecli_parse_long(a, val, 1, 1 << 20, &ng))
+            break;
+        case 'J': json = true; break;
+        case CLIOPT_ARG:
+            if (path) {
+                app_error("bench: unexpected argument '%s'", p.arg);
                 return APP_BADINPUT;
-            i++;
-        } else if (!strcmp(a, "-r")) {
-            if (!ecli_parse_long(a, val, 1, 100, &reps))
-                return APP_BADINPUT;
-            i++;
-        } else if (!strcmp(a, "--json")) {
-            json = true;
-        } else if (a[0] == '-' && a[1]) {
-            app_error("bench: unknown option '%s' (see ggscope bench --help)", a);
-            return APP_BADINPUT;
-        } else if (!path) {
-            path = a;
-        } else {
-            app_error("bench: unexpected argument '%s'", a);
-            return APP_BADINPUT;
+            }
+            path = p.arg;
+            break;
+        default: cliopt_unknown(&p); return APP_BADINPUT;
         }
     }
     if (!path) {

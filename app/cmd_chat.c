@@ -40,51 +40,49 @@ int cmd_chat(int argc, char **argv)
     sampler_params *sp = &co.settings.sp;
     app_explore_opts eo = {0};
     const char *path = NULL, *load = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int r = ecli_common_opt(argc, argv, &i, &co.eng);
-        if (r < 0)
-            return APP_BADINPUT;
-        if (r)
-            continue;
-        if ((r = ecli_sampling_opt(argc, argv, &i, sp)) < 0)
-            return APP_BADINPUT;
-        if (r)
-            continue;
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        long lv;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            help(stdout);
-            return APP_OK;
-        } else if (!strcmp(a, "--system")) {
-            if (!val) {
+    static const struct option lo[] = {
+        {"help", no_argument, 0, 'h'}, {"system", required_argument, 0, 'S'},
+        {"load", required_argument, 0, 'L'}, {"n-predict", required_argument, 0, 'n'},
+        {"mono", no_argument, 0, 'M'}, {"no-mouse", no_argument, 0, 'N'}, ECLI_COMMON_LONGOPTS,
+        ECLI_SAMPLING_LONGOPTS, {0, 0, 0, 0}};
+    cliopt p;
+    cliopt_init(&p, argc, argv, "hn:" ECLI_COMMON_SHORTOPTS, lo);
+    int c;
+    while ((c = ecli_next_opt(&p, &co.eng, sp)) != CLIOPT_END) {
+        switch (c) {
+        case ECLI_OPT_ERROR: return APP_BADINPUT;
+        case 'h': help(stdout); return APP_OK;
+        case 'S':
+            if (!p.arg) {
                 app_error("--system needs a value");
                 return APP_BADINPUT;
             }
-            co.system = argv[++i];
-        } else if (!strcmp(a, "--load")) {
-            if (!val) {
+            co.system = p.arg;
+            break;
+        case 'L':
+            if (!p.arg) {
                 app_error("--load needs a session file");
                 return APP_BADINPUT;
             }
-            load = argv[++i];
-        } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
-            if (!ecli_parse_long(a, val, 0, 1 << 24, &lv))
+            load = p.arg;
+            break;
+        case 'n': {
+            long lv;
+            if (!ecli_parse_long(p.name, p.arg, 0, 1 << 24, &lv))
                 return APP_BADINPUT;
             co.settings.n_predict = (int32_t)lv;
-            i++;
-        } else if (!strcmp(a, "--mono")) {
-            eo.mono = true;
-        } else if (!strcmp(a, "--no-mouse")) {
-            eo.no_mouse = true;
-        } else if (a[0] == '-' && a[1]) {
-            app_error("chat: unknown option '%s' (see ggscope chat --help)", a);
-            return APP_BADINPUT;
-        } else if (!path) {
-            path = a;
-        } else {
-            app_error("chat: unexpected argument '%s'", a);
-            return APP_BADINPUT;
+            break;
+        }
+        case 'M': eo.mono = true; break;
+        case 'N': eo.no_mouse = true; break;
+        case CLIOPT_ARG:
+            if (path) {
+                app_error("chat: unexpected argument '%s'", p.arg);
+                return APP_BADINPUT;
+            }
+            path = p.arg;
+            break;
+        default: cliopt_unknown(&p); return APP_BADINPUT;
         }
     }
     chs_file session;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "cliopt.h"
 
 #ifdef GGSCOPE_HAVE_VULKAN
 #include "backend_vulkan.h"
@@ -61,14 +62,20 @@ static void json_str(const char *s)
 int cmd_devices(int argc, char **argv)
 {
     bool json = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+    static const struct option lo[] = {
+        {"help", no_argument, 0, 'h'}, {"json", no_argument, 0, 'J'}, {0, 0, 0, 0}};
+    cliopt p;
+    cliopt_init(&p, argc, argv, "h", lo);
+    int c;
+    while ((c = cliopt_next(&p)) != CLIOPT_END) {
+        if (c == 'h') {
             help(stdout);
             return APP_OK;
-        } else if (!strcmp(argv[i], "--json")) {
+        } else if (c == 'J') {
             json = true;
         } else {
-            app_error("devices: unknown argument '%s' (see ggscope devices --help)", argv[i]);
+            app_error("devices: unknown argument '%s' (see ggscope devices --help)",
+                      c == CLIOPT_ARG ? p.arg : p.name);
             return APP_BADINPUT;
         }
     }

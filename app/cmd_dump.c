@@ -137,7 +137,7 @@ static int parse_args(int argc, char **argv, dump_opts *o)
     o->bins = 32;
     int views = 0;
     int c;
-    optind = 1;
+    optind = 0; /* glibc: a full reset (main parsed its own options) */
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
         case 'F': o->mode = DUMP_F32; break;

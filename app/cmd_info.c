@@ -342,7 +342,7 @@ int cmd_info(int argc, char **argv)
     bool json = false;
     uint64_t items = DEFAULT_ITEMS;
     int c;
-    optind = 1;
+    optind = 0; /* glibc: a full reset (main parsed its own options) */
     while ((c = getopt_long(argc, argv, "jfn:h", opts, NULL)) != -1) {
         switch (c) {
         case 'j': json = true; break;

@@ -43,34 +43,34 @@ int cmd_logits(int argc, char **argv)
     long top = 10;
     bool all = false;
     long batch = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int r = ecli_common_opt(argc, argv, &i, &o);
-        if (r < 0)
-            return APP_BADINPUT;
-        if (r)
-            continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            help(stdout);
-            return APP_OK;
-        } else if (!strcmp(a, "--top")) {
-            if (!ecli_parse_long(a, i + 1 < argc ? argv[++i] : NULL, 0, 1 << 24, &top))
+    static const struct option lo[] = {
+        {"help", no_argument, 0, 'h'}, {"top", required_argument, 0, 'K'},
+        {"batch", required_argument, 0, 'B'}, {"all", no_argument, 0, 'A'}, ECLI_COMMON_LONGOPTS,
+        {0, 0, 0, 0}};
+    cliopt p;
+    cliopt_init(&p, argc, argv, "h" ECLI_COMMON_SHORTOPTS, lo);
+    int c;
+    while ((c = ecli_next_opt(&p, &o, NULL)) != CLIOPT_END) {
+        switch (c) {
+        case ECLI_OPT_ERROR: return APP_BADINPUT;
+        case 'h': help(stdout); return APP_OK;
+        case 'K':
+            if (!ecli_parse_long(p.name, p.arg, 0, 1 << 24, &top))
                 return APP_BADINPUT;
-        } else if (!strcmp(a, "--batch")) {
-            if (!ecli_parse_long(a, i + 1 < argc ? argv[++i] : NULL, 1, 1 << 20, &batch))
+            break;
+        case 'B':
+            if (!ecli_parse_long(p.name, p.arg, 1, 1 << 20, &batch))
                 return APP_BADINPUT;
-        } else if (!strcmp(a, "--all")) {
-            all = true;
-        } else if (a[0] == '-' && a[1]) {
-            app_error("logits: unknown option '%s' (see ggscope logits --help)", a);
-            return APP_BADINPUT;
-        } else if (!path) {
-            path = a;
-        } else if (!ids_s) {
-            ids_s = a;
-        } else {
-            app_error("logits: unexpected argument '%s'", a);
-            return APP_BADINPUT;
+            break;
+        case 'A': all = true; break;
+        case CLIOPT_ARG:
+            if (path && ids_s) {
+                app_error("logits: unexpected argument '%s'", p.arg);
+                return APP_BADINPUT;
+            }
+            *(path ? &ids_s : &path) = p.arg;
+            break;
+        default: cliopt_unknown(&p); return APP_BADINPUT;
         }
     }
     if (!path || !ids_s) {

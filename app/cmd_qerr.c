@@ -306,7 +306,7 @@ int cmd_qerr(int argc, char **argv)
     bool json = false, csv = false, tui = false, mono = false;
     int threads = 0;
     long top = 0;
-    optind = 1;
+    optind = 0; /* glibc: a full reset (main parsed its own options) */
     int c;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (c) {

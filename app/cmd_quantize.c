@@ -1,53 +1,20 @@
 /* ggscope quantize: write a quantized copy of a GGUF file with the reference
- * quantizers, type per tensor chosen as llama.cpp's recipes do (see
- * docs/qerr.md, "The quantize recipe"). */
+ * quantizers, type per tensor chosen by the recipe (engine/analysis/qrecipe,
+ * as llama.cpp's recipes do; see docs/qerr.md, "The quantize recipe"). */
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <regex.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "app.h"
 #include "textesc.h"
 #include "codec.h"
 #include "ggtype.h"
-#include "qerr.h"
-
-#define MAX_OVERRIDES 32
-
-typedef enum { R_PLAIN, R_Q3_K_M, R_Q4_K_S, R_Q4_K_M, R_Q5_K_S, R_Q5_K_M } recipe_kind;
-
-typedef struct {
-    const char *name;   /* command-line name, case-insensitive */
-    uint32_t type;      /* base type */
-    recipe_kind kind;
-    uint32_t file_type; /* llama_ftype */
-} recipe;
-
-static const recipe RECIPES[] = {
-    {"f32", GGTYPE_F32, R_PLAIN, 0},        {"f16", GGTYPE_F16, R_PLAIN, 1},
-    {"bf16", GGTYPE_BF16, R_PLAIN, 32},     {"q4_0", GGTYPE_Q4_0, R_PLAIN, 2},
-    {"q4_1", GGTYPE_Q4_1, R_PLAIN, 3},      {"q8_0", GGTYPE_Q8_0, R_PLAIN, 7},
-    {"q5_0", GGTYPE_Q5_0, R_PLAIN, 8},      {"q5_1", GGTYPE_Q5_1, R_PLAIN, 9},
-    {"q2_K", GGTYPE_Q2_K, R_PLAIN, 10},     {"q3_K", GGTYPE_Q3_K, R_PLAIN, 11},
-    {"q3_K_S", GGTYPE_Q3_K, R_PLAIN, 11},   {"q3_K_M", GGTYPE_Q3_K, R_Q3_K_M, 12},
-    {"q4_K", GGTYPE_Q4_K, R_Q4_K_S, 14},    {"q4_K_S", GGTYPE_Q4_K, R_Q4_K_S, 14},
-    {"q4_K_M", GGTYPE_Q4_K, R_Q4_K_M, 15},  {"q5_K", GGTYPE_Q5_K, R_Q5_K_S, 16},
-    {"q5_K_S", GGTYPE_Q5_K, R_Q5_K_S, 16},  {"q5_K_M", GGTYPE_Q5_K, R_Q5_K_M, 17},
-    {"q6_K", GGTYPE_Q6_K, R_PLAIN, 18},     {"iq4_nl", GGTYPE_IQ4_NL, R_PLAIN, 25},
-    {"iq4_xs", GGTYPE_IQ4_XS, R_PLAIN, 30}, {"tq1_0", GGTYPE_TQ1_0, R_PLAIN, 36},
-    {"tq2_0", GGTYPE_TQ2_0, R_PLAIN, 37},   {"mxfp4", GGTYPE_MXFP4, R_PLAIN, 38},
-};
-
-typedef struct {
-    regex_t re;
-    uint32_t type;
-} override;
+#include "qrecipe.h"
 
 typedef struct {
     const gguf_tensor *src;
@@ -87,86 +54,6 @@ static void usage(FILE *out)
             "divide a row falls back: q2_K q3_K iq4_xs tq* -> iq4_nl, q4_K -> q5_0,\n"
             "q5_K -> q5_1, q6_K -> q8_0, and f16 when that still does not fit.\n"
             "Then `ggscope qerr OUT --vs IN` shows what it cost.\n");
-}
-
-static bool ends_with(const char *s, const char *suf)
-{
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && !strcmp(s + a - b, suf);
-}
-
-static bool use_more_bits(int i, int n)
-{
-    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
-}
-
-static uint32_t fallback(uint32_t t, uint64_t ne0)
-{
-    const ggtype_traits *tr = ggtype_get(t);
-    if (ne0 % tr->blck_size == 0)
-        return t;
-    switch (t) {
-    case GGTYPE_Q2_K: case GGTYPE_Q3_K: case GGTYPE_IQ4_XS: case GGTYPE_TQ1_0: case GGTYPE_TQ2_0:
-        t = GGTYPE_IQ4_NL; break;
-    case GGTYPE_Q4_K: t = GGTYPE_Q5_0; break;
-    case GGTYPE_Q5_K: t = GGTYPE_Q5_1; break;
-    case GGTYPE_Q6_K: t = GGTYPE_Q8_0; break;
-    default: break;
-    }
-    if (ne0 % ggtype_get(t)->blck_size != 0)
-        t = GGTYPE_F16;
-    return t;
-}
-
-/* The type of one tensor. */
-static uint32_t choose(const gguf_file *f, const gguf_tensor *t, const char *name, const recipe *rc,
-                       const override *ov, int n_ov, int n_layer, bool has_output)
-{
-    const ggtype_traits *st = ggtype_get(t->type);
-    if (!t->type_known || !st || !(st->is_float || st->is_quantized))
-        return t->type;   /* integer tensors are copied */
-    if (t->n_dims < 2 || t->n_elements == t->ne[0] || !ends_with(name, ".weight") ||
-        strstr(name, "norm"))
-        return GGTYPE_F32;
-    for (int i = 0; i < n_ov; i++)
-        if (regexec(&ov[i].re, name, 0, NULL, 0) == 0)
-            return fallback(ov[i].type, t->ne[0]);
-    (void)f;
-    uint32_t ty = rc->type;
-    const ggtype_traits *bt = ggtype_get(ty);
-    if (!bt->is_quantized)
-        return fallback(ty, t->ne[0]);
-    char role[64];
-    int layer = qerr_name_role(name, role, sizeof role);
-    if (!strcmp(name, "output.weight") || (!has_output && !strcmp(name, "token_embd.weight"))) {
-        if (t->ne[0] % 256 != 0)
-            ty = GGTYPE_Q8_0;
-        else if (ty != GGTYPE_Q8_0)
-            ty = GGTYPE_Q6_K;
-    } else if (!strcmp(role, "attn_v") && layer >= 0) {
-        if (rc->kind == R_Q3_K_M)
-            ty = layer < 2 ? GGTYPE_Q5_K : GGTYPE_Q4_K;
-        else if ((rc->kind == R_Q4_K_M || rc->kind == R_Q5_K_M) && use_more_bits(layer, n_layer))
-            ty = GGTYPE_Q6_K;
-        else if (rc->kind == R_Q4_K_S && layer < 4)
-            ty = GGTYPE_Q5_K;
-    } else if (!strcmp(role, "ffn_down") && layer >= 0) {
-        if (rc->kind == R_Q3_K_M)
-            ty = layer < n_layer / 16 ? GGTYPE_Q5_K : GGTYPE_Q4_K;
-        else if ((rc->kind == R_Q4_K_M || rc->kind == R_Q5_K_M) && use_more_bits(layer, n_layer))
-            ty = GGTYPE_Q6_K;
-        else if (rc->kind == R_Q4_K_S && layer < n_layer / 8)
-            ty = GGTYPE_Q5_K;
-    } else if (!strcmp(role, "attn_output")) {
-        if (rc->kind == R_Q3_K_M)
-            ty = GGTYPE_Q4_K;
-    } else if (!strcmp(role, "attn_qkv")) {
-        if (rc->kind == R_Q3_K_M || rc->kind == R_Q4_K_M)
-            ty = GGTYPE_Q5_K;
-        else if (rc->kind == R_Q5_K_M)
-            ty = GGTYPE_Q6_K;
-    }
-    return fallback(ty, t->ne[0]);
 }
 
 /* ---- filling one tensor, threads over row groups ---- */
@@ -286,14 +173,6 @@ static const char *shown(const char *s, uint64_t len, char *buf, size_t cap)
     return buf;
 }
 
-static const recipe *find_recipe(const char *s)
-{
-    for (size_t i = 0; i < sizeof RECIPES / sizeof RECIPES[0]; i++)
-        if (!strcasecmp(RECIPES[i].name, s))
-            return &RECIPES[i];
-    return NULL;
-}
-
 int cmd_quantize(int argc, char **argv)
 {
     static const struct option lo[] = {
@@ -301,39 +180,38 @@ int cmd_quantize(int argc, char **argv)
         {"threads", required_argument, 0, 'n'}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    const recipe *rc = NULL;
-    override ov[MAX_OVERRIDES];
-    int n_ov = 0, threads = 0, status = APP_OK;
-    optind = 1;
+    qrecipe *rc = qrecipe_new();
+    int threads = 0, status = APP_OK;
+    if (!rc) {
+        app_error("out of memory");
+        return APP_FAIL;
+    }
+    optind = 0; /* glibc: a full reset (main parsed its own options) */
     int c;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (c) {
         case 't':
-            rc = find_recipe(optarg);
-            if (!rc) {
+            if (qrecipe_set_mix(rc, optarg, NULL, 0) != QRECIPE_OK) {
                 app_error("unknown --type '%s' (see ggscope quantize --help)", optarg);
                 status = APP_BADINPUT;
                 goto out;
             }
             break;
         case 'o': {
-            char *eq = strrchr(optarg, '=');
-            int ty = eq ? ggtype_from_name(eq + 1) : -1;
-            if (!eq || ty < 0 || !(codec_can_quantize((uint32_t)ty) || ty == GGTYPE_F32) ||
-                n_ov == MAX_OVERRIDES) {
+            qrecipe_status qs = qrecipe_add_override(rc, optarg, NULL, 0);
+            if (qs == QRECIPE_ESPEC) {
                 app_error("bad --tensor-type '%s' (REGEX=TYPE, TYPE with a quantizer)", optarg);
                 status = APP_BADINPUT;
                 goto out;
-            }
-            *eq = 0;
-            int e = regcomp(&ov[n_ov].re, optarg, REG_EXTENDED | REG_NOSUB);
-            *eq = '=';
-            if (e != 0) {
+            } else if (qs == QRECIPE_EREGEX) {
                 app_error("bad regular expression in --tensor-type '%s'", optarg);
                 status = APP_BADINPUT;
                 goto out;
+            } else if (qs != QRECIPE_OK) {
+                app_error("out of memory");
+                status = APP_FAIL;
+                goto out;
             }
-            ov[n_ov++].type = (uint32_t)ty;
             break;
         }
         case 'n': threads = atoi(optarg); break;
@@ -341,8 +219,8 @@ int cmd_quantize(int argc, char **argv)
         default: usage(stderr); status = APP_BADINPUT; goto out;
         }
     }
-    if (optind != argc - 2 || !rc) {
-        if (!rc && optind == argc - 2)
+    if (optind != argc - 2 || !qrecipe_has_mix(rc)) {
+        if (!qrecipe_has_mix(rc) && optind == argc - 2)
             app_error("--type is required");
         usage(stderr);
         status = APP_BADINPUT;
@@ -401,22 +279,8 @@ int cmd_quantize(int argc, char **argv)
         }
     }
     gguf_writer_set_u32(w, "general.quantization_version", 2);
-    gguf_writer_set_u32(w, "general.file_type", rc->file_type);
-    bool has_output = gguf_find_tensor(f, "output.weight") != NULL;
-    uint32_t n_layer = 0;
-    char key[160], arch[64];
-    if (gguf_get_cstr(f, "general.architecture", arch, sizeof arch) == GGUF_OK) {
-        snprintf(key, sizeof key, "%s.block_count", arch);
-        gguf_get_u32(f, key, &n_layer);
-    }
-    if (n_layer == 0)
-        for (uint64_t i = 0; i < nt; i++) {
-            char nm[256], role[64];
-            int l = qerr_name_role(gguf_str_copy(gguf_tensor_at(f, i)->name, nm, sizeof nm), role,
-                                   sizeof role);
-            if (l + 1 > (int)n_layer)
-                n_layer = (uint32_t)(l + 1);
-        }
+    gguf_writer_set_u32(w, "general.file_type", qrecipe_file_type(rc));
+    qrecipe_fit(rc, f);
     uint64_t in_bytes = 0, out_bytes = 0;
     for (uint64_t i = 0; i < nt; i++) {
         const gguf_tensor *t = gguf_tensor_at(f, i);
@@ -434,7 +298,7 @@ int cmd_quantize(int argc, char **argv)
             status = APP_BADINPUT;
             goto done;
         }
-        uint32_t ty = choose(f, t, nm, rc, ov, n_ov, (int)n_layer, has_output);
+        uint32_t ty = qrecipe_type(rc, t, nm);
         const ggtype_traits *st = ggtype_get(t->type);
         if (ty != t->type && (!st || !(st->is_float || st->is_quantized) || t->ne[0] == 0 ||
                               (st->blck_size > 1 && t->rows_unaligned && t->ne[0] % ggtype_get(ty)->blck_size))) {
@@ -481,7 +345,7 @@ int cmd_quantize(int argc, char **argv)
     for (uint64_t i = 0; i < nt; i++)
         if (j.plan[i].type < GGTYPE_COUNT)
             count[j.plan[i].type]++;
-    fprintf(stderr, "%s: %s -> %s, %.1f MiB -> %.1f MiB;", outp, in, rc->name,
+    fprintf(stderr, "%s: %s -> %s, %.1f MiB -> %.1f MiB;", outp, in, qrecipe_mix_name(rc),
             (double)in_bytes / 1048576.0, (double)out_bytes / 1048576.0);
     for (uint32_t t = 0; t < GGTYPE_COUNT; t++)
         if (count[t])
@@ -493,7 +357,6 @@ done:
     free(j.plan);
     gguf_close(f);
 out:
-    for (int i = 0; i < n_ov; i++)
-        regfree(&ov[i].re);
+    qrecipe_free(rc);
     return status;
 }

@@ -56,49 +56,40 @@ int cmd_run(int argc, char **argv)
     const char *path = NULL, *prompt = NULL, *tokens_s = NULL;
     long n_gen = 128;
     bool print_ids = false, ignore_eos = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int r = ecli_common_opt(argc, argv, &i, &o);
-        if (r < 0)
-            return APP_BADINPUT;
-        if (r)
-            continue;
-        if ((r = ecli_sampling_opt(argc, argv, &i, &sp)) < 0)
-            return APP_BADINPUT;
-        if (r)
-            continue;
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            help(stdout);
-            return APP_OK;
-        } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
-            if (!val) {
-                app_error("%s needs a value", a);
+    static const struct option lo[] = {
+        {"help", no_argument, 0, 'h'}, {"prompt", required_argument, 0, 'p'},
+        {"tokens", required_argument, 0, 'T'}, {"ids", no_argument, 0, 'I'},
+        {"ignore-eos", no_argument, 0, 'E'}, ECLI_COMMON_LONGOPTS, ECLI_SAMPLING_LONGOPTS,
+        {0, 0, 0, 0}};
+    cliopt p;
+    cliopt_init(&p, argc, argv, "hp:n:" ECLI_COMMON_SHORTOPTS, lo);
+    int c;
+    while ((c = ecli_next_opt(&p, &o, &sp)) != CLIOPT_END) {
+        switch (c) {
+        case ECLI_OPT_ERROR: return APP_BADINPUT;
+        case 'h': help(stdout); return APP_OK;
+        case 'p':
+        case 'T':
+            if (!p.arg) {
+                app_error("%s needs a value", p.name);
                 return APP_BADINPUT;
             }
-            prompt = argv[++i];
-        } else if (!strcmp(a, "--tokens")) {
-            if (!val) {
-                app_error("%s needs a value", a);
+            *(c == 'p' ? &prompt : &tokens_s) = p.arg;
+            break;
+        case 'n':
+            if (!ecli_parse_long(p.name, p.arg, 0, 1 << 24, &n_gen))
+                return APP_BADINPUT;
+            break;
+        case 'I': print_ids = true; break;
+        case 'E': ignore_eos = true; break;
+        case CLIOPT_ARG:
+            if (path) {
+                app_error("run: unexpected argument '%s'", p.arg);
                 return APP_BADINPUT;
             }
-            tokens_s = argv[++i];
-        } else if (!strcmp(a, "-n")) {
-            if (!ecli_parse_long(a, val, 0, 1 << 24, &n_gen))
-                return APP_BADINPUT;
-            i++;
-        } else if (!strcmp(a, "--ids")) {
-            print_ids = true;
-        } else if (!strcmp(a, "--ignore-eos")) {
-            ignore_eos = true;
-        } else if (a[0] == '-' && a[1]) {
-            app_error("run: unknown option '%s' (see ggscope run --help)", a);
-            return APP_BADINPUT;
-        } else if (!path) {
-            path = a;
-        } else {
-            app_error("run: unexpected argument '%s'", a);
-            return APP_BADINPUT;
+            path = p.arg;
+            break;
+        default: cliopt_unknown(&p); return APP_BADINPUT;
         }
     }
     if (!path || (!prompt && !tokens_s) || (prompt && tokens_s)) {

@@ -67,7 +67,7 @@ int cmd_template(int argc, char **argv)
     };
     bool gen = true, strict = false;
     const char *bos_arg = NULL, *eos_arg = NULL, *system = NULL, *format = NULL, *date = NULL;
-    optind = 1;
+    optind = 0; /* glibc: a full reset (main parsed its own options) */
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {

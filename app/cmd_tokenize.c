@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "cliopt.h"
 #include "rfile.h"
 #include "textesc.h"
 #include "tokenizer.h"
@@ -87,35 +88,35 @@ int cmd_tokenize(int argc, char **argv)
 {
     const char *file = NULL, *text = NULL, *many = NULL;
     bool special = false, no_bos = false, ids_only = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            tokenize_usage(stdout);
-            return APP_OK;
-        } else if (!strcmp(a, "--special")) {
-            special = true;
-        } else if (!strcmp(a, "--no-bos")) {
-            no_bos = true;
-        } else if (!strcmp(a, "--ids")) {
-            ids_only = true;
-        } else if (!strcmp(a, "--pieces")) {
-            ids_only = false;
-        } else if (!strcmp(a, "--many")) {
-            if (++i >= argc) {
+    static const struct option lo[] = {
+        {"help", no_argument, 0, 'h'}, {"special", no_argument, 0, 'S'},
+        {"no-bos", no_argument, 0, 'B'}, {"ids", no_argument, 0, 'I'},
+        {"pieces", no_argument, 0, 'P'}, {"many", required_argument, 0, 'M'}, {0, 0, 0, 0}};
+    cliopt p;
+    cliopt_init(&p, argc, argv, "h", lo);
+    int c;
+    while ((c = cliopt_next(&p)) != CLIOPT_END) {
+        switch (c) {
+        case 'h': tokenize_usage(stdout); return APP_OK;
+        case 'S': special = true; break;
+        case 'B': no_bos = true; break;
+        case 'I': ids_only = true; break;
+        case 'P': ids_only = false; break;
+        case 'M':
+            if (!p.arg) {
                 app_error("--many needs a JSON file");
                 return APP_BADINPUT;
             }
-            many = argv[i];
-        } else if (a[0] == '-' && a[1]) {
-            app_error("tokenize: unknown option '%s' (see ggscope tokenize --help)", a);
-            return APP_BADINPUT;
-        } else if (!file) {
-            file = a;
-        } else if (!text) {
-            text = a;
-        } else {
-            app_error("tokenize: unexpected argument '%s'", a);
-            return APP_BADINPUT;
+            many = p.arg;
+            break;
+        case CLIOPT_ARG:
+            if (file && text) {
+                app_error("tokenize: unexpected argument '%s'", p.arg);
+                return APP_BADINPUT;
+            }
+            *(file ? &text : &file) = p.arg;
+            break;
+        default: cliopt_unknown(&p); return APP_BADINPUT;
         }
     }
     if (!file || (!text && !many) || (text && many)) {

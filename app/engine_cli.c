@@ -34,64 +34,60 @@ bool ecli_parse_float(const char *opt, const char *s, float *out)
     return true;
 }
 
-int ecli_common_opt(int argc, char **argv, int *i, ecli_opts *o)
+int ecli_common_opt(int id, const char *name, const char *val, ecli_opts *o)
 {
-    const char *a = argv[*i];
-    bool has_val = *i + 1 < argc;
-    if (!strcmp(a, "--backend")) {
-        if (!has_val) {
+    long v;
+    switch (id) {
+    case ECLI_OPT_BACKEND:
+        if (!val) {
             app_error("--backend needs a value (auto, vulkan, cpu)");
             return -1;
         }
-        const char *v = argv[++*i];
-        if (strcmp(v, "cpu") && strcmp(v, "auto") && strcmp(v, "vulkan")) {
-            app_error("--backend: unknown backend '%s' (auto, vulkan, cpu)", v);
+        if (strcmp(val, "cpu") && strcmp(val, "auto") && strcmp(val, "vulkan")) {
+            app_error("--backend: unknown backend '%s' (auto, vulkan, cpu)", val);
             return -1;
         }
-        o->backend = v;
+        o->backend = val;
         return 1;
-    }
-    if (!strcmp(a, "--device")) {
-        long v;
-        if (!ecli_parse_long(a, has_val ? argv[++*i] : NULL, 0, 1000, &v))
+    case ECLI_OPT_DEVICE:
+        if (!ecli_parse_long(name, val, 0, 1000, &v))
             return -1;
         o->has_device = true;
         o->device = (int)v;
         return 1;
-    }
-    if (!strcmp(a, "--threads") || !strcmp(a, "-t")) {
-        long v;
-        if (!ecli_parse_long(a, has_val ? argv[++*i] : NULL, 1, 1024, &v))
+    case 't':
+        if (!ecli_parse_long(name, val, 1, 1024, &v))
             return -1;
         o->threads = (int)v;
         return 1;
-    }
-    if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) {
-        long v;
-        if (!ecli_parse_long(a, has_val ? argv[++*i] : NULL, 1, 1 << 20, &v))
+    case 'c':
+        if (!ecli_parse_long(name, val, 1, 1 << 20, &v))
             return -1;
         o->n_ctx = (uint32_t)v;
         return 1;
+    default:
+        return 0;
     }
-    return 0;
 }
 
-int ecli_sampling_opt(int argc, char **argv, int *i, sampler_params *sp)
+int ecli_sampling_opt(int id, const char *name, const char *val, sampler_params *sp)
 {
-    const char *a = argv[*i], *val = *i + 1 < argc ? argv[*i + 1] : NULL;
     long lv;
     float fv;
-    if (!strcmp(a, "--temp") || !strcmp(a, "--top-p") || !strcmp(a, "--min-p") ||
-        !strcmp(a, "--repeat-penalty")) {
-        if (!ecli_parse_float(a, val, &fv))
+    switch (id) {
+    case ECLI_OPT_TEMP:
+    case ECLI_OPT_TOP_P:
+    case ECLI_OPT_MIN_P:
+    case ECLI_OPT_REPEAT_PENALTY:
+        if (!ecli_parse_float(name, val, &fv))
             return -1;
-        if (!strcmp(a, "--temp")) {
+        if (id == ECLI_OPT_TEMP) {
             if (!(fv >= 0)) {
                 app_error("--temp: expected a number >= 0, got '%s'", val);
                 return -1;
             }
             sp->temp = fv;
-        } else if (!strcmp(a, "--repeat-penalty")) {
+        } else if (id == ECLI_OPT_REPEAT_PENALTY) {
             if (!(fv > 0)) {
                 app_error("--repeat-penalty: expected a number > 0, got '%s'", val);
                 return -1;
@@ -99,20 +95,23 @@ int ecli_sampling_opt(int argc, char **argv, int *i, sampler_params *sp)
             sp->repeat_penalty = fv;
         } else {
             if (!(fv >= 0 && fv <= 1)) {
-                app_error("%s: expected a number in 0..1, got '%s'", a, val);
+                app_error("%s: expected a number in 0..1, got '%s'", name, val);
                 return -1;
             }
-            *(!strcmp(a, "--top-p") ? &sp->top_p : &sp->min_p) = fv;
+            *(id == ECLI_OPT_TOP_P ? &sp->top_p : &sp->min_p) = fv;
         }
-    } else if (!strcmp(a, "--top-k")) {
-        if (!ecli_parse_long(a, val, 0, 1 << 24, &lv))
+        return 1;
+    case ECLI_OPT_TOP_K:
+        if (!ecli_parse_long(name, val, 0, 1 << 24, &lv))
             return -1;
         sp->top_k = (int32_t)lv;
-    } else if (!strcmp(a, "--repeat-last-n")) {
-        if (!ecli_parse_long(a, val, 0, 1 << 20, &lv))
+        return 1;
+    case ECLI_OPT_REPEAT_LAST_N:
+        if (!ecli_parse_long(name, val, 0, 1 << 20, &lv))
             return -1;
         sp->repeat_last_n = (int32_t)lv;
-    } else if (!strcmp(a, "--seed")) {
+        return 1;
+    case ECLI_OPT_SEED: {
         char *end;
         errno = 0;
         unsigned long long v = val && *val && val[0] != '-' ? strtoull(val, &end, 10) : 0;
@@ -121,11 +120,25 @@ int ecli_sampling_opt(int argc, char **argv, int *i, sampler_params *sp)
             return -1;
         }
         sp->seed = v;
-    } else {
+        return 1;
+    }
+    default:
         return 0;
     }
-    ++*i;
-    return 1;
+}
+
+int ecli_next_opt(cliopt *p, ecli_opts *o, sampler_params *sp)
+{
+    for (;;) {
+        int c = cliopt_next(p);
+        int r = ecli_common_opt(c, p->name, p->arg, o);
+        if (!r && sp)
+            r = ecli_sampling_opt(c, p->name, p->arg, sp);
+        if (r < 0)
+            return ECLI_OPT_ERROR;
+        if (!r)
+            return c;
+    }
 }
 
 /* Open FILE and bind the model: APP_OK, or the exit status with the

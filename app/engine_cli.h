@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cliopt.h"
+
 #include "backend.h"
 #include "runner.h"
 #include "gguf.h"
@@ -32,9 +34,31 @@ typedef struct {
     runner *r;             /* backend and session (runner_backend, runner_session) */
 } ecli_engine;
 
-/* If argv[*i] is --backend/--device/--threads/-t/--ctx/-c, consume it (and its value)
- * and return 1; return -1 (message printed) on a bad value, 0 otherwise. */
-int ecli_common_opt(int argc, char **argv, int *i, ecli_opts *o);
+/* Ids of the common and sampling options (cliopt.h), the rows that go into
+ * a command's long-option table and the short options of the common ones. */
+enum {
+    ECLI_OPT_BACKEND = 0x200, ECLI_OPT_DEVICE,
+    ECLI_OPT_TEMP, ECLI_OPT_TOP_K, ECLI_OPT_TOP_P, ECLI_OPT_MIN_P,
+    ECLI_OPT_REPEAT_PENALTY, ECLI_OPT_REPEAT_LAST_N, ECLI_OPT_SEED
+};
+#define ECLI_COMMON_SHORTOPTS "t:c:"
+#define ECLI_COMMON_LONGOPTS                                                                \
+    {"backend", required_argument, 0, ECLI_OPT_BACKEND},                                    \
+    {"device", required_argument, 0, ECLI_OPT_DEVICE},                                      \
+    {"threads", required_argument, 0, 't'}, {"ctx", required_argument, 0, 'c'}
+#define ECLI_SAMPLING_LONGOPTS                                                              \
+    {"temp", required_argument, 0, ECLI_OPT_TEMP},                                          \
+    {"top-k", required_argument, 0, ECLI_OPT_TOP_K},                                        \
+    {"top-p", required_argument, 0, ECLI_OPT_TOP_P},                                        \
+    {"min-p", required_argument, 0, ECLI_OPT_MIN_P},                                        \
+    {"repeat-penalty", required_argument, 0, ECLI_OPT_REPEAT_PENALTY},                      \
+    {"repeat-last-n", required_argument, 0, ECLI_OPT_REPEAT_LAST_N},                        \
+    {"seed", required_argument, 0, ECLI_OPT_SEED}
+
+/* If option id (from cliopt_next; name as typed, val its value or NULL when
+ * missing) is --backend/--device/--threads/-t/--ctx/-c, store it and return
+ * 1; return -1 (message printed) on a bad value, 0 otherwise. */
+int ecli_common_opt(int id, const char *name, const char *val, ecli_opts *o);
 
 /* Open FILE, bind the model, create a backend and a session of n_ctx
  * positions. Prints the error and returns the exit status on failure (2 for
@@ -56,11 +80,17 @@ int ecli_open_backend(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli
 uint32_t ecli_ctx_size(const ecli_engine *e, uint32_t n_ctx);
 void ecli_close(ecli_engine *e);
 
-/* If argv[*i] is a sampling option (--temp, --top-k, --top-p, --min-p,
- * --repeat-penalty, --repeat-last-n, --seed), consume it and its value into
- * sp and return 1; -1 (message printed: the allowed range) on a bad value; 0
+/* cliopt_next for the engine commands: the next option or argument that is
+ * not a common option (nor, when sp is given, a sampling option): those are
+ * stored into o / sp. ECLI_OPT_ERROR (message printed) on a bad value. */
+#define ECLI_OPT_ERROR (-2)
+int ecli_next_opt(cliopt *p, ecli_opts *o, sampler_params *sp);
+
+/* If option id is a sampling option (--temp, --top-k, --top-p, --min-p,
+ * --repeat-penalty, --repeat-last-n, --seed), store its value into sp and
+ * return 1; -1 (message printed: the allowed range) on a bad value; 0
  * otherwise. The one parser of these options, for run and chat. */
-int ecli_sampling_opt(int argc, char **argv, int *i, sampler_params *sp);
+int ecli_sampling_opt(int id, const char *name, const char *val, sampler_params *sp);
 
 /* Parse "1,2,3" into a malloc'd array (*n ids). Returns false (message printed) on bad input. */
 bool ecli_parse_ids(const char *s, int32_t **ids, uint32_t *n);

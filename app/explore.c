@@ -20,6 +20,7 @@
 #include "app.h"
 #include "clock.h"
 #include "chat_ui.h"
+#include "cliopt.h"
 #include "explorer.h"
 #include "ggtype.h"
 #include "qerr_page.h"
@@ -342,8 +343,20 @@ int cmd_explore(int argc, char **argv)
 {
     app_explore_opts o = {0};
     const char *path = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+    static const struct option lo[] = {
+        {"help", no_argument, 0, 'h'}, {"mono", no_argument, 0, 'M'},
+        {"no-mouse", no_argument, 0, 'N'}, {"search", required_argument, 0, 'S'},
+        {"vs", required_argument, 0, 'V'}, {0, 0, 0, 0}};
+    cliopt p;
+    cliopt_init(&p, argc, argv, "h", lo);
+    int c;
+    while ((c = cliopt_next(&p)) != CLIOPT_END) {
+        if ((c == 'S' || c == 'V') && !p.arg)
+            c = CLIOPT_BAD; /* a value is missing */
+        else if (c == CLIOPT_ARG && p.arg[0] == '-')
+            c = CLIOPT_BAD, p.name = p.arg;
+        switch (c) {
+        case 'h':
             printf("usage: ggscope explore [FILE] [--mono] [--no-mouse] [--search TEXT] [--vs PARENT]\n"
                    "\n"
                    "Open the full-screen explorer (metadata tree, tensor list, tensor detail with hex,\n"
@@ -359,23 +372,18 @@ int cmd_explore(int argc, char **argv)
                    "Press ? inside for every key. GGSCOPE_EXIT_AFTER_FIRST_FRAME=1 exits after the\n"
                    "first frame and prints its time (benchmarks).\n");
             return APP_OK;
-        }
-        if (!strcmp(argv[i], "--mono"))
-            o.mono = true;
-        else if (!strcmp(argv[i], "--no-mouse"))
-            o.no_mouse = true;
-        else if (!strcmp(argv[i], "--search") && i + 1 < argc)
-            o.search = argv[++i];
-        else if (!strcmp(argv[i], "--vs") && i + 1 < argc)
-            o.qerr_vs = argv[++i];
-        else if (argv[i][0] == '-') {
-            app_error("explore: unknown option '%s'", argv[i]);
-            return APP_BADINPUT;
-        } else if (!path)
-            path = argv[i];
-        else {
-            app_error("explore: one FILE only");
-            return APP_BADINPUT;
+        case 'M': o.mono = true; break;
+        case 'N': o.no_mouse = true; break;
+        case 'S': o.search = p.arg; break;
+        case 'V': o.qerr_vs = p.arg; break;
+        case CLIOPT_ARG:
+            if (path) {
+                app_error("explore: one FILE only");
+                return APP_BADINPUT;
+            }
+            path = p.arg;
+            break;
+        default: app_error("explore: unknown option '%s'", p.name); return APP_BADINPUT;
         }
     }
     if (!path)

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "cliopt.h"
 
 static const app_command COMMANDS[] = {
     {"info", cmd_info, "print a GGUF file's header, metadata and tensors (--json)"},
@@ -42,20 +43,25 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
-    if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        usage(stdout);
-        return APP_OK;
-    }
-    if (argc >= 2 && (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version"))) {
-        printf("ggscope %s\n", GGSCOPE_VERSION);
-        return APP_OK;
-    }
+    static const struct option lo[] = {
+        {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'},
+        {"no-tui", no_argument, 0, 'T'}, {0, 0, 0, 0}};
     bool no_tui = false;
-    if (argc >= 2 && !strcmp(argv[1], "--no-tui")) {
-        no_tui = true;
-        argv++;
-        argc--;
+    int first = argc; /* the first argument that is not an option: FILE or COMMAND */
+    cliopt p;
+    cliopt_init(&p, argc, argv, "hV", lo);
+    for (int c; first == argc && (c = cliopt_next(&p)) != CLIOPT_END;) {
+        switch (c) {
+        case 'h': usage(stdout); return APP_OK;
+        case 'V': printf("ggscope %s\n", GGSCOPE_VERSION); return APP_OK;
+        case 'T': no_tui = true; break;
+        case CLIOPT_ARG: first = optind - 1; break;
+        default: app_error("unknown option '%s' (see ggscope --help)", p.name); return APP_BADINPUT;
+        }
     }
+    /* from here argv[1] is FILE or COMMAND */
+    argv += first - 1;
+    argc -= first - 1;
     if (argc >= 2 && !no_tui) {
         for (size_t i = 0; i < N_COMMANDS; i++)
             if (!strcmp(argv[1], COMMANDS[i].name))

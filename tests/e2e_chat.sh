@@ -28,6 +28,18 @@ pre_fails=0
 [[ $rc == 2 ]] && echo "ok: unknown option exits 2" || { echo "FAIL: unknown option exits $rc"; pre_fails=1; }
 "$BIN" chat --temp abc </dev/null >/dev/null 2>&1; rc=$?
 [[ $rc == 2 ]] && echo "ok: bad --temp exits 2" || { echo "FAIL: bad --temp exits $rc"; pre_fails=1; }
+# options with a value: `--opt V` and `--opt=V` alike (getopt_long); an unknown option: one line, exit 2
+for form in "--temp 0.5" "--temp=0.5" "-n 7" "--n-predict=7" "-t2"; do
+    # shellcheck disable=SC2086
+    "$BIN" chat $form </dev/null 2>&1 | grep -q "must be a terminal" && echo "ok: chat $form accepted" || { echo "FAIL: chat $form"; pre_fails=1; }
+done
+for form in "--temp abc" "--temp=abc"; do
+    # shellcheck disable=SC2086
+    msg=$("$BIN" chat $form </dev/null 2>&1); rc=$?
+    [[ $rc == 2 && $msg == "ggscope: --temp: expected a number, got 'abc'" ]] && echo "ok: chat $form refused" || { echo "FAIL: chat $form: rc $rc, '$msg'"; pre_fails=1; }
+done
+msg=$("$BIN" chat --bogus=1 </dev/null 2>&1); rc=$?
+[[ $rc == 2 && $msg == "ggscope: chat: unknown option '--bogus=1' (see ggscope chat --help)" ]] && echo "ok: unknown option: one line, exit 2" || { echo "FAIL: unknown option: rc $rc, '$msg'"; pre_fails=1; }
 "$BIN" chat </dev/null 2>&1 | grep -q "must be a terminal" && echo "ok: no terminal: a clear error" || { echo "FAIL: no terminal"; pre_fails=1; }
 command -v tmux >/dev/null 2>&1 || { echo "SKIP: tmux is not installed"; exit $(( pre_fails ? 1 : 77 )); }
 SHARED=${GGSCOPE_SHARED:-../shared}

@@ -48,9 +48,11 @@ check "pieces" "  13347 'Hi'
 tmp=$(mktemp)
 printf '["Hello world", " Hello world", ""]' > "$tmp"
 check "--many" "[[9906,1917],[22691,1917],[]]" "$("$bin" tokenize "$V/ggml-vocab-llama-bpe.gguf" --many "$tmp")"
+check "--many=FILE, options before FILE" "[[9906,1917],[22691,1917],[]]" "$("$bin" tokenize --many="$tmp" "$V/ggml-vocab-llama-bpe.gguf")"
 rm -f "$tmp"
 "$bin" tokenize "$V/ggml-vocab-llama-bpe.gguf" >/dev/null 2>&1; check "missing TEXT exits 2" 2 $?
 "$bin" tokenize "$V/ggml-vocab-llama-bpe.gguf" x --bogus >/dev/null 2>&1; check "bad option exits 2" 2 $?
+check "bad option: one line" "ggscope: tokenize: unknown option '--bogus' (see ggscope tokenize --help)" "$("$bin" tokenize "$V/ggml-vocab-llama-bpe.gguf" x --bogus 2>&1)"
 "$bin" tokenize /nonexistent.gguf x >/dev/null 2>&1; check "missing file exits 2" 2 $?
 "$bin" tokenize --help | grep -q -- "--special" ; check "help" 0 $?
 exit $fail

@@ -63,6 +63,17 @@ double tstats_bin_edge(const tstats_result *r, uint32_t i)
     return r->min + (r->max - r->min) * (double)i / (double)r->n_bins;
 }
 
+/* Dequantize elements [e, e + m) of the data at base into buf, unless the
+ * run is cancelled. */
+static tstats_status read_chunk(const tstats_opts *o, uint32_t type, const ggtype_traits *tr,
+                                const uint8_t *base, uint64_t e, uint64_t m, float *buf)
+{
+    if (cancelled(o))
+        return TSTATS_ECANCELLED;
+    const uint8_t *src = base + e / tr->blck_size * tr->type_size;
+    return codec_dequantize(type, src, buf, m) != 0 ? TSTATS_ETYPE : TSTATS_OK;
+}
+
 tstats_status tstats_compute_raw(uint32_t type, const void *data, uint64_t n_per_row,
                                  uint64_t n_rows, const tstats_opts *opts, tstats_result *out)
 {
@@ -108,16 +119,9 @@ tstats_status tstats_compute_raw(uint32_t type, const void *data, uint64_t n_per
     moments mo = {0};
     double mn = INFINITY, mx = -INFINITY, sum = 0;
     for (uint64_t done = 0; done < n; done += chunk) {
-        if (cancelled(o)) {
-            st = TSTATS_ECANCELLED;
-            goto out;
-        }
         uint64_t m = n - done < chunk ? n - done : chunk;
-        const uint8_t *src = base + (e0 + done) / tr->blck_size * tr->type_size;
-        if (codec_dequantize(type, src, buf, m) != 0) {
-            st = TSTATS_ETYPE;
+        if ((st = read_chunk(o, type, tr, base, e0 + done, m, buf)) != TSTATS_OK)
             goto out;
-        }
         uint64_t k = 0;
         double s = 0;
         for (uint64_t i = 0; i < m; i++) {
@@ -167,16 +171,9 @@ tstats_status tstats_compute_raw(uint32_t type, const void *data, uint64_t n_per
     /* Pass 2: histogram over [min, max]. */
     if (mo.n) {
         for (uint64_t done = 0; done < n; done += chunk) {
-            if (cancelled(o)) {
-                st = TSTATS_ECANCELLED;
-                goto out;
-            }
             uint64_t m = n - done < chunk ? n - done : chunk;
-            const uint8_t *src = base + (e0 + done) / tr->blck_size * tr->type_size;
-            if (codec_dequantize(type, src, buf, m) != 0) {
-                st = TSTATS_ETYPE;
+            if ((st = read_chunk(o, type, tr, base, e0 + done, m, buf)) != TSTATS_OK)
                 goto out;
-            }
             for (uint64_t i = 0; i < m; i++) {
                 int b = tstats_bin_of(out, buf[i]);
                 if (b >= 0)
