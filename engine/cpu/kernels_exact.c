@@ -95,7 +95,16 @@ void kern_fill_exact_avx2(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn bat[GGTYP
 {
     fill_exact_a2(vec, bat, plain);
 }
+
+void kern_fill_exact_haswell(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn bat[GGTYPE_COUNT])
+{
+    fill_exact_hw_a2(vec, bat);
+}
 #else
+void kern_fill_exact_haswell(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn bat[GGTYPE_COUNT])
+{
+    (void)vec, (void)bat;
+}
 void kern_fill_exact_avx512(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn plain[GGTYPE_COUNT])
 {
     (void)vec, (void)plain;
