@@ -458,10 +458,11 @@ static int cpu_silu_mul(void *ctx, backend_view gate, backend_view up, backend_v
         float *dr = d + r * n_cols;
         size_t i = 0;
         if (g_attn_simd) {
-            backend_cpu_silu_mul(gr, ur, dr, nv);
+            backend_cpu_silu_mul(gr, ur, dr, nv, g_haswell);
         } else {
             for (; i < nv; i++)
-                dr[i] = gr[i] / (1.0f + backend_cpu_v_expf(-gr[i])) * ur[i];
+                dr[i] = gr[i] / (1.0f + (g_haswell ? backend_cpu_v_expf_hw(-gr[i]) : backend_cpu_v_expf(-gr[i]))) *
+                        ur[i];
         }
         for (i = nv; i < n_cols; i++)
             dr[i] = gr[i] / (1.0f + expf(-gr[i])) * ur[i];

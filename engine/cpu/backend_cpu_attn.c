@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "backend_cpu_internal.h"
 #include "codec.h"
@@ -39,6 +40,33 @@ float backend_cpu_v_expf(float x)
     float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
                    u, fmaf(0x1.ffffecp-1f, b, 1.0f));
     return ldexpf(j, (int)n);
+}
+
+/* The haswell build's expf (its AVX2 form of the same polynomial): j
+ * without the constant 1 term, result fma(j, k, k) with k = 2^n from the
+ * exponent bits; |n| > 126 through two scale factors, |n| > 192 saturated. */
+float backend_cpu_v_expf_hw(float x)
+{
+    float z = fmaf(x, 0x1.715476p+0f, 0x1.8p23f);
+    float n = z - 0x1.8p23f;
+    float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    uint32_t zb, kb, e;
+    memcpy(&zb, &z, 4);
+    e = zb << 23;
+    kb = e + 0x3f800000u;
+    float k, u = b * b;
+    memcpy(&k, &kb, 4);
+    float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
+                   0x1.ffffecp-1f * b);
+    if (!(fabsf(n) > 126.0f))
+        return fmaf(j, k, k);
+    uint32_t g = n <= 0.0f ? 0x82000000u : 0u, s1b = g + 0x7f000000u, s2b = e - g;
+    float s1, s2;
+    memcpy(&s1, &s1b, 4);
+    memcpy(&s2, &s2b, 4);
+    if (fabsf(n) > 192.0f)
+        return s1 * s1;
+    return fmaf(s2, j, s2) * s1;
 }
 
 /* ggml's sum of 16 lanes: (l, l+8), then (l, l+4), (l, l+2), (l, l+1). */
@@ -135,7 +163,7 @@ void backend_cpu_attn_tiled_ref(const float *q, const uint16_t *k, const uint16_
         M = Mn;
         double sum = 0.0;
         for (int t = 0; t < 64; t++)
-            P[t] = backend_cpu_v_expf(kq[t] - M);
+            P[t] = hw ? backend_cpu_v_expf_hw(kq[t] - M) : backend_cpu_v_expf(kq[t] - M);
         for (int b = 0; b < 64; b += hw ? 8 : 16)
             sum += (double)(hw ? reduce8(P + b) : reduce16(P + b));
         S = (float)((double)S + sum);
@@ -250,6 +278,32 @@ TGT static __m256 v_expf8(__m256 x)
     return res;
 }
 
+/* backend_cpu_v_expf_hw on 8 lanes (the same operations) */
+TGT static __m256 v_expf8_hw(__m256 x)
+{
+    const __m256 r = _mm256_set1_ps(0x1.8p23f);
+    const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r);
+    const __m256 n = _mm256_sub_ps(z, r);
+    const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
+                                      _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+    const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(z), 23);
+    const __m256 k = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_set1_epi32(0x3f800000)));
+    const __m256 absn = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), n);
+    const __m256 c = _mm256_cmp_ps(absn, _mm256_set1_ps(126.0f), _CMP_GT_OQ);
+    const __m256 u = _mm256_mul_ps(b, b);
+    const __m256 j = _mm256_fmadd_ps(
+        _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
+                        _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
+        u, _mm256_mul_ps(_mm256_set1_ps(0x1.ffffecp-1f), b));
+    if (!_mm256_movemask_ps(c))
+        return _mm256_fmadd_ps(j, k, k);
+    float xs[8], rs[8];
+    _mm256_storeu_ps(xs, x);
+    for (int l = 0; l < 8; l++)
+        rs[l] = backend_cpu_v_expf_hw(xs[l]);
+    return _mm256_loadu_ps(rs);
+}
+
 TGT float backend_cpu_v_expf_simd(float x)
 {
     float r[8];
@@ -315,7 +369,7 @@ TGT void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_
             if ((uint32_t)(8 * b) < nt) {
                 __m256 x = _mm256_loadu_ps(kq + 8 * b);
                 /* masked cells: exactly 0, as ggml's expf gives for -inf */
-                e[b] = _mm256_and_ps(v_expf8(_mm256_sub_ps(x, vM)),
+                e[b] = _mm256_and_ps(hw ? v_expf8_hw(_mm256_sub_ps(x, vM)) : v_expf8(_mm256_sub_ps(x, vM)),
                                      _mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_NEQ_OQ));
             }
             _mm256_storeu_ps(P + 8 * b, e[b]);
@@ -351,12 +405,13 @@ TGT void backend_cpu_attn_mad(float *acc, const uint16_t *v, float ms, bool resc
 }
 
 /* d[i] = silu(g[i]) * u[i] for i < n8 (a multiple of 8): ggml's x / (1 + expf(-x)) * u. */
-TGT void backend_cpu_silu_mul(const float *g, const float *u, float *d, size_t n8)
+TGT void backend_cpu_silu_mul(const float *g, const float *u, float *d, size_t n8, bool hw)
 {
     const __m256 one = _mm256_set1_ps(1.0f);
     for (size_t i = 0; i < n8; i += 8) {
         __m256 x = _mm256_loadu_ps(g + i);
-        __m256 e = v_expf8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+        __m256 nx = _mm256_sub_ps(_mm256_setzero_ps(), x);
+        __m256 e = hw ? v_expf8_hw(nx) : v_expf8(nx);
         __m256 s = _mm256_div_ps(x, _mm256_add_ps(one, e));
         _mm256_storeu_ps(d + i, _mm256_mul_ps(s, _mm256_loadu_ps(u + i)));
     }
@@ -376,9 +431,9 @@ void backend_cpu_attn_mad(float *acc, const uint16_t *v, float ms, bool rescale,
 {
     (void)acc, (void)v, (void)ms, (void)rescale, (void)vs, (void)n;
 }
-void backend_cpu_silu_mul(const float *g, const float *u, float *d, size_t n8)
+void backend_cpu_silu_mul(const float *g, const float *u, float *d, size_t n8, bool hw)
 {
-    (void)g, (void)u, (void)d, (void)n8;
+    (void)g, (void)u, (void)d, (void)n8, (void)hw;
 }
 float backend_cpu_v_expf_simd(float x) { return backend_cpu_v_expf(x); }
 #endif

@@ -43,7 +43,9 @@ void backend_cpu_attn_mad(float *acc, const uint16_t *v, float ms, bool rescale,
 /* ggml's vectorised expf, one element; and the SIMD form (for tests). */
 float backend_cpu_v_expf(float x);
 float backend_cpu_v_expf_simd(float x);
+/* The haswell build's form of that expf (it rounds differently). */
+float backend_cpu_v_expf_hw(float x);
 /* d = silu(g) * u over n8 (a multiple of 8) elements, ggml's arithmetic. */
-void backend_cpu_silu_mul(const float *g, const float *u, float *d, size_t n8);
+void backend_cpu_silu_mul(const float *g, const float *u, float *d, size_t n8, bool hw);
 
 #endif
