@@ -38,7 +38,9 @@ static void f16_table_init(void)
     for (uint32_t i = 0; i < 65536; i++)
         g_f16_table[i] = codec_f16_to_f32((uint16_t)i);
     g_attn_simd = backend_cpu_attn_simd_available() && cpufeat_level_allowed() > CPUFEAT_SCALAR;
-    g_haswell = cpufeat_llama_variant() == CPUFEAT_LLAMA_HASWELL && kern_simd_get() != KERN_SIMD_AVX512;
+    const kern_simd ks = kern_simd_get();
+    g_haswell = cpufeat_llama_variant() == CPUFEAT_LLAMA_HASWELL &&
+                (ks == KERN_SIMD_AVX2 || ks == KERN_SIMD_AVX2_PLAIN);
     __atomic_store_n(&g_f16_ready, 1, __ATOMIC_RELEASE);
 }
 

@@ -16,7 +16,9 @@
  *    tile's weights from the vectorised expf, summed per 16 as above into a
  *    double; V accumulated by one fma chain per output element.
  *  - vectorised expf: an Arm optimized-routines polynomial with its
- *    published coefficients, scaled by 2^n at the end. */
+ *    published coefficients, scaled by 2^n at the end.
+ * With hw (llama.cpp's AVX2 "haswell" build): the F16 dot in 4 x 8 lanes over
+ * 32-element steps, softmax sums per 8 lanes, and that build's own expf. */
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>

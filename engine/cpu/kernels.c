@@ -417,7 +417,7 @@ int kern_matmul(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
      * haswell build) and 4 | rows; without it, and for one token, it sums in
      * its mat-vec order */
     const bool fl = wtype == GGTYPE_F32 || wtype == GGTYPE_F16;
-    const int64_t kn = g_haswell && simd != KERN_SIMD_AVX512 ? 8 : 16;
+    const int64_t kn = g_haswell && (simd == KERN_SIMD_AVX2 || simd == KERN_SIMD_AVX2_PLAIN) ? 8 : 16;
     const bool use_vec = n_tok == 1 || (fl && (n_cols % kn != 0 || n_rows % 4 != 0));
     kern_tile_fn bat = plain && g_vec_plain[simd][wtype] ? g_vec_plain[simd][wtype] : g_bat[simd][wtype];
     if (use_vec && vec) {
