@@ -43,9 +43,10 @@ seq = prompt + peer_gen[:-1] if peer_gen else prompt
 P = logits([peer], seq, peer_model)
 O = logits([ggscope], seq, model)
 assert len(P) == len(O) == len(seq), (len(P), len(O), len(seq))
-worst_rel, max_abs, sum_rel = 0.0, 0.0, 0.0
+worst_rel, max_abs, sum_rel, n_exact = 0.0, 0.0, 0.0, 0
 for p, o in zip(P, O):
     a, b = p["logits"], o["logits"]
+    n_exact += a == b
     num = sum((x - y) ** 2 for x, y in zip(a, b))
     den = sum(x * x for x in a)
     rel = math.sqrt(num / den) if den else math.sqrt(num)
@@ -62,7 +63,7 @@ for k in range(len(peer_gen)):
 gen_ok = first_diff is None or (first_close is not None and first_diff >= first_close)
 res = {
     "model": model.split("/")[-1], "peer_model": peer_model.split("/")[-1], "positions": len(seq), "rel_rms_max": worst_rel,
-    "rel_rms_mean": sum_rel / len(seq), "max_abs": max_abs, "tol": tol,
+    "rel_rms_mean": sum_rel / len(seq), "max_abs": max_abs, "positions_bit_identical": n_exact, "tol": tol,
     "gen_len": [len(peer_gen), len(ours_gen)], "gen_equal": first_diff is None,
     "first_diff": first_diff, "first_close": first_close,
     "pass": worst_rel < tol and gen_ok,

@@ -11,6 +11,7 @@
 
 static cpufeat g_feat;
 static const char *g_request;
+static int g_variant = -1; /* GGSCOPE_LLAMA_VARIANT, -1: unset */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void detect(void)
@@ -20,6 +21,11 @@ static void detect(void)
     for (size_t i = 0; env && i < sizeof known / sizeof known[0]; i++)
         if (!strcmp(env, known[i]))
             g_request = known[i];
+    const char *var = getenv("GGSCOPE_LLAMA_VARIANT");
+    if (var && !strcmp(var, "zen4"))
+        g_variant = CPUFEAT_LLAMA_ZEN4;
+    else if (var && !strcmp(var, "haswell"))
+        g_variant = CPUFEAT_LLAMA_HASWELL;
 #ifdef CPUFEAT_X86
     unsigned a, b, c, d;
     if (!__get_cpuid_count(1, 0, &a, &b, &c, &d))
@@ -59,4 +65,12 @@ cpufeat_level cpufeat_level_allowed(void)
     if (!r || !strcmp(r, "avx512"))
         return CPUFEAT_AVX512;
     return strcmp(r, "scalar") ? CPUFEAT_AVX2 : CPUFEAT_SCALAR;
+}
+
+cpufeat_llama cpufeat_llama_variant(void)
+{
+    const cpufeat *f = cpufeat_get();
+    if (g_variant >= 0)
+        return (cpufeat_llama)g_variant;
+    return f->avx512 ? CPUFEAT_LLAMA_ZEN4 : CPUFEAT_LLAMA_HASWELL;
 }

@@ -28,4 +28,14 @@ typedef enum { CPUFEAT_SCALAR = 0, CPUFEAT_AVX2 = 1, CPUFEAT_AVX512 = 2 } cpufea
  * CPU has). */
 cpufeat_level cpufeat_level_allowed(void);
 
+/* Which of llama.cpp's x86-64 CPU builds the exact kernels follow, float
+ * operation for float operation: its AVX-512 "zen4" build, or its AVX2
+ * "haswell" build (8-lane F32/F16 dot products, tinyBLAS with 8 | K, 8-lane
+ * softmax sums, SwiGLU vectorised over n & ~7). Default: the one llama.cpp
+ * loads on this CPU (zen4 with AVX-512, else haswell); GGSCOPE_LLAMA_VARIANT
+ * = zen4 | haswell forces one (read once). The haswell order only changes
+ * the AVX2 paths: on an AVX-512 machine it needs GGSCOPE_SIMD=avx2 too. */
+typedef enum { CPUFEAT_LLAMA_ZEN4 = 0, CPUFEAT_LLAMA_HASWELL = 1 } cpufeat_llama;
+cpufeat_llama cpufeat_llama_variant(void);
+
 #endif

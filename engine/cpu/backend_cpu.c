@@ -16,6 +16,7 @@
 #include "codec.h"
 #include "cpufeat.h"
 #include "ggtype.h"
+#include "kernels.h"
 
 struct backend_buf {
     backend_dtype dtype;
@@ -26,6 +27,7 @@ struct backend_buf {
 
 static float g_f16_table[65536];
 static bool g_attn_simd;
+static bool g_haswell; /* llama.cpp's haswell build's orders (cpufeat.h) */
 static int g_f16_ready;
 
 static void f16_table_init(void)
@@ -36,6 +38,9 @@ static void f16_table_init(void)
     for (uint32_t i = 0; i < 65536; i++)
         g_f16_table[i] = codec_f16_to_f32((uint16_t)i);
     g_attn_simd = backend_cpu_attn_simd_available() && cpufeat_level_allowed() > CPUFEAT_SCALAR;
+    const kern_simd ks = kern_simd_get();
+    g_haswell = cpufeat_llama_variant() == CPUFEAT_LLAMA_HASWELL &&
+                (ks == KERN_SIMD_AVX2 || ks == KERN_SIMD_AVX2_PLAIN);
     __atomic_store_n(&g_f16_ready, 1, __ATOMIC_RELEASE);
 }
 
@@ -342,7 +347,7 @@ static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *acc, floa
     for (uint32_t p = 0; p < n_kv; p++) {
         const uint16_t *k = j->k + (size_t)p * kvrow + (size_t)kvh * hd;
         const uint16_t *v = j->v + (size_t)p * kvrow + (size_t)kvh * hd;
-        float sd = simd ? backend_cpu_dot_f16(qh, k, hd) : backend_cpu_dot_f16_ref(qh, k, hd);
+        float sd = simd ? backend_cpu_dot_f16(qh, k, hd, g_haswell) : backend_cpu_dot_f16_ref(qh, k, hd, g_haswell);
         float s = sd * j->scale;
         float ms = 1.0f, vs = 1.0f;
         bool rescale = false;
@@ -381,7 +386,7 @@ static void attn_task(void *arg, int ith, int nth)
         return; /* checked by the caller through the sentinel below */
     float *qh = sc + j->head_dim;
     /* ggml's tiled form for batches of 64 or more queries, else one chunk */
-    const bool tiled = j->n_tok >= 64 && j->head_dim % 16 == 0;
+    const bool tiled = j->n_tok >= 64 && j->head_dim % (g_haswell ? 8 : 16) == 0;
     const uint32_t hd = j->head_dim, kvrow = j->n_head_kv * hd;
     for (uint32_t i = (uint32_t)ith; i < total; i += (uint32_t)nth) {
         uint32_t t = i / j->n_head, h = i % j->n_head;
@@ -394,9 +399,9 @@ static void attn_task(void *arg, int ith, int nth)
         float *o = j->out + ((size_t)t * j->n_head + h) * hd;
         const uint16_t *k = j->k + (size_t)kvh * hd, *v = j->v + (size_t)kvh * hd;
         if (j->simd)
-            backend_cpu_attn_tiled(q, k, v, kvrow, j->pos0 + t + 1, hd, j->scale, sc, o);
+            backend_cpu_attn_tiled(q, k, v, kvrow, j->pos0 + t + 1, hd, j->scale, sc, o, g_haswell);
         else
-            backend_cpu_attn_tiled_ref(q, k, v, kvrow, j->pos0 + t + 1, hd, j->scale, sc, o);
+            backend_cpu_attn_tiled_ref(q, k, v, kvrow, j->pos0 + t + 1, hd, j->scale, sc, o, g_haswell);
     }
     free(sc);
 }
@@ -426,7 +431,7 @@ static int cpu_attention(void *ctx, backend_view q, backend_view k, backend_view
     return 0;
 }
 
-/* ggml's SwiGLU per row: the first n_cols & ~15 elements with its vectorised
+/* ggml's SwiGLU per row: the first n_cols & ~15 (haswell build: ~7) elements with its vectorised
  * expf, the rest with libm's expf. */
 static int cpu_silu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
                         uint32_t n_cols)
@@ -437,16 +442,17 @@ static int cpu_silu_mul(void *ctx, backend_view gate, backend_view up, backend_v
     float *d = f32_at(dst, n);
     if (!g || !u || !d)
         return BACKEND_EARG;
-    const size_t nv = n_cols & ~(size_t)15;
+    const size_t nv = n_cols & (g_haswell ? ~(size_t)7 : ~(size_t)15);
     for (size_t r = 0; r < n_rows; r++) {
         const float *gr = g + r * n_cols, *ur = u + r * n_cols;
         float *dr = d + r * n_cols;
         size_t i = 0;
         if (g_attn_simd) {
-            backend_cpu_silu_mul(gr, ur, dr, nv);
+            backend_cpu_silu_mul(gr, ur, dr, nv, g_haswell);
         } else {
             for (; i < nv; i++)
-                dr[i] = gr[i] / (1.0f + backend_cpu_v_expf(-gr[i])) * ur[i];
+                dr[i] = gr[i] / (1.0f + (g_haswell ? backend_cpu_v_expf_hw(-gr[i]) : backend_cpu_v_expf(-gr[i]))) *
+                        ur[i];
         }
         for (i = nv; i < n_cols; i++)
             dr[i] = gr[i] / (1.0f + expf(-gr[i])) * ur[i];

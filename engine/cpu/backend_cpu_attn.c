@@ -16,11 +16,14 @@
  *    tile's weights from the vectorised expf, summed per 16 as above into a
  *    double; V accumulated by one fma chain per output element.
  *  - vectorised expf: an Arm optimized-routines polynomial with its
- *    published coefficients, scaled by 2^n at the end. */
+ *    published coefficients, scaled by 2^n at the end.
+ * With hw (llama.cpp's AVX2 "haswell" build): the F16 dot in 4 x 8 lanes over
+ * 32-element steps, softmax sums per 8 lanes, and that build's own expf. */
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "backend_cpu_internal.h"
 #include "codec.h"
@@ -41,6 +44,33 @@ float backend_cpu_v_expf(float x)
     return ldexpf(j, (int)n);
 }
 
+/* The haswell build's expf (its AVX2 form of the same polynomial): j
+ * without the constant 1 term, result fma(j, k, k) with k = 2^n from the
+ * exponent bits; |n| > 126 through two scale factors, |n| > 192 saturated. */
+float backend_cpu_v_expf_hw(float x)
+{
+    float z = fmaf(x, 0x1.715476p+0f, 0x1.8p23f);
+    float n = z - 0x1.8p23f;
+    float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    uint32_t zb, kb, e;
+    memcpy(&zb, &z, 4);
+    e = zb << 23;
+    kb = e + 0x3f800000u;
+    float k, u = b * b;
+    memcpy(&k, &kb, 4);
+    float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
+                   0x1.ffffecp-1f * b);
+    if (!(fabsf(n) > 126.0f))
+        return fmaf(j, k, k);
+    uint32_t g = n <= 0.0f ? 0x82000000u : 0u, s1b = g + 0x7f000000u, s2b = e - g;
+    float s1, s2;
+    memcpy(&s1, &s1b, 4);
+    memcpy(&s2, &s2b, 4);
+    if (fabsf(n) > 192.0f)
+        return s1 * s1;
+    return fmaf(s2, j, s2) * s1;
+}
+
 /* ggml's sum of 16 lanes: (l, l+8), then (l, l+4), (l, l+2), (l, l+1). */
 static float reduce16(const float *a)
 {
@@ -52,10 +82,44 @@ static float reduce16(const float *a)
     return (c[0] + c[2]) + (c[1] + c[3]);
 }
 
+/* The haswell build's sum of 8 lanes (softmax, tinyBLAS): (l, l+4), then
+ * (0,2)(1,3), (0,1). */
+static float reduce8(const float *a)
+{
+    float c[4];
+    for (int l = 0; l < 4; l++)
+        c[l] = a[l] + a[l + 4];
+    return (c[0] + c[2]) + (c[1] + c[3]);
+}
+
 static inline float h2f(uint16_t h) { return codec_f16_to_f32(h); }
 
-float backend_cpu_dot_f16_ref(const float *q, const uint16_t *k, uint32_t n)
+/* The haswell build's ggml_vec_dot_f16: 4 accumulators x 8 lanes over
+ * 32-element steps, (a0 + a2) + (a1 + a3), halves added (l, l+4), then two
+ * hadds: (0+1) + (2+3); leftovers in double. */
+static float dot_f16_hw_ref(const float *q, const uint16_t *k, uint32_t n)
 {
+    float acc[4][8] = {{0}};
+    uint32_t np = n & ~31u;
+    for (uint32_t i = 0; i < np; i += 32)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 8; l++)
+                acc[j][l] = fmaf(h2f(k[i + 8 * j + l]), q[i + 8 * j + l], acc[j][l]);
+    float a[8], c[4];
+    for (int l = 0; l < 8; l++)
+        a[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+    for (int l = 0; l < 4; l++)
+        c[l] = a[l] + a[l + 4];
+    double s = (c[0] + c[1]) + (c[2] + c[3]);
+    for (uint32_t i = np; i < n; i++)
+        s += (double)(q[i] * h2f(k[i]));
+    return (float)s;
+}
+
+float backend_cpu_dot_f16_ref(const float *q, const uint16_t *k, uint32_t n, bool hw)
+{
+    if (hw)
+        return dot_f16_hw_ref(q, k, n);
     float acc[4][16] = {{0}};
     uint32_t np = n & ~63u;
     for (uint32_t i = 0; i < np; i += 64)
@@ -72,7 +136,7 @@ float backend_cpu_dot_f16_ref(const float *q, const uint16_t *k, uint32_t n)
 }
 
 void backend_cpu_attn_tiled_ref(const float *q, const uint16_t *k, const uint16_t *v, size_t stride,
-                                uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out)
+                                uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out, bool hw)
 {
     for (uint32_t d = 0; d < hd; d++)
         acc[d] = 0.0f;
@@ -100,11 +164,10 @@ void backend_cpu_attn_tiled_ref(const float *q, const uint16_t *k, const uint16_
         }
         M = Mn;
         double sum = 0.0;
-        for (int b = 0; b < 4; b++) {
-            for (int l = 0; l < 16; l++)
-                P[16 * b + l] = backend_cpu_v_expf(kq[16 * b + l] - M);
-            sum += (double)reduce16(P + 16 * b);
-        }
+        for (int t = 0; t < 64; t++)
+            P[t] = hw ? backend_cpu_v_expf_hw(kq[t] - M) : backend_cpu_v_expf(kq[t] - M);
+        for (int b = 0; b < 64; b += hw ? 8 : 16)
+            sum += (double)(hw ? reduce8(P + b) : reduce16(P + b));
         S = (float)((double)S + sum);
         for (uint32_t t = 0; t < nt; t++) {
             const uint16_t *vr = v + (size_t)(ic + t) * stride;
@@ -142,8 +205,35 @@ TGT static inline __m256 ld8h(const uint16_t *p)
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 }
 
-TGT float backend_cpu_dot_f16(const float *q, const uint16_t *k, uint32_t n)
+TGT static inline float hsum8(__m256 x)
 {
+    __m128 c = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
+    __m128 d = _mm_add_ps(c, _mm_movehl_ps(c, c));
+    return _mm_cvtss_f32(_mm_add_ss(d, _mm_movehdup_ps(d)));
+}
+
+TGT static float dot_f16_hw(const float *q, const uint16_t *k, uint32_t n)
+{
+    __m256 a[4];
+    for (int i = 0; i < 4; i++)
+        a[i] = _mm256_setzero_ps();
+    uint32_t np = n & ~31u;
+    for (uint32_t i = 0; i < np; i += 32)
+        for (int j = 0; j < 4; j++)
+            a[j] = _mm256_fmadd_ps(ld8h(k + i + 8 * j), _mm256_loadu_ps(q + i + 8 * j), a[j]);
+    __m256 b = _mm256_add_ps(_mm256_add_ps(a[0], a[2]), _mm256_add_ps(a[1], a[3]));
+    __m128 c = _mm_add_ps(_mm256_castps256_ps128(b), _mm256_extractf128_ps(b, 1));
+    c = _mm_hadd_ps(c, c);
+    double s = _mm_cvtss_f32(_mm_hadd_ps(c, c));
+    for (uint32_t i = np; i < n; i++)
+        s += (double)(q[i] * h2f(k[i]));
+    return (float)s;
+}
+
+TGT float backend_cpu_dot_f16(const float *q, const uint16_t *k, uint32_t n, bool hw)
+{
+    if (hw)
+        return dot_f16_hw(q, k, n);
     __m256 a[8];
     for (int i = 0; i < 8; i++)
         a[i] = _mm256_setzero_ps();
@@ -190,6 +280,32 @@ TGT static __m256 v_expf8(__m256 x)
     return res;
 }
 
+/* backend_cpu_v_expf_hw on 8 lanes (the same operations) */
+TGT static __m256 v_expf8_hw(__m256 x)
+{
+    const __m256 r = _mm256_set1_ps(0x1.8p23f);
+    const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r);
+    const __m256 n = _mm256_sub_ps(z, r);
+    const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
+                                      _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+    const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(z), 23);
+    const __m256 k = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_set1_epi32(0x3f800000)));
+    const __m256 absn = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), n);
+    const __m256 c = _mm256_cmp_ps(absn, _mm256_set1_ps(126.0f), _CMP_GT_OQ);
+    const __m256 u = _mm256_mul_ps(b, b);
+    const __m256 j = _mm256_fmadd_ps(
+        _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
+                        _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
+        u, _mm256_mul_ps(_mm256_set1_ps(0x1.ffffecp-1f), b));
+    if (!_mm256_movemask_ps(c))
+        return _mm256_fmadd_ps(j, k, k);
+    float xs[8], rs[8];
+    _mm256_storeu_ps(xs, x);
+    for (int l = 0; l < 8; l++)
+        rs[l] = backend_cpu_v_expf_hw(xs[l]);
+    return _mm256_loadu_ps(rs);
+}
+
 TGT float backend_cpu_v_expf_simd(float x)
 {
     float r[8];
@@ -198,7 +314,7 @@ TGT float backend_cpu_v_expf_simd(float x)
 }
 
 TGT void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_t *v, size_t stride,
-                                uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out)
+                                uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out, bool hw)
 {
     for (uint32_t d = 0; d < hd; d++)
         acc[d] = 0.0f;
@@ -249,21 +365,19 @@ TGT void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_
         M = Mn;
         double sum = 0.0;
         const __m256 vM = _mm256_set1_ps(M);
-        for (int b = 0; b < 4; b++) {
-            __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
-            if ((uint32_t)(16 * b) < nt) {
-                lo = v_expf8(_mm256_sub_ps(_mm256_loadu_ps(kq + 16 * b), vM));
-                hi = v_expf8(_mm256_sub_ps(_mm256_loadu_ps(kq + 16 * b + 8), vM));
+        __m256 e[8];
+        for (int b = 0; b < 8; b++) {
+            e[b] = _mm256_setzero_ps();
+            if ((uint32_t)(8 * b) < nt) {
+                __m256 x = _mm256_loadu_ps(kq + 8 * b);
                 /* masked cells: exactly 0, as ggml's expf gives for -inf */
-                lo = _mm256_and_ps(lo, _mm256_cmp_ps(_mm256_loadu_ps(kq + 16 * b), _mm256_set1_ps(-INFINITY),
-                                                     _CMP_NEQ_OQ));
-                hi = _mm256_and_ps(hi, _mm256_cmp_ps(_mm256_loadu_ps(kq + 16 * b + 8),
-                                                     _mm256_set1_ps(-INFINITY), _CMP_NEQ_OQ));
+                e[b] = _mm256_and_ps(hw ? v_expf8_hw(_mm256_sub_ps(x, vM)) : v_expf8(_mm256_sub_ps(x, vM)),
+                                     _mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_NEQ_OQ));
             }
-            _mm256_storeu_ps(P + 16 * b, lo);
-            _mm256_storeu_ps(P + 16 * b + 8, hi);
-            sum += (double)hsum16(lo, hi);
+            _mm256_storeu_ps(P + 8 * b, e[b]);
         }
+        for (int b = 0; b < 8; b += hw ? 1 : 2)
+            sum += (double)(hw ? hsum8(e[b]) : hsum16(e[b], e[b + 1]));
         S = (float)((double)S + sum);
         for (uint32_t d = 0; d < hd; d += 8) {
             __m256 a = _mm256_loadu_ps(acc + d);
@@ -293,34 +407,35 @@ TGT void backend_cpu_attn_mad(float *acc, const uint16_t *v, float ms, bool resc
 }
 
 /* d[i] = silu(g[i]) * u[i] for i < n8 (a multiple of 8): ggml's x / (1 + expf(-x)) * u. */
-TGT void backend_cpu_silu_mul(const float *g, const float *u, float *d, size_t n8)
+TGT void backend_cpu_silu_mul(const float *g, const float *u, float *d, size_t n8, bool hw)
 {
     const __m256 one = _mm256_set1_ps(1.0f);
     for (size_t i = 0; i < n8; i += 8) {
         __m256 x = _mm256_loadu_ps(g + i);
-        __m256 e = v_expf8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+        __m256 nx = _mm256_sub_ps(_mm256_setzero_ps(), x);
+        __m256 e = hw ? v_expf8_hw(nx) : v_expf8(nx);
         __m256 s = _mm256_div_ps(x, _mm256_add_ps(one, e));
         _mm256_storeu_ps(d + i, _mm256_mul_ps(s, _mm256_loadu_ps(u + i)));
     }
 }
 #else
 bool backend_cpu_attn_simd_available(void) { return false; }
-float backend_cpu_dot_f16(const float *q, const uint16_t *k, uint32_t n)
+float backend_cpu_dot_f16(const float *q, const uint16_t *k, uint32_t n, bool hw)
 {
-    return backend_cpu_dot_f16_ref(q, k, n);
+    return backend_cpu_dot_f16_ref(q, k, n, hw);
 }
 void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_t *v, size_t stride,
-                            uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out)
+                            uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out, bool hw)
 {
-    backend_cpu_attn_tiled_ref(q, k, v, stride, n_kv, hd, scale, acc, out);
+    backend_cpu_attn_tiled_ref(q, k, v, stride, n_kv, hd, scale, acc, out, hw);
 }
 void backend_cpu_attn_mad(float *acc, const uint16_t *v, float ms, bool rescale, float vs, uint32_t n)
 {
     (void)acc, (void)v, (void)ms, (void)rescale, (void)vs, (void)n;
 }
-void backend_cpu_silu_mul(const float *g, const float *u, float *d, size_t n8)
+void backend_cpu_silu_mul(const float *g, const float *u, float *d, size_t n8, bool hw)
 {
-    (void)g, (void)u, (void)d, (void)n8;
+    (void)g, (void)u, (void)d, (void)n8, (void)hw;
 }
 float backend_cpu_v_expf_simd(float x) { return backend_cpu_v_expf(x); }
 #endif

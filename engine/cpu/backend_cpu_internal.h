@@ -25,21 +25,24 @@ int backend_cpu_matmul(void *ctx, const backend_weight *w, const float *x, uint3
  * backend_cpu_attn_simd_available() and, for the two attention pieces, the
  * head dimension is a multiple of 8. */
 bool backend_cpu_attn_simd_available(void);
+/* hw: the order of llama.cpp's haswell (AVX2) build, else its zen4 build's. */
 /* ggml_vec_dot_f16 of an F16-rounded query (as floats) with an F16 key. */
-float backend_cpu_dot_f16_ref(const float *q, const uint16_t *k, uint32_t n);
-float backend_cpu_dot_f16(const float *q, const uint16_t *k, uint32_t n);
+float backend_cpu_dot_f16_ref(const float *q, const uint16_t *k, uint32_t n, bool hw);
+float backend_cpu_dot_f16(const float *q, const uint16_t *k, uint32_t n, bool hw);
 /* One query row of ggml's tiled flash attention (batches of 64+ queries):
  * keys/values k[c * stride + d], cells 0..n_kv-1, acc scratch of hd floats. */
 void backend_cpu_attn_tiled_ref(const float *q, const uint16_t *k, const uint16_t *v, size_t stride,
-                                uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out);
+                                uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out, bool hw);
 void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_t *v, size_t stride,
-                            uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out);
+                            uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out, bool hw);
 /* One-chunk flash attention's F16 accumulator step. */
 void backend_cpu_attn_mad(float *acc, const uint16_t *v, float ms, bool rescale, float vs, uint32_t n);
 /* ggml's vectorised expf, one element; and the SIMD form (for tests). */
 float backend_cpu_v_expf(float x);
 float backend_cpu_v_expf_simd(float x);
+/* The haswell build's form of that expf (it rounds differently). */
+float backend_cpu_v_expf_hw(float x);
 /* d = silu(g) * u over n8 (a multiple of 8) elements, ggml's arithmetic. */
-void backend_cpu_silu_mul(const float *g, const float *u, float *d, size_t n8);
+void backend_cpu_silu_mul(const float *g, const float *u, float *d, size_t n8, bool hw);
 
 #endif

@@ -26,6 +26,7 @@ static kern_q8k_fn g_q8k[4];
 static kern_f16_ops g_f16[4]; /* F16 row helpers per path (NULL members: scalar) */
 static kern_simd g_simd = KERN_SIMD_SCALAR;
 static bool g_avx2_vnni;
+static bool g_haswell; /* AVX2 tables follow llama.cpp's haswell build */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static bool cpu_has(kern_simd s)
@@ -60,6 +61,11 @@ static void simd_init(void)
         kern_fill_exact_avx2(g_vec[KERN_SIMD_AVX2], g_bat[KERN_SIMD_AVX2], g_vec_plain[KERN_SIMD_AVX2]);
         kern_fill_exact_avx2(g_vec[KERN_SIMD_AVX2_PLAIN], g_bat[KERN_SIMD_AVX2_PLAIN],
                              g_vec_plain[KERN_SIMD_AVX2_PLAIN]);
+        g_haswell = cpufeat_llama_variant() == CPUFEAT_LLAMA_HASWELL;
+        if (g_haswell) {
+            kern_fill_exact_haswell(g_vec[KERN_SIMD_AVX2], g_bat[KERN_SIMD_AVX2]);
+            kern_fill_exact_haswell(g_vec[KERN_SIMD_AVX2_PLAIN], g_bat[KERN_SIMD_AVX2_PLAIN]);
+        }
         g_f16[KERN_SIMD_AVX2_PLAIN] = g_f16[KERN_SIMD_AVX512] = g_f16[KERN_SIMD_AVX2];
         g_simd = KERN_SIMD_AVX2;
     }
@@ -407,10 +413,12 @@ int kern_matmul(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
     c.y = y;
     const bool plain = n_rows % 8 != 0;
     kern_tile_fn vec = plain && g_vec_plain[simd][wtype] ? g_vec_plain[simd][wtype] : g_vec[simd][wtype];
-    /* ggml's batched F32/F16 kernel (tinyBLAS) needs 16 | K and 4 | rows;
-     * without it, and for one token, it sums in its mat-vec order */
+    /* ggml's batched F32/F16 kernel (tinyBLAS) needs 16 | K (8 | K in the
+     * haswell build) and 4 | rows; without it, and for one token, it sums in
+     * its mat-vec order */
     const bool fl = wtype == GGTYPE_F32 || wtype == GGTYPE_F16;
-    const bool use_vec = n_tok == 1 || (fl && (n_cols % 16 != 0 || n_rows % 4 != 0));
+    const int64_t kn = g_haswell && (simd == KERN_SIMD_AVX2 || simd == KERN_SIMD_AVX2_PLAIN) ? 8 : 16;
+    const bool use_vec = n_tok == 1 || (fl && (n_cols % kn != 0 || n_rows % 4 != 0));
     kern_tile_fn bat = plain && g_vec_plain[simd][wtype] ? g_vec_plain[simd][wtype] : g_bat[simd][wtype];
     if (use_vec && vec) {
         c.tile = vec;

@@ -16,7 +16,10 @@
  *             ggml_vec_dot_q4_K_q8_K (8 scaled lanes, 4 min lanes);
  *   Q6_K      ggml_vec_dot_q6_K_q8_K: per super-block 8 lane sums, the -32
  *             offset from the bsums (chunk c in lane c), one fma with
- *             fl(dx*d), 8-lane tree sum. */
+ *             fl(dx*d), 8-lane tree sum.
+ * llama.cpp's AVX2 ("haswell") build sums F32/F16 differently (4 x 8 lanes
+ * over 32-element steps, tinyBLAS with 8 lanes): kern_fill_exact_haswell
+ * puts those tiles in place of the zen4 ones (docs/kernels.md). */
 #include <math.h>
 #include <string.h>
 
@@ -95,7 +98,16 @@ void kern_fill_exact_avx2(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn bat[GGTYP
 {
     fill_exact_a2(vec, bat, plain);
 }
+
+void kern_fill_exact_haswell(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn bat[GGTYPE_COUNT])
+{
+    fill_exact_hw_a2(vec, bat);
+}
 #else
+void kern_fill_exact_haswell(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn bat[GGTYPE_COUNT])
+{
+    (void)vec, (void)bat;
+}
 void kern_fill_exact_avx512(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn plain[GGTYPE_COUNT])
 {
     (void)vec, (void)plain;

@@ -87,6 +87,9 @@ void kern_fill_avx512(kern_tile_fn tab[GGTYPE_COUNT]);
 void kern_fill_exact_avx512(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn plain[GGTYPE_COUNT]);
 void kern_fill_exact_avx2(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn bat[GGTYPE_COUNT],
                           kern_tile_fn plain[GGTYPE_COUNT]);
+/* Overrides in vec / bat the orders that llama.cpp's haswell (AVX2) build
+ * sums differently from its zen4 build (F32, F16; see docs/kernels.md). */
+void kern_fill_exact_haswell(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn bat[GGTYPE_COUNT]);
 
 /* Half conversions (ggml's: round to nearest even, denormals, inf/nan). */
 static inline float kern_h2f(uint16_t h)

@@ -1,0 +1,176 @@
+/* Model logits against llama.cpp's AVX2 build ("haswell", the CPU library
+ * llama.cpp loads on AVX2 machines without AVX-512): small random-weight
+ * models made by testmodel_write (the shapes of test_model_logits) are
+ * evaluated with GGSCOPE_LLAMA_VARIANT=haswell on the AVX2 path and must give
+ * exactly the logits the peer computed on an AVX2-only machine
+ * (tests/data/model_logits_haswell/NAME.txt), bit for bit. Skipped, visibly,
+ * on a CPU without AVX2 + FMA + F16C.
+ *
+ * Refresh on an AVX2-only machine (the peer then runs its haswell build):
+ *   GGSCOPE_DUMP_MODELS=DIR build/test_model_logits_haswell prints "PATH ids A,B,.."
+ *   per model; `peer logits PATH IDS --all --top 1` gives the logits (one JSON
+ *   line per position), stored as in bench/make_test_logits.sh. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "cpufeat.h"
+#include "ggtype.h"
+#include "kernels.h"
+#include "model.h"
+#include "session.h"
+#include "testmodel.h"
+
+typedef struct {
+    const char *name;
+    const char *arch;
+    uint32_t wtype;
+    uint64_t seed;
+} hw_case;
+
+static const hw_case CASES[] = {
+    {"llama_f32", "llama", GGTYPE_F32, 11},
+    {"llama_q8_0", "llama", GGTYPE_Q8_0, 13},
+    {"qwen2_q4_K", "qwen2", GGTYPE_Q4_K, 23},
+};
+#define N_CASES (sizeof CASES / sizeof CASES[0])
+#define N_TOK 12
+#define N_VOCAB 300
+
+static testmodel_params params_of(const hw_case *c)
+{
+    testmodel_params p = testmodel_default_params();
+    p.arch = c->arch;
+    p.n_embd = 256;
+    p.n_layer = 2;
+    p.n_ff = 256;
+    p.n_head = 4;
+    p.n_head_kv = strcmp(c->arch, "qwen2") ? 2 : 1;
+    p.n_vocab = N_VOCAB;
+    p.wtype = c->wtype;
+    p.seed = c->seed;
+    return p;
+}
+
+/* "ids A,B,..." then N_TOK lines of N_VOCAB numbers ('#' lines: comments). */
+static float *read_ref(const char *name, int32_t *ids)
+{
+    char path[512];
+    snprintf(path, sizeof path, "tests/data/model_logits_haswell/%s.txt", name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fail_msg("cannot open %s (run from the source root)", path);
+    float *ref = malloc(sizeof(float) * N_TOK * N_VOCAB);
+    assert_non_null(ref);
+    char word[64];
+    int k = 0;
+    while (fscanf(f, "%63s", word) == 1) {
+        if (word[0] == '#') {
+            int ch;
+            while ((ch = fgetc(f)) != '\n' && ch != EOF) {
+            }
+        } else if (!strcmp(word, "ids")) {
+            char list[1024];
+            if (fscanf(f, "%1023s", list) != 1)
+                fail_msg("%s: bad ids line", path);
+            char *p = list;
+            for (int i = 0; i < N_TOK; i++) {
+                ids[i] = (int32_t)strtol(p, &p, 10);
+                if (*p == ',')
+                    p++;
+            }
+        } else if (k < N_TOK * N_VOCAB) {
+            ref[k++] = strtof(word, NULL);
+        } else {
+            fail_msg("%s: too many numbers", path);
+        }
+    }
+    fclose(f);
+    if (k != N_TOK * N_VOCAB)
+        fail_msg("%s: %d numbers, expected %d", path, k, N_TOK * N_VOCAB);
+    return ref;
+}
+
+static void run_case(const hw_case *c, int *failures)
+{
+    testmodel_params p = params_of(c);
+    const char *dump = getenv("GGSCOPE_DUMP_MODELS");
+    char path[512], msg[512];
+    snprintf(path, sizeof path, "%s", dump ? dump : tu_tmp_path(c->name));
+    if (dump)
+        snprintf(path, sizeof path, "%s/%s.gguf", dump, c->name);
+    if (testmodel_write(&p, path, msg, sizeof msg))
+        fail_msg("%s: testmodel_write: %s", c->name, msg);
+    int32_t ids[N_TOK];
+    ids[0] = 1;
+    for (int i = 1; i < N_TOK; i++)
+        ids[i] = (int32_t)((i * 97 + c->seed * 31) % N_VOCAB);
+    if (dump) {
+        printf("%s ids ", path);
+        for (int i = 0; i < N_TOK; i++)
+            printf("%s%d", i ? "," : "", ids[i]);
+        printf("\n");
+        return;
+    }
+    int32_t ref_ids[N_TOK];
+    float *ref = read_ref(c->name, ref_ids);
+    assert_memory_equal(ids, ref_ids, sizeof ids);
+    gguf_error err;
+    gguf_file *gf = gguf_open(path, &err);
+    assert_non_null(gf);
+    model *m = model_load(gf, NULL, msg, sizeof msg);
+    if (!m)
+        fail_msg("%s: %s", c->name, msg);
+    session_params sp = {.n_ctx = 64, .n_threads = 2};
+    session *s = session_new(m, &sp, msg, sizeof msg);
+    assert_non_null(s);
+    float *lg = malloc(sizeof(float) * N_TOK * N_VOCAB);
+    assert_non_null(lg);
+    /* one batch, as the peer evaluated it (tinyBLAS / GEMM orders) */
+    assert_int_equal(session_eval(s, ids, N_TOK, 0, lg, true), 0);
+    double worst = 0;
+    int differ = 0;
+    for (int i = 0; i < N_TOK * N_VOCAB; i++) {
+        double d = fabs((double)lg[i] - ref[i]);
+        differ += lg[i] != ref[i];
+        worst = d > worst ? d : worst;
+    }
+    print_message("%-12s %d of %d logits differ from llama.cpp's haswell build, max |diff| %.3g\n", c->name,
+                  differ, N_TOK * N_VOCAB, worst);
+    if (differ)
+        ++*failures;
+    free(ref);
+    free(lg);
+    session_free(s);
+    model_free(m);
+    gguf_close(gf);
+    remove(path);
+}
+
+static void test_haswell_logits(void **state)
+{
+    (void)state;
+    if (!cpufeat_get()->avx2) {
+        print_message("SKIP: this CPU lacks AVX2 + FMA + F16C (llama.cpp's haswell build needs them)\n");
+        skip();
+    }
+    assert_int_equal(cpufeat_llama_variant(), CPUFEAT_LLAMA_HASWELL);
+    assert_int_not_equal(kern_simd_get(), KERN_SIMD_AVX512);
+    int failures = 0;
+    for (size_t i = 0; i < N_CASES; i++)
+        run_case(&CASES[i], &failures);
+    assert_int_equal(failures, 0);
+}
+
+int main(void)
+{
+    /* before anything reads them (cpufeat reads the environment once) */
+    setenv("GGSCOPE_LLAMA_VARIANT", "haswell", 1);
+    setenv("GGSCOPE_SIMD", "avx2", 1);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_haswell_logits),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
