@@ -82,6 +82,7 @@ typedef struct {
     const char *qerr_vs;  /* quantization error page: parent file (NULL: re-quantize) */
     unsigned qerr_type;   /* quantization error page: candidate type (0 = F32: q4_K) */
     bool qerr_open;       /* start on the quantization error page */
+    gguf_file *file;      /* path, already opened (the chat's), or NULL: app_explore opens it */
 } app_explore_opts;
 
 /* Run the full-screen explorer on `path` (stdin/stdout must be terminals).

@@ -31,7 +31,7 @@ static void core_release(void *ctx)
     free(k);
 }
 
-chat_ui *chat_ui_new(const char *path, const chat_ui_opts *o, bool quiet, char *err, size_t cap)
+chat_ui *chat_ui_new(const char *path, gguf_file *f, const chat_ui_opts *o, bool quiet, char *err, size_t cap)
 {
     chat_ui *u = calloc(1, sizeof *u);
     if (!u) {
@@ -56,9 +56,9 @@ chat_ui *chat_ui_new(const char *path, const chat_ui_opts *o, bool quiet, char *
     }
     int rc;
     if (quiet) {
-        rc = ecli_open_msg(path, &u->o.eng, u->o.eng.n_ctx, &u->core->e, err, cap);
+        rc = ecli_open_file(f, path, &u->o.eng, u->o.eng.n_ctx, &u->core->e, err, cap);
     } else {
-        rc = ecli_open(path, &u->o.eng, u->o.eng.n_ctx, &u->core->e);
+        rc = ecli_open_file(f, path, &u->o.eng, u->o.eng.n_ctx, &u->core->e, NULL, 0);
         if (rc)
             snprintf(err, cap, "cannot load the model");
     }

@@ -23,10 +23,11 @@ typedef struct chat_ui_opts {
 
 typedef struct chat_ui chat_ui;
 
-/* Load the model at `path` for chatting (engine, tokenizer, template).
- * Errors are printed (ecli_open) when `quiet` is false; otherwise the first
- * line goes to err. NULL on failure. */
-chat_ui *chat_ui_new(const char *path, const chat_ui_opts *o, bool quiet, char *err, size_t cap);
+/* Load the model at `path` for chatting (engine, tokenizer, template), on
+ * the already opened file f when not NULL (the explorer's: the chat becomes
+ * one more owner, see gguf_retain). Errors are printed (ecli_open) when
+ * `quiet` is false; otherwise the first line goes to err. NULL on failure. */
+chat_ui *chat_ui_new(const char *path, gguf_file *f, const chat_ui_opts *o, bool quiet, char *err, size_t cap);
 
 /* Add the chat page to `s`; `back_page` is the page F2 returns to (-1:
  * none). Returns the page id or -1. */

@@ -104,12 +104,19 @@ int cmd_chat(int argc, char **argv)
     if (!path)
         path = app_demo_path();
     char err[512];
-    eo.chat = path ? chat_ui_new(path, &co, false, err, sizeof err) : NULL;
+    /* one mapping for the chat and the explorer behind it (F2) */
+    gguf_file *f = path ? app_open_gguf(path) : NULL;
+    eo.chat = f ? chat_ui_new(path, f, &co, false, err, sizeof err) : NULL;
     if (load)
         chs_file_free(&session);   /* taken by chat_ui_new, or not needed */
     if (!path)
         return APP_FAIL;
-    if (!eo.chat)
+    if (!eo.chat) {
+        gguf_close(f);
         return APP_BADINPUT;
-    return app_explore(path, &eo);
+    }
+    eo.file = f;
+    int rc = app_explore(path, &eo);
+    gguf_close(f);
+    return rc;
 }

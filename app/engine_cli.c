@@ -143,10 +143,12 @@ int ecli_next_opt(cliopt *p, ecli_opts *o, sampler_params *sp)
 
 /* Open FILE and bind the model: APP_OK, or the exit status with the
  * message in msg (msg NULL: printed) and e closed. */
-static int open_model(const char *path, ecli_engine *e, char *msg, size_t cap)
+static int open_model(const char *path, gguf_file *shared, ecli_engine *e, char *msg, size_t cap)
 {
     memset(e, 0, sizeof *e);
-    if (!msg) {
+    if (shared) {
+        e->f = gguf_retain(shared);
+    } else if (!msg) {
         e->f = app_open_gguf(path);
     } else {
         gguf_error err;
@@ -176,7 +178,7 @@ static int open_model(const char *path, ecli_engine *e, char *msg, size_t cap)
 
 int ecli_open_model(const char *path, ecli_engine *e)
 {
-    return open_model(path, e, NULL, 0);
+    return open_model(path, NULL, e, NULL, 0);
 }
 
 uint32_t ecli_ctx_size(const ecli_engine *e, uint32_t n_ctx)
@@ -249,7 +251,13 @@ int ecli_open(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine 
 
 int ecli_open_msg(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine *e, char *msg, size_t cap)
 {
-    int rc = open_model(path, e, msg, cap);
+    return ecli_open_file(NULL, path, o, n_ctx, e, msg, cap);
+}
+
+int ecli_open_file(gguf_file *f, const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine *e, char *msg,
+                   size_t cap)
+{
+    int rc = open_model(path, f, e, msg, cap);
     if (rc == APP_OK && (rc = open_runner(path, o, n_ctx, e, msg, cap)) != APP_OK)
         ecli_close(e);
     return rc;

@@ -68,6 +68,11 @@ int ecli_open(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine 
  * the message (without "ggscope: ", escaped for a terminal) is in msg and e
  * is closed. For a caller that owns the screen (the chat). */
 int ecli_open_msg(const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine *e, char *msg, size_t cap);
+/* ecli_open / ecli_open_msg (msg NULL: printing) on a file someone already
+ * opened (f, or NULL: open path): the engine becomes one more owner of f
+ * (gguf_retain), so the explorer and the chat map and validate it once. */
+int ecli_open_file(gguf_file *f, const char *path, const ecli_opts *o, uint32_t n_ctx, ecli_engine *e, char *msg,
+                   size_t cap);
 /* ecli_open in two steps, so that a command can check its input against the
  * model before a backend is announced on stderr: ecli_open_model opens FILE
  * and binds the model (2 for a bad file); ecli_open_backend then creates the

@@ -36,6 +36,7 @@ typedef struct {
     explorer *ex;
     chat_ui *chat;          /* the chat page, once opened */
     const char *path;
+    gguf_file *f;           /* the file, shared with the chat */
     qerr_page *qp;
     bool quitting;
     bool exit_after_first;
@@ -178,7 +179,7 @@ static int key_chat(screen *s, int key, void *ctx)
     if (!a->chat) {
         chat_ui_opts co = {.eng = {.backend = "auto"}};
         char err[512];
-        a->chat = chat_ui_new(a->path, &co, true, err, sizeof err);
+        a->chat = chat_ui_new(a->path, a->f, &co, true, err, sizeof err);
         if (!a->chat) {
             screen_message(s, "chat: %s", err);
             return PANEL_HANDLED | PANEL_REDRAW;
@@ -244,7 +245,7 @@ int app_explore(const char *path, const app_explore_opts *opts)
     a.t0 = (clock_now_s() * 1e3);
     const char *env = getenv("GGSCOPE_EXIT_AFTER_FIRST_FRAME");
     a.exit_after_first = env && *env && strcmp(env, "0") != 0;
-    gguf_file *f = app_open_gguf(path);
+    gguf_file *f = opts && opts->file ? gguf_retain(opts->file) : app_open_gguf(path);
     if (!f) {
         chat_ui_free(opts ? opts->chat : NULL);
         return APP_BADINPUT;
@@ -266,6 +267,7 @@ int app_explore(const char *path, const app_explore_opts *opts)
     }
     a.ex = explorer_new(a.scr, f);
     a.path = path;
+    a.f = f;
     ui_runner r = {runner_submit, runner_wake, &a};
     screen_set_runner(a.scr, &r);
     if (a.ex)

@@ -325,6 +325,32 @@ static void test_write_file_atomic(void **state)
     gguf_close(src);
 }
 
+/* Two owners of one handle (the explorer and the chat): the mapping stays
+ * valid until the last gguf_close; under ASan a use after the first close
+ * or a double free would fail here. */
+static void test_retain(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *buf = make_valid(&n, 32);
+    char path[512];
+    snprintf(path, sizeof path, "%s", tu_tmp_path("retain.gguf"));
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(buf, 1, n, fp), n);
+    fclose(fp);
+    gguf_error err;
+    gguf_file *f = gguf_open(path, &err);
+    assert_non_null(f);
+    assert_ptr_equal(gguf_retain(f), f);
+    gguf_close(f);   /* the first owner leaves */
+    check_valid(f);  /* the second still reads metadata and tensor data */
+    gguf_close(f);
+    assert_null(gguf_retain(NULL));
+    unlink(path);
+    free(buf);
+}
+
 /* ---------------------------------------------------------------- corrupt corpus */
 
 static void test_corrupt_corpus(void **state)
@@ -846,6 +872,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_write_file_atomic),
+        cmocka_unit_test(test_retain),
         cmocka_unit_test(test_corrupt_corpus),
         cmocka_unit_test(test_accidents),
         cmocka_unit_test(test_unknown_type),

@@ -690,8 +690,17 @@ bool gguf__build_tensor_hash(gguf_file *f, gguf_error *err)
 gguf_file *gguf__file_new(void)
 {
     gguf_file *f = calloc(1, sizeof *f);
-    if (f)
+    if (f) {
         pthread_mutex_init(&f->index_lock, NULL);
+        atomic_init(&f->refs, 1);
+    }
+    return f;
+}
+
+gguf_file *gguf_retain(gguf_file *f)
+{
+    if (f)
+        atomic_fetch_add(&f->refs, 1);
     return f;
 }
 
@@ -711,7 +720,7 @@ const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name)
 
 void gguf_close(gguf_file *f)
 {
-    if (!f)
+    if (!f || atomic_fetch_sub(&f->refs, 1) != 1)
         return;
     for (uint32_t i = 0; i < f->n_shards; i++) {
         if (f->shards[i].mapped)

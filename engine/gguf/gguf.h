@@ -106,7 +106,13 @@ typedef struct {
  * in the table is a missing file. For tests and the split fuzzer. */
 gguf_file *gguf_open_memfiles(const gguf_memfile *files, size_t n, const char *path, gguf_error *err);
 
-/* Close; accepts NULL. */
+/* Another owner of an open handle (the explorer and the chat share one
+ * mapping): each owner calls gguf_close once; the last close frees it. The
+ * handle is read-only after opening, so owners may read it from any thread.
+ * Returns f. */
+gguf_file *gguf_retain(gguf_file *f);
+
+/* Close (drop one owner: see gguf_retain); accepts NULL. */
 void gguf_close(gguf_file *f);
 
 /* "FILE: offset N: what was wrong (what was expected)" into buf. Returns buf. */

@@ -6,6 +6,7 @@
 #define GGSCOPE_GGUF_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -44,6 +45,7 @@ struct gguf_file {
     uint64_t *t_hash;
     uint64_t t_hash_cap;
     pthread_mutex_t index_lock;
+    atomic_int refs;        /* owners (gguf_retain); freed by the last gguf_close */
 };
 
 /* Set *err (when err is not NULL and holds no error yet: the first error
