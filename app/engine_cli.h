@@ -1,6 +1,6 @@
 /* engine_cli: what the engine commands (run, bench, logits, chat) share:
  * option parsing for --backend/--threads/--ctx, opening a model and its
- * runner (engine/runner.h) with the engine's messages printed, token id
+ * runner (engine/run/runner.h) with the engine's messages printed, token id
  * lists and number formatting. */
 #ifndef GGSCOPE_ENGINE_CLI_H
 #define GGSCOPE_ENGINE_CLI_H

@@ -1,6 +1,6 @@
 /* chat_page: the chat page of ggscope's screen (transcript, input box, token
  * inspector, slash commands), on the conversation logic of
- * engine/chatsession.h. The caller opens the model and the conversation and
+ * engine/run/chatsession.h. The caller opens the model and the conversation and
  * hands them over (chat_page_engine); the page never opens a file of its own
  * but /save and /load.
  *
