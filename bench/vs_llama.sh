@@ -6,7 +6,8 @@
 # types. Rounds alternate the two programs (ggscope first in odd rounds, the
 # peer first in even ones); before each run the script waits for the load
 # average to fall below LOAD_MAX and prints it. Prints a Markdown table of the
-# best and the median of every figure.
+# best and the median of every figure. The quiet check is made before each
+# round (a round runs every type with both programs back to back).
 #
 # usage: bench/vs_llama.sh [BUILD_DIR]        (default build)
 # environment (defaults):
@@ -60,9 +61,8 @@ quiet() {   # wait until the 1-minute load is below LOAD_MAX (at most LOAD_WAIT 
 }
 # run PROGRAM TYPE ROUND: one bench, its JSON line with the load and peak RSS appended to $raw
 run() {
-    local who=$1 t=$2 r=$3 f loaded=quiet json
+    local who=$1 t=$2 r=$3 f json
     f=$(model "$t")
-    if (( ! BUSY )); then quiet || loaded=loaded; fi
     local l=$(load1)
     local cmd
     if [[ $who == ggscope ]]; then
@@ -80,7 +80,7 @@ if p.returncode or not line:
 d = json.loads(line[-1])
 d["rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print(json.dumps(d))' "${cmd[@]}")
-    echo "{\"who\": \"$who\", \"type\": \"$t\", \"round\": $r, \"load\": $l, \"state\": \"$loaded\", \"r\": $json}" >>"$raw"
+    echo "{\"who\": \"$who\", \"type\": \"$t\", \"round\": $r, \"load\": $l, \"round_load\": $round_load, \"state\": \"$round_state\", \"r\": $json}" >>"$raw"
     printf '  round %d %-8s %-7s load %-5s %s\n' "$r" "$t" "$who" "$l" "$json" >&2
 }
 
@@ -93,6 +93,10 @@ if (( BUSY )); then
 fi
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for (( r = 1; r <= ROUNDS; r++ )); do
+    round_state=quiet
+    if (( ! BUSY )); then quiet || round_state=loaded; fi
+    round_load=$(load1)
+    echo "round $r: load $round_load ($round_state)" >&2
     for t in $TYPES; do
         if (( r % 2 )); then run ggscope "$t" "$r"; run llama.cpp "$t" "$r"
         else run llama.cpp "$t" "$r"; run ggscope "$t" "$r"; fi
@@ -114,10 +118,11 @@ def fmt(v):
 def ratio(a, b):
     return "%.2f× / %.2f×" % (max(a) / max(b), statistics.median(a) / statistics.median(b)) if a and b else "-"
 loads = [r["load"] for r in rows]
-loaded = sum(r["state"] == "loaded" for r in rows)
-print("%s threads, prompt %s tokens, decode %s tokens; %d runs, load average %.2f–%.2f%s%s" % (
-    threads, pp, tg, len(rows), min(loads), max(loads),
-    ", %d runs started above the load limit" % loaded if loaded else "",
+starts = sorted({(r["round"], r["round_load"], r["state"]) for r in rows})
+loaded = sum(s[2] == "loaded" for s in starts)
+print("%s threads, prompt %s tokens, decode %s tokens; %d rounds, %d runs; load average at the start of each round %s; before each run %.2f–%.2f%s%s" % (
+    threads, pp, tg, len(starts), len(rows), " ".join("%.2f" % s[1] for s in starts), min(loads), max(loads),
+    ", %d rounds started above the load limit" % loaded if loaded else "",
     ", one competing busy process" if busy == "1" else ""))
 print()
 print("| weights | decode tok/s ggscope (best / median) | llama.cpp | ratio | prompt tok/s ggscope | llama.cpp | ratio | peak RSS MB ggscope / llama.cpp |")
