@@ -11,20 +11,9 @@
  * to a better level (weights x^2). L receives levels + nmax. */
 static float make_q3_quants(int n, int nmax, const float *x, int8_t *L, bool do_rmse)
 {
-    float max = 0;
-    float amax = 0;
-    for (int i = 0; i < n; ++i) {
-        const float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
-    if (amax < QZ_GROUP_MAX_EPS) {
-        for (int i = 0; i < n; ++i)
-            L[i] = 0;
+    float max;
+    if (!qz_group_max(n, x, L, &max))
         return 0.f;
-    }
     const float iscale = -nmax / max;
     if (do_rmse) {
         float sumlx = 0;

@@ -70,23 +70,32 @@ static void qx_lanes(int n, int nmax, const float *x, const float *w, float max,
     memcpy(sl2_out, &sl2, sizeof sl2);
 }
 
-float qz_make_qx_quants(int n, int nmax, const float *x, int8_t *L, int rmse_type, const float *qw,
-                        bool lanes)
+bool qz_group_max(int n, const float *x, int8_t *L, float *max)
 {
-    float max = 0;
+    float mx = 0;
     float amax = 0;
     for (int i = 0; i < n; ++i) {
         const float ax = fabsf(x[i]);
         if (ax > amax) {
             amax = ax;
-            max = x[i];
+            mx = x[i];
         }
     }
+    *max = mx;
     if (amax < QZ_GROUP_MAX_EPS) {
         for (int i = 0; i < n; ++i)
             L[i] = 0;
-        return 0.f;
+        return false;
     }
+    return true;
+}
+
+float qz_make_qx_quants(int n, int nmax, const float *x, int8_t *L, int rmse_type, const float *qw,
+                        bool lanes)
+{
+    float max;
+    if (!qz_group_max(n, x, L, &max))
+        return 0.f;
     float iscale = -nmax / max;
     if (rmse_type == 0) {
         for (int i = 0; i < n; ++i)
