@@ -409,14 +409,8 @@ void qz_row_q3_K(const float *x, block_q3_K *y, int64_t nb, const float *qw, boo
 static void k4_weights(const float *x, const float *qw, float *weights, float *sw)
 {
     if (!qw) {
-        for (int j = 0; j < QK_K / 32; ++j) {
-            float sum_x2 = 0;
-            for (int l = 0; l < 32; ++l)
-                sum_x2 += x[32 * j + l] * x[32 * j + l];
-            const float av_x = sqrtf(sum_x2 / 32);
-            for (int l = 0; l < 32; ++l)
-                weights[32 * j + l] = av_x + fabsf(x[32 * j + l]);
-        }
+        for (int j = 0; j < QK_K / 32; ++j)
+            qz_group_avx_weights(x + 32 * j, weights + 32 * j);
         return;
     }
     float sum_x2 = 0;

@@ -70,6 +70,16 @@ static void qx_lanes(int n, int nmax, const float *x, const float *w, float max,
     memcpy(sl2_out, &sl2, sizeof sl2);
 }
 
+void qz_group_avx_weights(const float *x, float *w)
+{
+    float sum_x2 = 0;
+    for (int l = 0; l < 32; ++l)
+        sum_x2 += x[l] * x[l];
+    const float av_x = sqrtf(sum_x2 / 32);
+    for (int l = 0; l < 32; ++l)
+        w[l] = av_x + fabsf(x[l]);
+}
+
 bool qz_group_max(int n, const float *x, int8_t *L, float *max)
 {
     float mx = 0;
