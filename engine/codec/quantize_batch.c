@@ -563,9 +563,11 @@ void qz_qkx2_batch_avw(int ntiles, int nmax, const float *x, float rmin, float r
 }
 
 /* sum w*x*l and sum w*l^2 for the levels l = nearest(iscale*x) in [lo, hi]. */
-QB_INLINE void qb_qx_sums(const int n, const qz_vf *X, const qz_vf *W, qz_vf iscale, qz_vi lo, qz_vi hi,
-                          qz_vf *sumlx_out, qz_vf *suml2_out)
+QB_INLINE void qb_qx_sums(const int n, const qz_vf *X, const qz_vf *W, const qz_vf *isc, const qz_vi *lop,
+                          const qz_vi *hip, qz_vf *sumlx_out, qz_vf *suml2_out)
 {
+    const qz_vf iscale = *isc;
+    const qz_vi lo = *lop, hi = *hip;
     qz_vf sumlx = QZ_VF(0), suml2 = QZ_VF(0);
     for (int i = 0; i < n; ++i) {
         qz_vi l = QZ_VNEAREST(iscale * X[i]);
@@ -598,7 +600,7 @@ QB_INLINE void qb_qx(const int n, int nmax, const float *x, const float *qw, flo
     const qz_vi zero_group = amax < QZ_VF(QZ_GROUP_MAX_EPS);
     qz_vf iscale = (float)-nmax / max;
     qz_vf sumlx, suml2;
-    qb_qx_sums(n, X, W, iscale, lo, hi, &sumlx, &suml2);
+    qb_qx_sums(n, X, W, &iscale, &lo, &hi, &sumlx, &suml2);
     qz_vf scale = QZ_SELF(suml2 != fzero, sumlx / suml2, fzero);
     qz_vf best = scale * sumlx;
     qz_vf best_isc = iscale;
@@ -607,7 +609,7 @@ QB_INLINE void qb_qx(const int n, int nmax, const float *x, const float *qw, flo
             continue;
         const float c = nmax + 0.1f * is;
         const qz_vf isc = -c / max;
-        qb_qx_sums(n, X, W, isc, lo, hi, &sumlx, &suml2);
+        qb_qx_sums(n, X, W, &isc, &lo, &hi, &sumlx, &suml2);
         const qz_vi better = (suml2 > fzero) & (sumlx * sumlx > best * suml2);
         const qz_vf s = sumlx / suml2;
         scale = QZ_SELF(better, s, scale);
