@@ -85,6 +85,16 @@ static size_t put_u4(char *o, uint32_t cp)
     return 6;
 }
 
+/* The byte c as \xHH. */
+static size_t put_x2(char *o, unsigned char c)
+{
+    o[0] = '\\';
+    o[1] = 'x';
+    o[2] = hexd[c >> 4];
+    o[3] = hexd[c & 15];
+    return 4;
+}
+
 /* One unit (a byte or a character) of s that is not plain ASCII: its escaped
  * (or copied) form into o (at most 6 bytes, *on its length). Returns the
  * bytes of s consumed (>= 1). */
@@ -111,11 +121,7 @@ static size_t unit(const unsigned char *s, size_t n, bool json, unsigned flags, 
         } else if (json) {
             *on = put_u4(o, c);
         } else {
-            o[0] = '\\';
-            o[1] = 'x';
-            o[2] = hexd[c >> 4];
-            o[3] = hexd[c & 15];
-            *on = 4;
+            *on = put_x2(o, c);
         }
         return 1;
     }
@@ -125,11 +131,7 @@ static size_t unit(const unsigned char *s, size_t n, bool json, unsigned flags, 
         if (json) {
             *on = put_u4(o, 0xFFFD);
         } else {
-            o[0] = '\\';
-            o[1] = 'x';
-            o[2] = hexd[c >> 4];
-            o[3] = hexd[c & 15];
-            *on = 4;
+            *on = put_x2(o, c);
         }
         return 1;
     }

@@ -435,6 +435,17 @@ static void an_iq2_xxs(flist *l)
     }
 }
 
+/* The 16 4-bit scales (x (0.5 + s) / 4) of IQ2_XS / IQ2_S at byte off. */
+static void iq2_scales(flist *l, uint32_t off)
+{
+    for (int ib = 0; ib < 8; ib++)
+        for (int h = 0; h < 2; h++) {
+            codec_field *f = bitfield(l, CODEC_FIELD_SCALE, off + ib, 1, 4 * h, 4, 32 * ib + 16 * h, 16, "scale[%d]",
+                                      2 * ib + h);
+            snprintf(f->text, sizeof f->text, "%d (x%g)", (int)f->raw, (0.5 + (double)f->raw) * 0.25);
+        }
+}
+
 static void an_iq2_xs(flist *l)
 {
     f_half(l, "d", 0, 0, 256);
@@ -448,12 +459,7 @@ static void an_iq2_xs(flist *l)
             codec_field *f = bitfield(l, CODEC_FIELD_OTHER, o, 2, 9, 7, e, 8, "signs[%d]", 4 * ib + k);
             signs_text(f, qt_ksigns_iq2xs[f->raw], 8);
         }
-    for (int ib = 0; ib < 8; ib++)
-        for (int h = 0; h < 2; h++) {
-            codec_field *f = bitfield(l, CODEC_FIELD_SCALE, 66 + ib, 1, 4 * h, 4, 32 * ib + 16 * h, 16, "scale[%d]",
-                                      2 * ib + h);
-            snprintf(f->text, sizeof f->text, "%d (x%g)", (int)f->raw, (0.5 + (double)f->raw) * 0.25);
-        }
+    iq2_scales(l, 66);
 }
 
 static void an_iq2_s(flist *l)
@@ -480,12 +486,7 @@ static void an_iq2_s(flist *l)
         snprintf(f->text, sizeof f->text, "index bits 8-9: %d,%d,%d,%d", (int)(f->raw & 3), (int)(f->raw >> 2 & 3),
                  (int)(f->raw >> 4 & 3), (int)(f->raw >> 6));
     }
-    for (int ib = 0; ib < 8; ib++)
-        for (int h = 0; h < 2; h++) {
-            codec_field *f = bitfield(l, CODEC_FIELD_SCALE, 74 + ib, 1, 4 * h, 4, 32 * ib + 16 * h, 16, "scale[%d]",
-                                      2 * ib + h);
-            snprintf(f->text, sizeof f->text, "%d (x%g)", (int)f->raw, (0.5 + (double)f->raw) * 0.25);
-        }
+    iq2_scales(l, 74);
 }
 
 static void an_iq3_xxs(flist *l)

@@ -555,17 +555,30 @@ void qz_qkx2_batch_avw(int ntiles, int nmax, const float *x, float rmin, float r
     float w[QZ_LANES * 32];
     for (int t = 0; t < ntiles; ++t) {
         const float *xt = x + (size_t)t * QZ_LANES * 32;
-        for (int g = 0; g < QZ_LANES; ++g) {
-            float sum_x2 = 0;
-            for (int l = 0; l < 32; ++l)
-                sum_x2 += xt[32 * g + l] * xt[32 * g + l];
-            const float av_x = sqrtf(sum_x2 / 32);
-            for (int l = 0; l < 32; ++l)
-                w[32 * g + l] = av_x + fabsf(xt[32 * g + l]);
-        }
+        for (int g = 0; g < QZ_LANES; ++g)
+            qz_group_avx_weights(xt + 32 * g, w + 32 * g);
         qkx_generic(32, nmax, xt, w, rmin, rdelta, nstep, false, false, scale + t * QZ_LANES,
                     the_min + t * QZ_LANES, L + (size_t)t * QZ_LANES * 32);
     }
+}
+
+/* sum w*x*l and sum w*l^2 for the levels l = nearest(iscale*x) in [lo, hi]. */
+QB_INLINE void qb_qx_sums(const int n, const qz_vf *X, const qz_vf *W, const qz_vf *isc, const qz_vi *lop,
+                          const qz_vi *hip, qz_vf *sumlx_out, qz_vf *suml2_out)
+{
+    const qz_vf iscale = *isc;
+    const qz_vi lo = *lop, hi = *hip;
+    qz_vf sumlx = QZ_VF(0), suml2 = QZ_VF(0);
+    for (int i = 0; i < n; ++i) {
+        qz_vi l = QZ_VNEAREST(iscale * X[i]);
+        l = QZ_SELI(l < lo, lo, l);
+        l = QZ_SELI(l > hi, hi, l);
+        const qz_vf lf = QZ_VTOF(l);
+        sumlx += W[i] * X[i] * lf;
+        suml2 += W[i] * lf * lf;
+    }
+    *sumlx_out = sumlx;
+    *suml2_out = suml2;
 }
 
 /* make_qx_quants with rmse_type 1 (weights qw, or x^2 when NULL). */
@@ -586,15 +599,8 @@ QB_INLINE void qb_qx(const int n, int nmax, const float *x, const float *qw, flo
     }
     const qz_vi zero_group = amax < QZ_VF(QZ_GROUP_MAX_EPS);
     qz_vf iscale = (float)-nmax / max;
-    qz_vf sumlx = fzero, suml2 = fzero;
-    for (int i = 0; i < n; ++i) {
-        qz_vi l = QZ_VNEAREST(iscale * X[i]);
-        l = QZ_SELI(l < lo, lo, l);
-        l = QZ_SELI(l > hi, hi, l);
-        const qz_vf lf = QZ_VTOF(l);
-        sumlx += W[i] * X[i] * lf;
-        suml2 += W[i] * lf * lf;
-    }
+    qz_vf sumlx, suml2;
+    qb_qx_sums(n, X, W, &iscale, &lo, &hi, &sumlx, &suml2);
     qz_vf scale = QZ_SELF(suml2 != fzero, sumlx / suml2, fzero);
     qz_vf best = scale * sumlx;
     qz_vf best_isc = iscale;
@@ -603,15 +609,7 @@ QB_INLINE void qb_qx(const int n, int nmax, const float *x, const float *qw, flo
             continue;
         const float c = nmax + 0.1f * is;
         const qz_vf isc = -c / max;
-        sumlx = suml2 = fzero;
-        for (int i = 0; i < n; ++i) {
-            qz_vi l = QZ_VNEAREST(isc * X[i]);
-            l = QZ_SELI(l < lo, lo, l);
-            l = QZ_SELI(l > hi, hi, l);
-            const qz_vf lf = QZ_VTOF(l);
-            sumlx += W[i] * X[i] * lf;
-            suml2 += W[i] * lf * lf;
-        }
+        qb_qx_sums(n, X, W, &isc, &lo, &hi, &sumlx, &suml2);
         const qz_vi better = (suml2 > fzero) & (sumlx * sumlx > best * suml2);
         const qz_vf s = sumlx / suml2;
         scale = QZ_SELF(better, s, scale);

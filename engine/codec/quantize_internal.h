@@ -98,6 +98,14 @@ void qz_row_q4_K(const float *x, block_q4_K *y, int64_t nb, const float *qw, boo
 void qz_row_q5_K(const float *x, block_q5_K *y, int64_t nb, const float *qw, bool lanes);
 void qz_row_q6_K(const float *x, block_q6_K *y, int64_t nb, const float *qw, bool lanes);
 
+/* ggml's reference weights of a 32-value group for the qkx2 search:
+ * sqrt(mean x^2) + |x|. */
+void qz_group_avx_weights(const float *x, float *w);
+
+/* The signed value of largest magnitude of x[0..n) into *max; false (and
+ * L[0..n) zeroed) when the group is all below QZ_GROUP_MAX_EPS. */
+bool qz_group_max(int n, const float *x, int8_t *L, float *max);
+
 /* ggml's scale searches (quantize_search.c), n <= 32. make_qx_quants:
  * symmetric levels [-nmax, nmax-1] stored +nmax in L, returns the scale.
  * make_qkx2_quants (x3 false; weights required) / make_qkx3_quants (x3

@@ -11,20 +11,9 @@
  * to a better level (weights x^2). L receives levels + nmax. */
 static float make_q3_quants(int n, int nmax, const float *x, int8_t *L, bool do_rmse)
 {
-    float max = 0;
-    float amax = 0;
-    for (int i = 0; i < n; ++i) {
-        const float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
-    if (amax < QZ_GROUP_MAX_EPS) {
-        for (int i = 0; i < n; ++i)
-            L[i] = 0;
+    float max;
+    if (!qz_group_max(n, x, L, &max))
         return 0.f;
-    }
     const float iscale = -nmax / max;
     if (do_rmse) {
         float sumlx = 0;
@@ -420,14 +409,8 @@ void qz_row_q3_K(const float *x, block_q3_K *y, int64_t nb, const float *qw, boo
 static void k4_weights(const float *x, const float *qw, float *weights, float *sw)
 {
     if (!qw) {
-        for (int j = 0; j < QK_K / 32; ++j) {
-            float sum_x2 = 0;
-            for (int l = 0; l < 32; ++l)
-                sum_x2 += x[32 * j + l] * x[32 * j + l];
-            const float av_x = sqrtf(sum_x2 / 32);
-            for (int l = 0; l < 32; ++l)
-                weights[32 * j + l] = av_x + fabsf(x[32 * j + l]);
-        }
+        for (int j = 0; j < QK_K / 32; ++j)
+            qz_group_avx_weights(x + 32 * j, weights + 32 * j);
         return;
     }
     float sum_x2 = 0;

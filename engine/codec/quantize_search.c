@@ -70,23 +70,42 @@ static void qx_lanes(int n, int nmax, const float *x, const float *w, float max,
     memcpy(sl2_out, &sl2, sizeof sl2);
 }
 
-float qz_make_qx_quants(int n, int nmax, const float *x, int8_t *L, int rmse_type, const float *qw,
-                        bool lanes)
+void qz_group_avx_weights(const float *x, float *w)
 {
-    float max = 0;
+    float sum_x2 = 0;
+    for (int l = 0; l < 32; ++l)
+        sum_x2 += x[l] * x[l];
+    const float av_x = sqrtf(sum_x2 / 32);
+    for (int l = 0; l < 32; ++l)
+        w[l] = av_x + fabsf(x[l]);
+}
+
+bool qz_group_max(int n, const float *x, int8_t *L, float *max)
+{
+    float mx = 0;
     float amax = 0;
     for (int i = 0; i < n; ++i) {
         const float ax = fabsf(x[i]);
         if (ax > amax) {
             amax = ax;
-            max = x[i];
+            mx = x[i];
         }
     }
+    *max = mx;
     if (amax < QZ_GROUP_MAX_EPS) {
         for (int i = 0; i < n; ++i)
             L[i] = 0;
-        return 0.f;
+        return false;
     }
+    return true;
+}
+
+float qz_make_qx_quants(int n, int nmax, const float *x, int8_t *L, int rmse_type, const float *qw,
+                        bool lanes)
+{
+    float max;
+    if (!qz_group_max(n, x, L, &max))
+        return 0.f;
     float iscale = -nmax / max;
     if (rmse_type == 0) {
         for (int i = 0; i < n; ++i)

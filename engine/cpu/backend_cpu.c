@@ -183,19 +183,28 @@ static int cpu_rms_norm(void *ctx, backend_view src, backend_view dst, uint32_t 
     return 0;
 }
 
-static int cpu_mul_w(void *ctx, backend_view src, const backend_weight *w, backend_view dst,
-                     uint32_t n_rows, uint32_t n_cols)
+/* dst = src (+ or *) the vector weight, broadcast over the rows. */
+static int row_vec_op(backend_view src, const backend_weight *w, backend_view dst, uint32_t n_rows,
+                      uint32_t n_cols, bool add)
 {
-    (void)ctx;
     size_t n = (size_t)n_rows * n_cols;
     const float *s = f32_at(src, n), *g = vec_weight(w, n_cols);
     float *d = f32_at(dst, n);
     if (!s || !d || !g)
         return BACKEND_EARG;
     for (uint32_t r = 0; r < n_rows; r++)
-        for (uint32_t c = 0; c < n_cols; c++)
-            d[(size_t)r * n_cols + c] = s[(size_t)r * n_cols + c] * g[c];
+        for (uint32_t c = 0; c < n_cols; c++) {
+            const size_t i = (size_t)r * n_cols + c;
+            d[i] = add ? s[i] + g[c] : s[i] * g[c];
+        }
     return 0;
+}
+
+static int cpu_mul_w(void *ctx, backend_view src, const backend_weight *w, backend_view dst,
+                     uint32_t n_rows, uint32_t n_cols)
+{
+    (void)ctx;
+    return row_vec_op(src, w, dst, n_rows, n_cols, false);
 }
 
 /* rms_norm then mul_w in place on dst: exactly the two ops, in their float
@@ -213,15 +222,7 @@ static int cpu_add_w(void *ctx, backend_view src, const backend_weight *w, backe
                      uint32_t n_rows, uint32_t n_cols)
 {
     (void)ctx;
-    size_t n = (size_t)n_rows * n_cols;
-    const float *s = f32_at(src, n), *g = vec_weight(w, n_cols);
-    float *d = f32_at(dst, n);
-    if (!s || !d || !g)
-        return BACKEND_EARG;
-    for (uint32_t r = 0; r < n_rows; r++)
-        for (uint32_t c = 0; c < n_cols; c++)
-            d[(size_t)r * n_cols + c] = s[(size_t)r * n_cols + c] + g[c];
-    return 0;
+    return row_vec_op(src, w, dst, n_rows, n_cols, true);
 }
 
 static int cpu_add(void *ctx, backend_view a, backend_view b, backend_view dst, size_t n)

@@ -302,13 +302,24 @@ static void vb_free(void *ctx, backend_buf *b)
     free(b);
 }
 
+/* Elements [off, off + n) of b as bytes [lo, lo + len); false when out of
+ * range. */
+static bool byte_span(const backend_buf *b, size_t off, size_t n, VkDeviceSize *lo, VkDeviceSize *len)
+{
+    if (!b || off > b->n || n > b->n - off)
+        return false;
+    size_t es = b->dtype == BACKEND_F16 ? 2 : 4;
+    *lo = (VkDeviceSize)off * es;
+    *len = (VkDeviceSize)n * es;
+    return true;
+}
+
 static int vb_write(void *ctx, backend_buf *b, size_t off, const void *src, size_t n)
 {
     vk_ctx *c = ctx;
-    if (!b || off > b->n || n > b->n - off)
+    VkDeviceSize lo, len;
+    if (!byte_span(b, off, n, &lo, &len))
         return BACKEND_EARG;
-    size_t es = b->dtype == BACKEND_F16 ? 2 : 4;
-    VkDeviceSize lo = (VkDeviceSize)off * es, len = (VkDeviceSize)n * es;
     if (len == 0)
         return 0;
     if (len <= INLINE_WRITE_MAX && lo % 4 == 0 && len % 4 == 0) {
@@ -343,10 +354,9 @@ static int vb_write(void *ctx, backend_buf *b, size_t off, const void *src, size
 static int vb_read(void *ctx, backend_buf *b, size_t off, void *dst, size_t n)
 {
     vk_ctx *c = ctx;
-    if (!b || off > b->n || n > b->n - off)
+    VkDeviceSize lo, len;
+    if (!byte_span(b, off, n, &lo, &len))
         return BACKEND_EARG;
-    size_t es = b->dtype == BACKEND_F16 ? 2 : 4;
-    VkDeviceSize lo = (VkDeviceSize)off * es, len = (VkDeviceSize)n * es;
     if (len == 0)
         return vk_flush(c);
     if (lo % 4 || len % 4) {

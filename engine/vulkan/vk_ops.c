@@ -119,14 +119,23 @@ static bool fits_u32(uint64_t v)
     return v < UINT32_MAX / 2;
 }
 
+/* The common opening of a weight op: its type's shaders and its uploaded
+ * weight. */
+static int weight_op_begin(vk_ctx *c, const backend_weight *w, const vk_type_shaders **ts,
+                           const vk_weight **vw)
+{
+    *ts = type_shaders(w->type);
+    if (!*ts)
+        return BACKEND_EUNSUPPORTED;
+    return vk_weight_get(c, w, vw);
+}
+
 int vk_op_get_rows(void *ctx, const backend_weight *w, const int32_t *ids, uint32_t n, backend_view dst)
 {
     vk_ctx *c = ctx;
-    const vk_type_shaders *ts = type_shaders(w->type);
-    if (!ts)
-        return BACKEND_EUNSUPPORTED;
+    const vk_type_shaders *ts;
     const vk_weight *vw;
-    int rc = vk_weight_get(c, w, &vw);
+    int rc = weight_op_begin(c, w, &ts, &vw);
     if (rc != 0)
         return rc;
     if (n == 0)
@@ -164,11 +173,9 @@ int vk_op_get_rows(void *ctx, const backend_weight *w, const int32_t *ids, uint3
 int vk_op_matmul(void *ctx, const backend_weight *w, backend_view x, uint32_t n_tok, backend_view y)
 {
     vk_ctx *c = ctx;
-    const vk_type_shaders *ts = type_shaders(w->type);
-    if (!ts)
-        return BACKEND_EUNSUPPORTED;
+    const vk_type_shaders *ts;
     const vk_weight *vw;
-    int rc = vk_weight_get(c, w, &vw);
+    int rc = weight_op_begin(c, w, &ts, &vw);
     if (rc != 0)
         return rc;
     if (n_tok == 0)
