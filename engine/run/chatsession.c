@@ -30,16 +30,6 @@ struct chs {
 const char *const chs_setting_names[] = {"temp",    "top_k",         "top_p",     "min_p", "repeat_penalty",
                                          "repeat_last_n", "seed", "n_predict", NULL};
 
-void chs__setmsg(char *msg, size_t cap, const char *fmt, ...)
-{
-    if (!msg || !cap)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, cap, fmt, ap);
-    va_end(ap);
-}
-
 char *chs__dupn(const char *s, size_t n)
 {
     char *d = malloc(n + 1);
@@ -60,12 +50,12 @@ chs_settings chs_default_settings(void)
 chs *chs_new(const gguf_file *f, runner *r, char *msg, size_t cap)
 {
     if (!f || !r) {
-        chs__setmsg(msg, cap, "no model");
+        emsg_set(msg, cap, "no model");
         return NULL;
     }
     chs *c = calloc(1, sizeof *c);
     if (!c) {
-        chs__setmsg(msg, cap, "out of memory");
+        emsg_set(msg, cap, "out of memory");
         return NULL;
     }
     c->f = f;
@@ -74,14 +64,14 @@ chs *chs_new(const gguf_file *f, runner *r, char *msg, size_t cap)
     tok_error te;
     c->v = tok_open(f, &te);
     if (!c->v) {
-        chs__setmsg(msg, cap, "tokenizer: %s", te.msg[0] ? te.msg : tok_strerror(te.code));
+        emsg_set(msg, cap, "tokenizer: %s", te.msg[0] ? te.msg : tok_strerror(te.code));
         chs_free(c);
         return NULL;
     }
     c->ct = chat_template_from_gguf(f, NULL, NULL);
     c->system = chs__dupn("", 0);
     if (!c->ct || !c->system) {
-        chs__setmsg(msg, cap, "out of memory");
+        emsg_set(msg, cap, "out of memory");
         chs_free(c);
         return NULL;
     }
@@ -147,13 +137,13 @@ int chs_set(chs *c, const char *name, const char *value, char *msg, size_t cap)
     float f;
     long long l;
     if (!name || !value || !*value) {
-        chs__setmsg(msg, cap, "usage: /set NAME VALUE");
+        emsg_set(msg, cap, "usage: /set NAME VALUE");
         return -1;
     }
     if (!strcmp(name, "temp") || !strcmp(name, "top_p") || !strcmp(name, "min_p") ||
         !strcmp(name, "repeat_penalty")) {
         if (!parse_f(value, &f)) {
-            chs__setmsg(msg, cap, "%s: expected a number, got '%s'", name, value);
+            emsg_set(msg, cap, "%s: expected a number, got '%s'", name, value);
             return -1;
         }
         if (!strcmp(name, "temp"))
@@ -164,14 +154,14 @@ int chs_set(chs *c, const char *name, const char *value, char *msg, size_t cap)
             st.sp.min_p = f;
         else {
             if (!(f > 0)) {
-                chs__setmsg(msg, cap, "repeat_penalty must be > 0");
+                emsg_set(msg, cap, "repeat_penalty must be > 0");
                 return -1;
             }
             st.sp.repeat_penalty = f;
         }
     } else if (!strcmp(name, "top_k") || !strcmp(name, "repeat_last_n") || !strcmp(name, "n_predict")) {
         if (!parse_l(value, -1, 1 << 24, &l)) {
-            chs__setmsg(msg, cap, "%s: expected a whole number, got '%s'", name, value);
+            emsg_set(msg, cap, "%s: expected a whole number, got '%s'", name, value);
             return -1;
         }
         if (!strcmp(name, "top_k"))
@@ -185,12 +175,12 @@ int chs_set(chs *c, const char *name, const char *value, char *msg, size_t cap)
         errno = 0;
         unsigned long long v = strtoull(value, &end, 10);
         if (*end || errno || value[0] == '-') {
-            chs__setmsg(msg, cap, "seed: expected a whole number, got '%s'", value);
+            emsg_set(msg, cap, "seed: expected a whole number, got '%s'", value);
             return -1;
         }
         st.sp.seed = v;
     } else {
-        chs__setmsg(msg, cap, "unknown setting '%s' (temp, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed, n_predict)",
+        emsg_set(msg, cap, "unknown setting '%s' (temp, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed, n_predict)",
                name);
         return -1;
     }
@@ -406,7 +396,7 @@ chs_plan *chs_plan_new(const chs *c, bool fit, char *msg, size_t cap)
             bytes += strlen(c->m[i].role) + 1 + c->m[i].len + 1;
         }
     if (fit && !live) {
-        chs__setmsg(msg, cap, "no message to answer");
+        emsg_set(msg, cap, "no message to answer");
         return NULL;
     }
     chs_plan *p = calloc(1, sizeof *p);
@@ -457,7 +447,7 @@ chs_plan *chs_plan_new(const chs *c, bool fit, char *msg, size_t cap)
     return p;
 oom:
     chs_plan_free(p);
-    chs__setmsg(msg, cap, "out of memory");
+    emsg_set(msg, cap, "out of memory");
     return NULL;
 }
 
@@ -482,12 +472,12 @@ static int plan_try(chs_plan *p, size_t first, char **text, size_t *len, int32_t
     p->mm[first] = saved;
     snprintf(p->status, sizeof p->status, "%s", r.status);
     if (!t) {
-        chs__setmsg(p->err, sizeof p->err, "the chat template failed: %s", r.status);
+        emsg_set(p->err, sizeof p->err, "the chat template failed: %s", r.status);
         return -1;
     }
     if (tok_prompt(p->v, t, *len, ids, n)) {
         free(t);
-        chs__setmsg(p->err, sizeof p->err, "out of memory");
+        emsg_set(p->err, sizeof p->err, "out of memory");
         return -1;
     }
     *text = t;
@@ -525,7 +515,7 @@ int chs_plan_build(chs_plan *p, const atomic_bool *cancel)
     if (!p->fit || fits)
         return 0;
     if (p->n_starts < 2) {
-        chs__setmsg(p->err, sizeof p->err,
+        emsg_set(p->err, sizeof p->err,
                "the message (%zu tokens with the template) does not fit the context (%u, %u kept for the reply)", n,
                p->n_ctx, p->reserve);
         return -1;
@@ -554,7 +544,7 @@ int chs_plan_build(chs_plan *p, const atomic_bool *cancel)
         }
     }
     if (!found) {
-        chs__setmsg(p->err, sizeof p->err,
+        emsg_set(p->err, sizeof p->err,
                "the message (%zu tokens with the template) does not fit the context (%u, %u kept for the reply)",
                last_n, p->n_ctx, p->reserve);
         return -1;
@@ -614,7 +604,7 @@ int chs_prompt(chs *c, int32_t **ids, size_t *n, unsigned *n_dropped, char *msg,
         return -1;
     if (chs_plan_build(p, NULL)) {
         snprintf(c->status, sizeof c->status, "%s", p->status);
-        chs__setmsg(msg, cap, "%s", p->err);
+        emsg_set(msg, cap, "%s", p->err);
         chs_plan_free(p);
         return -1;
     }
@@ -676,11 +666,11 @@ int chs_generate(chs *c, const int32_t *ids, size_t n, const chs_settings *st, c
     gen_state gs = {.c = c, .sink = sink, .ts = tok_stream_new(c->v, 0)};
     int ret = -1;
     if (!gs.ts) {
-        chs__setmsg(msg, cap, "out of memory");
+        emsg_set(msg, cap, "out of memory");
         goto done;
     }
     if (n >= UINT32_MAX) {
-        chs__setmsg(msg, cap, "the prompt (%zu tokens) does not fit the context (%u)", n, runner_n_ctx(c->r));
+        emsg_set(msg, cap, "the prompt (%zu tokens) does not fit the context (%u)", n, runner_n_ctx(c->r));
         goto done;
     }
     runner_gen g = {
@@ -700,7 +690,7 @@ int chs_generate(chs *c, const int32_t *ids, size_t n, const chs_settings *st, c
     rs = (chs_reply_stats){rst.n_prompt, rst.n_reused, rst.n_eval, rst.n_gen, rst.t_prompt_s, rst.t_first_s,
                            rst.t_gen_s, (chs_stop)rst.stop};
     if (rc == RUNNER_ECALLBACK)
-        chs__setmsg(msg, cap, "out of memory");
+        emsg_set(msg, cap, "out of memory");
     if (rc)
         goto done;
     /* what a split UTF-8 character still holds */
@@ -769,7 +759,7 @@ int chs_save(const chs *c, const char *path, char *msg, size_t cap)
     size_t tl = strlen(txt);
     if (afile_open(&af, path) != 0 || afile_write(&af, txt, tl) != 0 || afile_write(&af, "\n", 1) != 0 ||
         afile_commit(&af) != 0) {
-        chs__setmsg(msg, cap, "%s: %s", path,
+        emsg_set(msg, cap, "%s: %s", path,
                af.step == AFILE_CREATE && af.err == ENOENT ? "the folder does not exist" : strerror(af.err));
         afile_close(&af);
         goto out;
@@ -778,7 +768,7 @@ int chs_save(const chs *c, const char *path, char *msg, size_t cap)
     ret = 0;
     goto out;
 oom:
-    chs__setmsg(msg, cap, "out of memory");
+    emsg_set(msg, cap, "out of memory");
 out:
     free(txt);
     cJSON_Delete(root);

@@ -66,10 +66,10 @@ static bool text_ok(const char *what, const char *s, char *msg, size_t cap)
     if (at == n)
         return true;
     if (ctrl)
-        chs__setmsg(msg, cap, "%s holds a control character (U+%04X at byte %zu; only tab and new lines are allowed)",
+        emsg_set(msg, cap, "%s holds a control character (U+%04X at byte %zu; only tab and new lines are allowed)",
                what, ctrl, at);
     else
-        chs__setmsg(msg, cap, "%s is not valid UTF-8 (byte %zu)", what, at);
+        emsg_set(msg, cap, "%s is not valid UTF-8 (byte %zu)", what, at);
     return false;
 }
 
@@ -100,14 +100,14 @@ int chs_session_parse(const char *buf, size_t len, const chs_settings *base, chs
     memset(out, 0, sizeof *out);
     out->st = base ? *base : chs_default_settings();
     if (len > CHS_FILE_MAX_BYTES) {
-        chs__setmsg(msg, cap, "too large for a session file (%zu bytes; at most %u MiB)", len, CHS_FILE_MAX_BYTES >> 20);
+        emsg_set(msg, cap, "too large for a session file (%zu bytes; at most %u MiB)", len, CHS_FILE_MAX_BYTES >> 20);
         return -1;
     }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(buf, len, &end, false);
     if (!root) {
         size_t at = end && end >= buf && end <= buf + len ? (size_t)(end - buf) : 0;
-        chs__setmsg(msg, cap, "offset %zu: not JSON, or nested deeper than %d (a ggscope chat session file)", at,
+        emsg_set(msg, cap, "offset %zu: not JSON, or nested deeper than %d (a ggscope chat session file)", at,
                CJSON_NESTING_LIMIT);
         return -1;
     }
@@ -118,19 +118,19 @@ int chs_session_parse(const char *buf, size_t len, const chs_settings *base, chs
     const cJSON *set = cJSON_GetObjectItemCaseSensitive(root, "settings");
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "messages");
     if (!cJSON_IsObject(root) || !cJSON_IsNumber(ver) || ver->valuedouble != 1) {
-        chs__setmsg(msg, cap, "not a ggscope chat session file (expected an object with \"ggscope_chat\": 1)");
+        emsg_set(msg, cap, "not a ggscope chat session file (expected an object with \"ggscope_chat\": 1)");
         goto out;
     }
     if (sys && !cJSON_IsString(sys)) {
-        chs__setmsg(msg, cap, "system is not a string");
+        emsg_set(msg, cap, "system is not a string");
         goto out;
     }
     if (set && !cJSON_IsObject(set)) {
-        chs__setmsg(msg, cap, "settings is not an object");
+        emsg_set(msg, cap, "settings is not an object");
         goto out;
     }
     if (!cJSON_IsArray(arr)) {
-        chs__setmsg(msg, cap, "messages is not an array");
+        emsg_set(msg, cap, "messages is not an array");
         goto out;
     }
     if (sys && !text_ok("system", sys->valuestring, msg, cap))
@@ -144,11 +144,11 @@ int chs_session_parse(const char *buf, size_t len, const chs_settings *base, chs
         static const double lim[7] = {1e30, 1 << 24, 1e30, 1e30, 1e30, 1 << 24, 1 << 24};
         for (int i = 0; i < 7; i++)
             if (!num_field(set, names[i], -lim[i], lim[i], &v[i])) {
-                chs__setmsg(msg, cap, "settings.%s is not a valid number (at most %g in magnitude)", names[i], lim[i]);
+                emsg_set(msg, cap, "settings.%s is not a valid number (at most %g in magnitude)", names[i], lim[i]);
                 goto out;
             }
         if (!(v[4] > 0)) {
-            chs__setmsg(msg, cap, "settings.repeat_penalty must be > 0");
+            emsg_set(msg, cap, "settings.repeat_penalty must be > 0");
             goto out;
         }
         st.sp.temp = (float)v[0];
@@ -164,14 +164,14 @@ int chs_session_parse(const char *buf, size_t len, const chs_settings *base, chs
             errno = 0;
             unsigned long long s = strtoull(seed->valuestring, &e, 10);
             if (*e || errno || !seed->valuestring[0] || seed->valuestring[0] == '-') {
-                chs__setmsg(msg, cap, "settings.seed is not a whole number");
+                emsg_set(msg, cap, "settings.seed is not a whole number");
                 goto out;
             }
             st.sp.seed = s;
         } else if (cJSON_IsNumber(seed) && seed->valuedouble >= 0 && seed->valuedouble < 1.8e19) {
             st.sp.seed = (uint64_t)seed->valuedouble;
         } else if (seed) {
-            chs__setmsg(msg, cap, "settings.seed is not a whole number");
+            emsg_set(msg, cap, "settings.seed is not a whole number");
             goto out;
         }
     }
@@ -180,14 +180,14 @@ int chs_session_parse(const char *buf, size_t len, const chs_settings *base, chs
     cJSON_ArrayForEach(it, arr)
     {
         if (++count > CHS_FILE_MAX_MESSAGES) {
-            chs__setmsg(msg, cap, "more than %u messages", CHS_FILE_MAX_MESSAGES);
+            emsg_set(msg, cap, "more than %u messages", CHS_FILE_MAX_MESSAGES);
             goto out;
         }
     }
     out->m = calloc(count ? count : 1, sizeof *out->m);
     out->system = chs__dupn(sys ? sys->valuestring : "", sys ? strlen(sys->valuestring) : 0);
     if (!out->m || !out->system) {
-        chs__setmsg(msg, cap, "out of memory");
+        emsg_set(msg, cap, "out of memory");
         goto out;
     }
     size_t i = 0;
@@ -199,11 +199,11 @@ int chs_session_parse(const char *buf, size_t len, const chs_settings *base, chs
         char what[64];
         if (!cJSON_IsObject(it) || !cJSON_IsString(r) || !cJSON_IsString(t) ||
             (strcmp(r->valuestring, "user") && strcmp(r->valuestring, "assistant"))) {
-            chs__setmsg(msg, cap, "messages[%zu]: each message needs a role (user, assistant) and a content string", i);
+            emsg_set(msg, cap, "messages[%zu]: each message needs a role (user, assistant) and a content string", i);
             goto out;
         }
         if (d && !cJSON_IsBool(d)) {
-            chs__setmsg(msg, cap, "messages[%zu].dropped is not true or false", i);
+            emsg_set(msg, cap, "messages[%zu].dropped is not true or false", i);
             goto out;
         }
         snprintf(what, sizeof what, "messages[%zu].content", i);
@@ -217,7 +217,7 @@ int chs_session_parse(const char *buf, size_t len, const chs_settings *base, chs
         m->dropped = cJSON_IsTrue(d);
         out->n = ++i;
         if (!m->role || !m->content) {
-            chs__setmsg(msg, cap, "out of memory");
+            emsg_set(msg, cap, "out of memory");
             goto out;
         }
     }
@@ -241,21 +241,21 @@ int chs_session_read(const char *path, const chs_settings *base, chs_file *out, 
     char *buf = rfile_read(path, CHS_FILE_MAX_BYTES, RFILE_REGULAR, &sz, &rs, &e);
     if (!buf) {
         if (rs == RFILE_ENOTREG)
-            chs__setmsg(msg, cap, "%s: not a regular file (a session file is)", path);
+            emsg_set(msg, cap, "%s: not a regular file (a session file is)", path);
         else if (rs == RFILE_ETOOBIG) {
             struct stat sb;
             long long size = stat(path, &sb) == 0 ? (long long)sb.st_size : (long long)CHS_FILE_MAX_BYTES + 1;
-            chs__setmsg(msg, cap, "%s: too large for a session file (%lld bytes; at most %u MiB)", path, size,
+            emsg_set(msg, cap, "%s: too large for a session file (%lld bytes; at most %u MiB)", path, size,
                    CHS_FILE_MAX_BYTES >> 20);
         }
         else
-            chs__setmsg(msg, cap, "%s: %s", path, rfile_strerror(rs, e));
+            emsg_set(msg, cap, "%s: %s", path, rfile_strerror(rs, e));
         return -1;
     }
     char inner[448];
     int rc = chs_session_parse(buf, sz, base, out, inner, sizeof inner);
     free(buf);
     if (rc)
-        chs__setmsg(msg, cap, "%s: %s", path, inner);
+        emsg_set(msg, cap, "%s: %s", path, inner);
     return rc;
 }

@@ -5,9 +5,9 @@
 #include <stddef.h>
 
 #include "chatsession.h"
+#include "emsg.h"
 
 /* vsnprintf into msg when msg and cap are set. */
-void chs__setmsg(char *msg, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* s[0..n) as a NUL-terminated malloc'd copy; NULL when out of memory. */
 char *chs__dupn(const char *s, size_t n);
 /* Free a message's strings and tokens and zero it. */

@@ -1,6 +1,7 @@
 /* runner: see runner.h. */
 #include "runner.h"
 #include "clock.h"
+#include "emsg.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -31,16 +32,6 @@ struct runner {
     char info[320 + 512 + 16];   /* desc (auto: why) */
 };
 
-static void setmsg(char *msg, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void setmsg(char *msg, size_t cap, const char *fmt, ...)
-{
-    if (!msg || !cap)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, cap, fmt, ap);
-    va_end(ap);
-}
 
 void runner_describe_backend(const backend *b, char *buf, size_t cap)
 {
@@ -118,11 +109,11 @@ static backend *open_backend(runner *r, const runner_params *p, char *msg, size_
 #ifdef GGSCOPE_HAVE_VULKAN
         b = open_vulkan(p->device, r->m, p, why, sizeof why);
         if (!b) {
-            setmsg(msg, cap, "--backend vulkan: %s", why);
+            emsg_set(msg, cap, "--backend vulkan: %s", why);
             return NULL;
         }
 #else
-        setmsg(msg, cap, "--backend vulkan: this build of ggscope has no Vulkan backend (Vulkan or glslc was not found)");
+        emsg_set(msg, cap, "--backend vulkan: this build of ggscope has no Vulkan backend (Vulkan or glslc was not found)");
         return NULL;
 #endif
     } else if (!strcmp(name, "auto")) {
@@ -140,11 +131,11 @@ static backend *open_backend(runner *r, const runner_params *p, char *msg, size_
     } else if (!strcmp(name, "cpu")) {
         b = backend_cpu_new(p->threads);
     } else {
-        setmsg(msg, cap, "--backend: unknown backend '%s' (auto, vulkan, cpu)", name);
+        emsg_set(msg, cap, "--backend: unknown backend '%s' (auto, vulkan, cpu)", name);
         return NULL;
     }
     if (!b) {
-        setmsg(msg, cap, "cannot create the CPU backend");
+        emsg_set(msg, cap, "cannot create the CPU backend");
         return NULL;
     }
     char desc[320];
@@ -161,7 +152,7 @@ int runner_open(model *m, const runner_params *p, runner **out, char *msg, size_
     *out = NULL;
     runner *r = calloc(1, sizeof *r);
     if (!r) {
-        setmsg(msg, cap, "out of memory");
+        emsg_set(msg, cap, "out of memory");
         return RUNNER_ENOMEM;
     }
     pthread_mutex_init(&r->mu, NULL);
@@ -186,7 +177,7 @@ int runner_open(model *m, const runner_params *p, runner **out, char *msg, size_
     r->hist = malloc(sizeof *r->hist * r->n_ctx);
     r->logits = malloc(sizeof *r->logits * r->n_vocab);
     if (!r->hist || !r->logits) {
-        setmsg(msg, cap, "out of memory");
+        emsg_set(msg, cap, "out of memory");
         runner_close(r);
         return RUNNER_ENOMEM;
     }
@@ -243,7 +234,7 @@ bool runner_take_notice(runner *r, char *buf, size_t cap)
     if (!r->notice_new)
         return false;
     r->notice_new = false;
-    setmsg(buf, cap, "%s", r->notice_text);
+    emsg_set(buf, cap, "%s", r->notice_text);
     return true;
 }
 
@@ -290,7 +281,7 @@ int runner_eval(runner *r, const int32_t *tokens, uint32_t n, uint32_t pos, floa
     if ((rc == BACKEND_EDEVICE || rc == BACKEND_ENOMEM) && have_hist && strcmp(r->be->ops->name, "cpu"))
         rc = fall_back(r, rc, tokens, n, pos, logits, all);
     if (rc)
-        setmsg(msg, cap, "evaluation failed: %s", session_error(r->s));
+        emsg_set(msg, cap, "evaluation failed: %s", session_error(r->s));
     return rc;
 }
 
@@ -328,7 +319,7 @@ int runner_generate(runner *r, const int32_t *ids, uint32_t n, const runner_gen 
     uint32_t n_ctx = r->n_ctx;
     double t0 = clock_now_s();
     if (!n || n >= n_ctx) {
-        setmsg(msg, cap, "the prompt (%u tokens) does not fit the context (%u)", n, n_ctx);
+        emsg_set(msg, cap, "the prompt (%u tokens) does not fit the context (%u)", n, n_ctx);
         goto done;
     }
     uint32_t held = session_used(r->s), common = 0;
@@ -340,7 +331,7 @@ int runner_generate(runner *r, const int32_t *ids, uint32_t n, const runner_gen 
     rs.n_reused = common;
     smp = sampler_new(&g->sp, r->n_vocab);
     if (!smp) {
-        setmsg(msg, cap, "bad sampling settings or out of memory");
+        emsg_set(msg, cap, "bad sampling settings or out of memory");
         ret = RUNNER_ESAMPLE;
         goto done;
     }
@@ -379,7 +370,7 @@ int runner_generate(runner *r, const int32_t *ids, uint32_t n, const runner_gen 
         sampler_result sr;
         int32_t tok = sampler_sample(smp, r->logits, g->want_info ? &sr : NULL);
         if (tok < 0) {
-            setmsg(msg, cap, "sampling failed (logits are not finite)");
+            emsg_set(msg, cap, "sampling failed (logits are not finite)");
             ret = RUNNER_ESAMPLE;
             goto done;
         }
