@@ -109,18 +109,12 @@ typedef struct backend_ops {
      * `ids` is host memory; every id < w->ne1 (checked by the caller). */
     int (*get_rows)(void *ctx, const backend_weight *w, const int32_t *ids, uint32_t n,
                     backend_view dst);
-    /* dst[r][:] = src[r][:] / sqrt(mean(src[r][:]^2) + eps). In place allowed. */
-    int (*rms_norm)(void *ctx, backend_view src, backend_view dst, uint32_t n_rows,
-                    uint32_t n_cols, float eps);
-    /* dst[r][c] = rms_norm(src)[r][c] * w[c]: rms_norm, then mul_w by the F32
-     * vector w of n_cols, as one op (the forward pass's norms). The CPU
-     * backend runs exactly its two steps (same floats); Vulkan records one
-     * dispatch. In place allowed. */
+    /* dst[r][c] = src[r][c] / sqrt(mean(src[r][:]^2) + eps) * w[c]: RMS norm,
+     * then a product by the F32 vector w of n_cols, as one op (the forward
+     * pass's norms). The CPU backend runs exactly the two steps (same
+     * floats); Vulkan records one dispatch. In place allowed. */
     int (*rms_norm_mul)(void *ctx, backend_view src, const backend_weight *w, backend_view dst,
                         uint32_t n_rows, uint32_t n_cols, float eps);
-    /* dst[r][c] = src[r][c] * w[c]; w is an F32 vector of n_cols. In place allowed. */
-    int (*mul_w)(void *ctx, backend_view src, const backend_weight *w, backend_view dst,
-                 uint32_t n_rows, uint32_t n_cols);
     /* dst[r][c] = src[r][c] + w[c]; w is an F32 vector of n_cols (a bias). In place allowed. */
     int (*add_w)(void *ctx, backend_view src, const backend_weight *w, backend_view dst,
                  uint32_t n_rows, uint32_t n_cols);
@@ -156,8 +150,6 @@ typedef struct backend_ops {
      * apart.) */
     int (*silu_mul)(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
                     uint32_t n_cols);
-    /* Softmax of each of n_rows rows of n_cols floats, in place. */
-    int (*softmax)(void *ctx, backend_view x, uint32_t n_rows, uint32_t n_cols);
 
     /* (optional) Wait until all submitted ops are done. */
     int (*sync)(void *ctx);

@@ -3,7 +3,6 @@
  *   OP_ADD      dst[i] = a[i] + b[i]
  *   OP_SILU_MUL dst[i] = silu(a[i]) * b[i]    (the gated FFN)
  *   OP_ADD_ROW  dst[i] = a[i] + b[i % n_cols] (bias)
- *   OP_MUL_ROW  dst[i] = a[i] * b[i % n_cols] (norm weight)
  * dst may alias a or b. */
 layout(binding = 0) readonly buffer A { float a[]; };
 layout(binding = 1) readonly buffer B { float b[]; };
@@ -30,7 +29,5 @@ void main()
     dst[p.dst_off + i] = av / (1.0 + exp(-av)) * b[p.b_off + i];
 #elif defined(OP_ADD_ROW)
     dst[p.dst_off + i] = av + b[p.b_off + i % p.n_cols];
-#elif defined(OP_MUL_ROW)
-    dst[p.dst_off + i] = av * b[p.b_off + i % p.n_cols];
 #endif
 }

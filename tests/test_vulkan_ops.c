@@ -306,7 +306,7 @@ static void test_get_rows(void **state)
 
 /* ---- element-wise ops and norms ---- */
 
-typedef enum { OP_RMS, OP_MULW, OP_ADDW, OP_ADD, OP_SILU, OP_SOFTMAX, OP_RMS_MULW } eop;
+typedef enum { OP_ADDW, OP_ADD, OP_SILU, OP_RMS_MULW } eop;
 
 static void run_elem(fixture *f, eop op, uint32_t rows, uint32_t cols, bool in_place)
 {
@@ -323,15 +323,9 @@ static void run_elem(fixture *f, eop op, uint32_t rows, uint32_t cols, bool in_p
         backend_buf *ba = upload(b, a, n), *bb = upload(b, bv, n), *bd = upload(b, NULL, n + 5);
         backend_view va = {ba, 0}, vb = {bb, 0}, vd = in_place ? va : (backend_view){bd, 5};
         switch (op) {
-        case OP_RMS: assert_int_equal(b->ops->rms_norm(c, va, vd, rows, cols, 1e-5f), 0); break;
-        case OP_MULW: assert_int_equal(b->ops->mul_w(c, va, &w, vd, rows, cols), 0); break;
         case OP_ADDW: assert_int_equal(b->ops->add_w(c, va, &w, vd, rows, cols), 0); break;
         case OP_ADD: assert_int_equal(b->ops->add(c, va, vb, vd, n), 0); break;
         case OP_SILU: assert_int_equal(b->ops->silu_mul(c, va, vb, vd, rows, cols), 0); break;
-        case OP_SOFTMAX:
-            vd = va;
-            assert_int_equal(b->ops->softmax(c, va, rows, cols), 0);
-            break;
         case OP_RMS_MULW: /* as the session does it (one dispatch on Vulkan) */
             assert_int_equal(b->ops->rms_norm_mul(c, va, &w, vd, rows, cols, 1e-5f), 0);
             break;
@@ -341,7 +335,7 @@ static void run_elem(fixture *f, eop op, uint32_t rows, uint32_t cols, bool in_p
         b->ops->buf_free(c, bb);
         b->ops->buf_free(c, bd);
     }
-    static const char *names[] = {"rms_norm", "mul_w", "add_w", "add", "silu_mul", "softmax", "rms_norm_mul"};
+    static const char *names[] = {"add_w", "add", "silu_mul", "rms_norm_mul"};
     char what[80];
     snprintf(what, sizeof what, "%s %ux%u%s", names[op], rows, cols, in_place ? " in place" : "");
     check(what, res[0], res[1], n, NMSE_ELEM);
@@ -358,7 +352,7 @@ static void test_elementwise(void **state)
     fixture *f = *state;
     NEED_DEVICE(f);
     static const uint32_t shapes[][2] = {{1, 64}, {3, 70}, {2, 1000}, {5, 257}, {1, 4099}};
-    for (int op = OP_RMS; op <= OP_RMS_MULW; op++)
+    for (int op = OP_ADDW; op <= OP_RMS_MULW; op++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             run_elem(f, (eop)op, shapes[s][0], shapes[s][1], s % 2 == 1);
     no_validation_errors(f);
@@ -517,8 +511,12 @@ static void test_chain(void **state)
     const uint32_t E = 256, n = 3;
     void *m1, *m2;
     backend_weight w1 = make_weight(GGTYPE_F32, E, E, &m1), w2 = make_weight(GGTYPE_F16, E, E, &m2);
+    float *ones = rnd_vec(E, 1.0f, 1.0f);
+    backend_weight wn = {.type = GGTYPE_F32, .ne0 = E, .ne1 = 1, .row_bytes = (uint64_t)E * 4, .data = ones,
+                         .name = "norm"};
     prepare(f, &w1);
     prepare(f, &w2);
+    prepare(f, &wn);
     float *x = rnd_vec((size_t)n * E, -1.0f, 1.0f);
     float *res[2];
     backend *bs[2] = {f->cpu, f->vk};
@@ -528,7 +526,8 @@ static void test_chain(void **state)
         backend_buf *bx = upload(b, x, (size_t)n * E), *t1 = upload(b, NULL, (size_t)n * E),
                     *t2 = upload(b, NULL, (size_t)n * E);
         for (int it = 0; it < 4; it++) {
-            assert_int_equal(b->ops->rms_norm(c, (backend_view){bx, 0}, (backend_view){t1, 0}, n, E, 1e-6f), 0);
+            assert_int_equal(
+                b->ops->rms_norm_mul(c, (backend_view){bx, 0}, &wn, (backend_view){t1, 0}, n, E, 1e-6f), 0);
             assert_int_equal(b->ops->matmul(c, &w1, (backend_view){t1, 0}, n, (backend_view){t2, 0}), 0);
             assert_int_equal(b->ops->silu_mul(c, (backend_view){t2, 0}, (backend_view){t1, 0}, (backend_view){t2, 0},
                                               n, E), 0);
@@ -546,6 +545,8 @@ static void test_chain(void **state)
     assert_true(st.dispatches > 0);
     release(f, &w1);
     release(f, &w2);
+    release(f, &wn);
+    free(ones);
     free(res[0]);
     free(res[1]);
     free(x);
@@ -561,7 +562,13 @@ static void test_errors(void **state)
     backend *b = f->vk;
     backend_buf *x = upload(b, NULL, 16);
     /* out-of-range views are refused, not run */
-    assert_int_equal(b->ops->rms_norm(b->ctx, (backend_view){x, 8}, (backend_view){x, 0}, 2, 8, 1e-5f), BACKEND_EARG);
+    float *ones = rnd_vec(8, 1.0f, 1.0f);
+    backend_weight wn = {.type = GGTYPE_F32, .ne0 = 8, .ne1 = 1, .row_bytes = 32, .data = ones, .name = "norm"};
+    prepare(f, &wn);
+    assert_int_equal(b->ops->rms_norm_mul(b->ctx, (backend_view){x, 8}, &wn, (backend_view){x, 0}, 2, 8, 1e-5f),
+                     BACKEND_EARG);
+    release(f, &wn);
+    free(ones);
     assert_int_equal(b->ops->add(b->ctx, (backend_view){x, 0}, (backend_view){x, 0}, (backend_view){x, 1}, 16),
                      BACKEND_EARG);
     /* an unsupported weight type: not prepared, not run */
@@ -597,9 +604,8 @@ static void test_unprepared_weights(void **state)
     assert_non_null(strstr(backend_vulkan_last_message(b), "blk.0.mat is not prepared"));
     assert_int_equal(b->ops->matmul(c, &mat, vx, 3, vy), BACKEND_EARG);
     assert_int_equal(b->ops->get_rows(c, &mat, ids, 2, vy), BACKEND_EARG);
-    assert_int_equal(b->ops->mul_w(c, vx, &vec, vy, R, C), BACKEND_EARG);
-    assert_non_null(strstr(backend_vulkan_last_message(b), "blk.0.vec is not prepared"));
     assert_int_equal(b->ops->add_w(c, vx, &vec, vy, R, C), BACKEND_EARG);
+    assert_non_null(strstr(backend_vulkan_last_message(b), "blk.0.vec is not prepared"));
     assert_int_equal(b->ops->rms_norm_mul(c, vx, &vec, vy, R, C, 1e-5f), BACKEND_EARG);
     backend_vulkan_stats st1 = backend_vulkan_get_stats(b);
     assert_int_equal(st1.dispatches, st0.dispatches);

@@ -461,30 +461,6 @@ static int cpu_silu_mul(void *ctx, backend_view gate, backend_view up, backend_v
     return 0;
 }
 
-static int cpu_softmax(void *ctx, backend_view x, uint32_t n_rows, uint32_t n_cols)
-{
-    (void)ctx;
-    float *d = f32_at(x, (size_t)n_rows * n_cols);
-    if (!d || !n_cols)
-        return BACKEND_EARG;
-    for (uint32_t r = 0; r < n_rows; r++) {
-        float *row = d + (size_t)r * n_cols;
-        float mx = -INFINITY;
-        for (uint32_t c = 0; c < n_cols; c++)
-            if (row[c] > mx)
-                mx = row[c];
-        double sum = 0.0;
-        for (uint32_t c = 0; c < n_cols; c++) {
-            row[c] = expf(row[c] - mx);
-            sum += row[c];
-        }
-        float inv = (float)(1.0 / sum);
-        for (uint32_t c = 0; c < n_cols; c++)
-            row[c] *= inv;
-    }
-    return 0;
-}
-
 static int cpu_sync(void *ctx)
 {
     (void)ctx;
@@ -501,9 +477,7 @@ static const backend_ops CPU_OPS = {
     .weight_prepare = NULL,
     .weight_release = NULL,
     .get_rows = cpu_get_rows,
-    .rms_norm = cpu_rms_norm,
     .rms_norm_mul = cpu_rms_norm_mul,
-    .mul_w = cpu_mul_w,
     .add_w = cpu_add_w,
     .add = cpu_add,
     .matmul = cpu_matmul,
@@ -511,7 +485,6 @@ static const backend_ops CPU_OPS = {
     .store_f16 = cpu_store_f16,
     .attention = cpu_attention,
     .silu_mul = cpu_silu_mul,
-    .softmax = cpu_softmax,
     .sync = cpu_sync,
 };
 

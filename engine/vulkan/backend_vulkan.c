@@ -467,9 +467,7 @@ static const backend_ops VK_OPS = {
     .weight_prepare = vw_prepare,
     .weight_release = vw_release,
     .get_rows = vk_op_get_rows,
-    .rms_norm = vk_op_rms_norm,
     .rms_norm_mul = vk_op_rms_norm_mul,
-    .mul_w = vk_op_mul_w,
     .add_w = vk_op_add_w,
     .add = vk_op_add,
     .matmul = vk_op_matmul,
@@ -477,7 +475,6 @@ static const backend_ops VK_OPS = {
     .store_f16 = vk_op_store_f16,
     .attention = vk_op_attention,
     .silu_mul = vk_op_silu_mul,
-    .softmax = vk_op_softmax,
     .sync = v_sync,
 };
 

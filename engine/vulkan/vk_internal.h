@@ -221,11 +221,8 @@ int vk_weight_get(vk_ctx *c, const backend_weight *w, const vk_weight **out);
 
 /* ---- ops (vk_ops.c), with the signatures of backend_ops ---- */
 int vk_op_get_rows(void *ctx, const backend_weight *w, const int32_t *ids, uint32_t n, backend_view dst);
-int vk_op_rms_norm(void *ctx, backend_view src, backend_view dst, uint32_t n_rows, uint32_t n_cols, float eps);
 int vk_op_rms_norm_mul(void *ctx, backend_view src, const backend_weight *w, backend_view dst, uint32_t n_rows,
                        uint32_t n_cols, float eps);
-int vk_op_mul_w(void *ctx, backend_view src, const backend_weight *w, backend_view dst, uint32_t n_rows,
-                uint32_t n_cols);
 int vk_op_add_w(void *ctx, backend_view src, const backend_weight *w, backend_view dst, uint32_t n_rows,
                 uint32_t n_cols);
 int vk_op_add(void *ctx, backend_view a, backend_view b, backend_view dst, size_t n);
@@ -239,6 +236,5 @@ int vk_op_attention(void *ctx, backend_view q, backend_view k, backend_view v, b
                     float scale);
 int vk_op_silu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
                    uint32_t n_cols);
-int vk_op_softmax(void *ctx, backend_view x, uint32_t n_rows, uint32_t n_cols);
 
 #endif

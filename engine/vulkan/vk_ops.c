@@ -211,7 +211,7 @@ int vk_op_matmul(void *ctx, const backend_weight *w, backend_view x, uint32_t n_
     return 0;
 }
 
-/* Record rms_norm (times the norm weight `w` when not NULL). */
+/* Record rms_norm times the norm weight `w`. */
 static int record_norm(vk_ctx *c, backend_view src, backend_view dst, uint32_t n_rows, uint32_t n_cols, float eps,
                        const vk_weight *w)
 {
@@ -226,20 +226,12 @@ static int record_norm(vk_ctx *c, backend_view src, backend_view dst, uint32_t n
         return rc;
     if (n == 0)
         return 0;
-    if (w) {
-        VkDeviceSize adj;
-        if ((rc = vk_bind_range(c, &w->b, 0, (VkDeviceSize)n_cols * 4, false, &b[2], &adj)) != 0)
-            return rc;
-        p.w_off = (uint32_t)(adj / 4);
-    }
-    int pi = w ? pipe_reduce(c, VK_SH_RMS_NORM_MUL, VK_SH_RMS_NORM_MUL_SG, VK_SPEC_PLAIN)
-               : pipe_reduce(c, VK_SH_RMS_NORM, VK_SH_RMS_NORM_SG, VK_SPEC_PLAIN);
-    return vk_dispatch(c, pi, b, w ? 3 : 2, &p, sizeof p, n_rows, 1);
-}
-
-int vk_op_rms_norm(void *ctx, backend_view src, backend_view dst, uint32_t n_rows, uint32_t n_cols, float eps)
-{
-    return record_norm(ctx, src, dst, n_rows, n_cols, eps, NULL);
+    VkDeviceSize adj;
+    if ((rc = vk_bind_range(c, &w->b, 0, (VkDeviceSize)n_cols * 4, false, &b[2], &adj)) != 0)
+        return rc;
+    p.w_off = (uint32_t)(adj / 4);
+    int pi = pipe_reduce(c, VK_SH_RMS_NORM_MUL, VK_SH_RMS_NORM_MUL_SG, VK_SPEC_PLAIN);
+    return vk_dispatch(c, pi, b, 3, &p, sizeof p, n_rows, 1);
 }
 
 /* The F32 vector weight of n_cols elements of a row op. */
@@ -259,21 +251,6 @@ int vk_op_rms_norm_mul(void *ctx, backend_view src, const backend_weight *w, bac
     const vk_weight *vw;
     int rc = vec_weight(c, w, n_cols, &vw);
     return rc ? rc : record_norm(c, src, dst, n_rows, n_cols, eps, vw);
-}
-
-int vk_op_softmax(void *ctx, backend_view x, uint32_t n_rows, uint32_t n_cols)
-{
-    vk_ctx *c = ctx;
-    size_t n = (size_t)n_rows * n_cols;
-    if (!fits_u32(n))
-        return BACKEND_EARG;
-    vk_binding b[1];
-    vk_push_softmax p = {.n_rows = n_rows, .n_cols = n_cols};
-    int rc = bind_view(c, x, n, true, &b[0], &p.off);
-    if (rc != 0)
-        return rc;
-    return vk_dispatch(c, pipe_reduce(c, VK_SH_SOFTMAX, VK_SH_SOFTMAX_SG, VK_SPEC_PLAIN), b, 1, &p, sizeof p,
-                       n_rows, 1);
 }
 
 /* dst = a OP b over n elements (b of n_cols elements when it is a row). */
@@ -309,12 +286,6 @@ static int row_op(vk_ctx *c, vk_shader_id op, backend_view src, const backend_we
         return rc;
     backend_view none = {0};
     return binary(c, op, src, &bw, (uint32_t)(adj / 4), none, dst, (size_t)n_rows * n_cols, n_cols);
-}
-
-int vk_op_mul_w(void *ctx, backend_view src, const backend_weight *w, backend_view dst, uint32_t n_rows,
-                uint32_t n_cols)
-{
-    return row_op(ctx, VK_SH_BINARY_MUL_ROW, src, w, dst, n_rows, n_cols);
 }
 
 int vk_op_add_w(void *ctx, backend_view src, const backend_weight *w, backend_view dst, uint32_t n_rows,

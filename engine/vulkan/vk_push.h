@@ -19,10 +19,6 @@ typedef struct {   /* rms_norm.comp */
     uint32_t w_off;   /* rms_norm_mul only */
 } vk_push_rms_norm;
 
-typedef struct {   /* softmax.comp */
-    uint32_t off, n_rows, n_cols;
-} vk_push_softmax;
-
 typedef struct {   /* binary.comp */
     uint32_t a_off, b_off, dst_off, n, n_cols;
 } vk_push_binary;
@@ -43,7 +39,6 @@ typedef struct {   /* attention.comp */
 _Static_assert(sizeof(vk_push_mul_mat) <= 128, "push constants: mul_mat");
 _Static_assert(sizeof(vk_push_get_rows) <= 128, "push constants: get_rows");
 _Static_assert(sizeof(vk_push_rms_norm) <= 128, "push constants: rms_norm");
-_Static_assert(sizeof(vk_push_softmax) <= 128, "push constants: softmax");
 _Static_assert(sizeof(vk_push_binary) <= 128, "push constants: binary");
 _Static_assert(sizeof(vk_push_rope) <= 128, "push constants: rope");
 _Static_assert(sizeof(vk_push_store_f16) <= 128, "push constants: store_f16");
