@@ -105,8 +105,30 @@ typedef struct {
     double mv_s[N_SHAPES], mm_s[N_SHAPES], mm_cpu[N_SHAPES];
 } results;
 
-/* Plain streaming read of 256 MB (64-bit adds): what memory gives right now. */
-static double read_bandwidth(void)
+/* Plain streaming read of 256 MB split across the pool's threads (each
+ * thread its own contiguous half, 64-bit adds): what memory gives right now. */
+typedef struct {
+    const uint64_t *p;
+    size_t n; /* words */
+    uint64_t sum[16];
+} read_ctx;
+
+static void read_worker(void *arg, int ith, int nth)
+{
+    read_ctx *c = arg;
+    size_t per = c->n / (size_t)nth / 4 * 4, b = per * (size_t)ith;
+    uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    for (size_t i = b; i < b + per; i += 4) {
+        a0 += c->p[i];
+        a1 += c->p[i + 1];
+        a2 += c->p[i + 2];
+        a3 += c->p[i + 3];
+    }
+    if (ith < 16)
+        c->sum[ith] = a0 + a1 + a2 + a3;
+}
+
+static double read_bandwidth(tpool *pool)
 {
     size_t n = (size_t)256 << 20;
     uint64_t *p = malloc(n);
@@ -114,22 +136,14 @@ static double read_bandwidth(void)
         return 0;
     memset(p, 1, n);
     double best = 1e30;
-    volatile uint64_t sink = 0;
-    for (int r = 0; r < 3; r++) {
+    read_ctx c = {p, n / 8, {0}};
+    for (int r = 0; r < 5; r++) {
         double t0 = now();
-        uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-        for (size_t i = 0; i < n / 8; i += 4) {
-            a0 += p[i];
-            a1 += p[i + 1];
-            a2 += p[i + 2];
-            a3 += p[i + 3];
-        }
-        sink += a0 + a1 + a2 + a3;
+        tpool_run(pool, read_worker, &c);
         double dt = now() - t0;
         if (dt < best)
             best = dt;
     }
-    (void)sink;
     free(p);
     return (double)n / best / 1e9;
 }
@@ -231,8 +245,15 @@ int main(int argc, char **argv)
         return 2;
     printf("SIMD path: %s; mat-mat tokens: %lld; best of %d\n", kern_simd_name(),
            (long long)ntok_mm, reps);
-    printf("plain read of 256 MB, 1 thread: %.1f GB/s (memory as this machine gives it now)\n",
-           read_bandwidth());
+    for (int hi = 0; hi < n_threads; hi++) {
+        int nth = atoi(threads_s[hi]);
+        tpool *pool = tpool_new(nth);
+        if (!pool)
+            return 1;
+        printf("plain read of 256 MB, %d thread%s: %.1f GB/s (memory as this machine gives it now)\n",
+               nth, nth > 1 ? "s" : "", read_bandwidth(pool));
+        tpool_free(pool);
+    }
     printf("mv: weights from memory (copies >= 256 MB); mv$: the same matrix again (cache)\n");
 
     float *x = malloc((size_t)ntok_mm * 5632 * sizeof(float));

@@ -13,6 +13,7 @@
 #include "codec.h"
 #include "ggtype.h"
 #include "kernels.h"
+#include "kernels_internal.h"
 #include "quant_blocks.h"
 
 /* ---- random numbers (xorshift64*) ---- */
@@ -454,6 +455,64 @@ TYPE_TEST(Q4_K)
 TYPE_TEST(Q5_K)
 TYPE_TEST(Q6_K)
 
+/* The fast AVX2 kernels (eight-row one-token tiles, batched GEMM) against
+ * the plain exact tiles they are built on (kern_reference_tiles): the same
+ * float order, so the same bits, for every shape, token count and pool. */
+static void test_fast_kernels_bitwise(void **state)
+{
+    (void)state;
+    static const uint32_t types[] = {GGTYPE_Q4_0, GGTYPE_Q8_0, GGTYPE_Q4_K, GGTYPE_Q6_K,
+                                     GGTYPE_F16, GGTYPE_F32};
+    static const shape shapes[] = {
+        {64, 512, 1, 0},  {40, 2048, 1, 0}, {24, 768, 1, 4},  {13, 256, 1, 0}, {8, 256, 3, 0},
+        {16, 1024, 2, 0}, {48, 512, 5, 0},  {32, 256, 17, 0}, {72, 512, 64, 0}, {9, 512, 7, 0},
+    };
+    kern_simd saved = kern_simd_get();
+    tpool *pools[3] = {NULL, tpool_new(2), tpool_new(3)};
+    assert_true(pools[1] && pools[2]);
+    int checked = 0;
+    for (int p = KERN_SIMD_AVX2; p <= KERN_SIMD_AVX2_PLAIN; p += KERN_SIMD_AVX2_PLAIN - KERN_SIMD_AVX2) { /* avx2, avx2-plain */
+        if (kern_simd_set((kern_simd)p) != 0)
+            continue;
+        for (int ti = 0; ti < N(types); ti++)
+            for (int si = 0; si < N(shapes); si++) {
+                const shape *s = &shapes[si];
+                uint32_t type = types[ti];
+                int64_t cols = s->n_cols;
+                size_t rb = (size_t)ggtype_row_size(type, (uint64_t)cols, NULL) + s->pad;
+                uint8_t *w = calloc((size_t)s->n_rows, rb);
+                float *x = malloc((size_t)(s->n_tok * cols) * sizeof(float));
+                float *y0 = malloc((size_t)(s->n_tok * s->n_rows) * sizeof(float));
+                float *y1 = malloc((size_t)(s->n_tok * s->n_rows) * sizeof(float));
+                assert_true(w && x && y0 && y1);
+                free(make_weights(type, w, rb, s->n_rows, cols));
+                for (int64_t i = 0; i < s->n_tok * cols; i++)
+                    x[i] = rndf(-1.0f, 1.0f) * (i % 5 == 0 ? 3.0f : 1.0f);
+                tpool *pool = pools[si % 3];
+                kern_reference_tiles(1);
+                assert_int_equal(kern_matmul(pool, type, w, rb, s->n_rows, cols, x, s->n_tok, y0, NULL, 0), 0);
+                kern_reference_tiles(0);
+                assert_int_equal(kern_matmul(pool, type, w, rb, s->n_rows, cols, x, s->n_tok, y1, NULL, 0), 0);
+                for (int64_t i = 0; i < s->n_tok * s->n_rows; i++)
+                    if (memcmp(&y0[i], &y1[i], sizeof(float)) != 0)
+                        fail_msg("%s [%s] %lldx%lld, %lld tokens: output %lld is %.9g, the exact tile "
+                                 "gives %.9g",
+                                 ggtype_name(type), kern_simd_name(), (long long)s->n_rows, (long long)cols,
+                                 (long long)s->n_tok, (long long)i, y1[i], y0[i]);
+                checked++;
+                free(w);
+                free(x);
+                free(y0);
+                free(y1);
+            }
+    }
+    tpool_free(pools[1]);
+    tpool_free(pools[2]);
+    assert_int_equal(kern_simd_set(saved), 0);
+    if (!checked)
+        print_message("(no AVX2 on this CPU: the fast kernels are not used)\n");
+}
+
 /* Weights made by ggml's reference quantizers (codec_quantize), as in a real
  * model file, on every path. */
 static void test_matmul_quantized_weights(void **state)
@@ -598,6 +657,7 @@ int main(void)
         cmocka_unit_test(test_matmul_Q5_K),
         cmocka_unit_test(test_matmul_Q6_K),
         cmocka_unit_test(test_matmul_quantized_weights),
+        cmocka_unit_test(test_fast_kernels_bitwise),
         cmocka_unit_test(test_matmul_generic_types),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,6 +21,9 @@ static kern_gemm_fn g_gemm[4][GGTYPE_COUNT]; /* batched GEMM, where a path has o
 static kern_tile_fn g_vec[4][GGTYPE_COUNT];  /* single-token tiles in ggml's order */
 static kern_tile_fn g_vec_plain[4][GGTYPE_COUNT]; /* the same for weights ggml does not repack */
 static kern_tile_fn g_bat[4][GGTYPE_COUNT];  /* batch tiles in ggml's order (AVX2 paths) */
+static kern_tile_fn g_vec8[4][GGTYPE_COUNT]; /* one token, 8 rows per tile (AVX2 paths) */
+static bool g_no_gemm;                       /* GGSCOPE_NO_GEMM set */
+static atomic_int g_ref_tiles;               /* kern_reference_tiles */
 static kern_q8_fn g_q8[4];    /* activation quantizers per path (NULL: scalar) */
 static kern_q8k_fn g_q8k[4];
 static kern_f16_ops g_f16[4]; /* F16 row helpers per path (NULL members: scalar) */
@@ -46,6 +49,7 @@ static bool cpu_has(kern_simd s)
 
 static void simd_init(void)
 {
+    g_no_gemm = getenv("GGSCOPE_NO_GEMM") != NULL;
     kern_fill_scalar(g_tab[KERN_SIMD_SCALAR]);
     memcpy(g_tab[KERN_SIMD_AVX2], g_tab[KERN_SIMD_SCALAR], sizeof g_tab[0]);
     memcpy(g_tab[KERN_SIMD_AVX512], g_tab[KERN_SIMD_SCALAR], sizeof g_tab[0]);
@@ -58,9 +62,10 @@ static void simd_init(void)
         g_q8[KERN_SIMD_AVX2_PLAIN] = g_q8[KERN_SIMD_AVX512] = g_q8[KERN_SIMD_AVX2];
         g_q8k[KERN_SIMD_AVX2_PLAIN] = g_q8k[KERN_SIMD_AVX512] = g_q8k[KERN_SIMD_AVX2];
         kern_f16_avx2(&g_f16[KERN_SIMD_AVX2]);
-        kern_fill_exact_avx2(g_vec[KERN_SIMD_AVX2], g_bat[KERN_SIMD_AVX2], g_vec_plain[KERN_SIMD_AVX2]);
+        kern_fill_exact_avx2(g_vec[KERN_SIMD_AVX2], g_bat[KERN_SIMD_AVX2], g_vec_plain[KERN_SIMD_AVX2],
+                             g_vec8[KERN_SIMD_AVX2]);
         kern_fill_exact_avx2(g_vec[KERN_SIMD_AVX2_PLAIN], g_bat[KERN_SIMD_AVX2_PLAIN],
-                             g_vec_plain[KERN_SIMD_AVX2_PLAIN]);
+                             g_vec_plain[KERN_SIMD_AVX2_PLAIN], g_vec8[KERN_SIMD_AVX2_PLAIN]);
         g_haswell = cpufeat_llama_variant() == CPUFEAT_LLAMA_HASWELL;
         if (g_haswell) {
             kern_fill_exact_haswell(g_vec[KERN_SIMD_AVX2], g_bat[KERN_SIMD_AVX2]);
@@ -90,6 +95,11 @@ static void simd_init(void)
         if (cpu_has(want))
             g_simd = want;
     }
+}
+
+void kern_reference_tiles(int on)
+{
+    atomic_store(&g_ref_tiles, on != 0);
 }
 
 kern_simd kern_simd_get(void)
@@ -296,6 +306,7 @@ typedef struct {
     int64_t n_tok;
     float *y;
     int64_t rc, tc;              /* chunk: rc rows x tc tokens */
+    int tile_r;                  /* rows per tile call */
     int64_t n_rchunks, n_chunks;
     atomic_llong next;
     atomic_int err;
@@ -353,8 +364,8 @@ static void run_chunk(mm_ctx *c, int64_t chunk, float *rowbuf)
                 tile = c->tile_tail;
         }
         nt = lim - t < KERN_TILE_T ? lim - t : KERN_TILE_T;
-        for (int64_t r = r0; r < r1; r += KERN_TILE_R) {
-            int nr = (int)(r1 - r < KERN_TILE_R ? r1 - r : KERN_TILE_R);
+        for (int64_t r = r0; r < r1; r += c->tile_r) {
+            int nr = (int)(r1 - r < c->tile_r ? r1 - r : c->tile_r);
             tile(c->W + (size_t)r * c->row_bytes, c->row_bytes, nr,
                  c->act + (size_t)t * c->act_stride, c->act_stride, (int)nt, c->nb,
                     c->y + t * c->n_rows + r, c->n_rows);
@@ -420,7 +431,12 @@ int kern_matmul(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
     const int64_t kn = g_haswell && (simd == KERN_SIMD_AVX2 || simd == KERN_SIMD_AVX2_PLAIN) ? 8 : 16;
     const bool use_vec = n_tok == 1 || (fl && (n_cols % kn != 0 || n_rows % 4 != 0));
     kern_tile_fn bat = plain && g_vec_plain[simd][wtype] ? g_vec_plain[simd][wtype] : g_bat[simd][wtype];
-    if (use_vec && vec) {
+    c.tile_r = KERN_TILE_R;
+    const bool ref = atomic_load_explicit(&g_ref_tiles, memory_order_relaxed) != 0;
+    if (use_vec && vec && g_vec8[simd][wtype] && !ref && (!plain || !g_vec_plain[simd][wtype])) {
+        c.tile = g_vec8[simd][wtype];
+        c.tile_r = KERN_TILE_R8;
+    } else if (use_vec && vec) {
         c.tile = vec;
     } else if (bat) {
         c.tile = bat;
@@ -468,12 +484,13 @@ int kern_matmul(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
      * it takes every batch of those (ggml's batched kernels start at 2). */
     const bool exact = wtype == GGTYPE_Q4_0 || wtype == GGTYPE_Q8_0 || wtype == GGTYPE_Q4_K ||
                        wtype == GGTYPE_Q6_K;
-    if (n_tok >= (exact ? 2 : KERN_GEMM_MIN_TOK) && g_gemm[simd][wtype] && !getenv("GGSCOPE_NO_GEMM"))
+    if (n_tok >= (exact ? 2 : KERN_GEMM_MIN_TOK) && g_gemm[simd][wtype] && !g_no_gemm &&
+        !(ref && (simd == KERN_SIMD_AVX2 || simd == KERN_SIMD_AVX2_PLAIN)))
         c.gemm = g_gemm[simd][wtype];
     c.tc = n_tok <= 64 ? n_tok : 64;
     int64_t want = (n_rows + (int64_t)nth * 8 - 1) / ((int64_t)nth * 8);
     int64_t rc = want < 64 ? want : 64;
-    rc = (rc + KERN_TILE_R - 1) / KERN_TILE_R * KERN_TILE_R;
+    rc = (rc + c.tile_r - 1) / c.tile_r * c.tile_r;
     if (n_tok > 4 && rc < 16)
         rc = 16;
     if (c.gemm) {

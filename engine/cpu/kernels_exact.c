@@ -94,9 +94,10 @@ void kern_fill_exact_avx512(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn plain[G
 }
 
 void kern_fill_exact_avx2(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn bat[GGTYPE_COUNT],
-                          kern_tile_fn plain[GGTYPE_COUNT])
+                          kern_tile_fn plain[GGTYPE_COUNT], kern_tile_fn vec8[GGTYPE_COUNT])
 {
     fill_exact_a2(vec, bat, plain);
+    fill_exact_vec8_a2(vec8);
 }
 
 void kern_fill_exact_haswell(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn bat[GGTYPE_COUNT])
@@ -113,8 +114,8 @@ void kern_fill_exact_avx512(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn plain[G
     (void)vec, (void)plain;
 }
 void kern_fill_exact_avx2(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn bat[GGTYPE_COUNT],
-                          kern_tile_fn plain[GGTYPE_COUNT])
+                          kern_tile_fn plain[GGTYPE_COUNT], kern_tile_fn vec8[GGTYPE_COUNT])
 {
-    (void)vec, (void)bat, (void)plain;
+    (void)vec, (void)bat, (void)plain, (void)vec8;
 }
 #endif

@@ -38,6 +38,7 @@ typedef void (*kern_tile_fn)(const uint8_t *w, size_t row_bytes, int nr, const u
                              size_t act_stride, int nt, int64_t nb, float *y, int64_t y_stride);
 
 #define KERN_TILE_R 4
+#define KERN_TILE_R8 8 /* rows of the one-token tiles of the vec8 table */
 #define KERN_TILE_T 4
 
 /* Batched GEMM on weights repacked per call into a 16-row interleaved
@@ -77,6 +78,11 @@ void kern_f16_avx2(kern_f16_ops *ops);
  * pool between runs (only thread ith may use it during a run). NULL when p is
  * NULL or memory is short. */
 
+/* Tests: with on != 0, kern_matmul on the AVX2 paths uses only the plain
+ * exact tiles (4 rows, kernels_exact.inc), not the fast one-token and batch
+ * kernels built on them, so a test can compare the two bit for bit. */
+void kern_reference_tiles(int on);
+
 /* Per-ISA kernels fill in the entries they implement (indexed by ggml type). */
 void kern_fill_scalar(kern_tile_fn tab[GGTYPE_COUNT]);
 void kern_fill_avx2(kern_tile_fn tab[GGTYPE_COUNT], int vnni);
@@ -86,7 +92,7 @@ void kern_fill_avx512(kern_tile_fn tab[GGTYPE_COUNT]);
  * ggml does not repack (row count not a multiple of 8). */
 void kern_fill_exact_avx512(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn plain[GGTYPE_COUNT]);
 void kern_fill_exact_avx2(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn bat[GGTYPE_COUNT],
-                          kern_tile_fn plain[GGTYPE_COUNT]);
+                          kern_tile_fn plain[GGTYPE_COUNT], kern_tile_fn vec8[GGTYPE_COUNT]);
 /* Overrides in vec / bat the orders that llama.cpp's haswell (AVX2) build
  * sums differently from its zen4 build (F32, F16; see docs/kernels.md). */
 void kern_fill_exact_haswell(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn bat[GGTYPE_COUNT]);
