@@ -106,7 +106,8 @@ typedef struct {
 } results;
 
 /* Plain streaming read of 256 MB split across the pool's threads (each
- * thread its own contiguous half, 64-bit adds): what memory gives right now. */
+ * thread its own contiguous part, 64-bit adds, software prefetch 1 KB
+ * ahead): what memory gives right now. */
 typedef struct {
     const uint64_t *p;
     size_t n; /* words */
@@ -119,6 +120,8 @@ static void read_worker(void *arg, int ith, int nth)
     size_t per = c->n / (size_t)nth / 4 * 4, b = per * (size_t)ith;
     uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
     for (size_t i = b; i < b + per; i += 4) {
+        if (i % 8 == 0) /* one line in 64 bytes, 1 KB ahead, as the kernels prefetch */
+            __builtin_prefetch(c->p + i + 128);
         a0 += c->p[i];
         a1 += c->p[i + 1];
         a2 += c->p[i + 2];
