@@ -183,15 +183,18 @@ int32_t sampler_sample(sampler *s, const float *logits, sampler_result *out)
         }
     if (best < 0)
         return -1;
-    double z = 0.0;
-    for (uint32_t i = 0; i < nv; i++)
-        z += exp((double)(lg[i] - mx) / T);
-    double ent = 0.0;
+    /* one exp per token: with e_i = exp(x_i), x_i = (l_i - max) / T and
+     * z = sum e_i, the entropy -sum (e_i/z) log(e_i/z) = log z - sum e_i x_i / z */
+    double z = 0.0, zx = 0.0;
     for (uint32_t i = 0; i < nv; i++) {
-        double q = exp((double)(lg[i] - mx) / T) / z;
-        if (q > 0)
-            ent -= q * log(q);
+        double x = (double)(lg[i] - mx) / T, e = exp(x);
+        z += e;
+        if (e > 0)
+            zx += e * x;
     }
+    double ent = log(z) - zx / z;
+    if (ent < 0) /* rounding, for a one-hot distribution */
+        ent = 0;
     /* candidates, sorted as far as needed */
     cand *c = s->c;
     for (uint32_t i = 0; i < nv; i++)

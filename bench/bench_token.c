@@ -1,0 +1,335 @@
+/* bench_token: where one generated token's time goes on the CPU backend.
+ *
+ *   bench_token FILE [-t THREADS] [-n TOKENS] [-c CONTEXT]
+ *
+ * Fills the KV cache with CONTEXT positions (default 16) in one batch, then
+ * evaluates TOKENS (default 64) tokens one at a time through a backend that
+ * wraps the CPU backend and times every op (the CPU backend is synchronous,
+ * so an op's wall time is its cost). Prints, per token: the time of each op
+ * (matmuls by weight role), the thread-pool runs (matmuls and attention each
+ * make one) with the measured cost of an empty run, what the session spends
+ * outside the ops, and the time of sampling a token over the vocabulary with
+ * the chat's default sampler. Best of three passes (the least total). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "clock.h"
+#include "gguf.h"
+#include "model.h"
+#include "sampler.h"
+#include "session.h"
+#include "tpool.h"
+
+#define MAX_CAT 24
+
+typedef struct {
+    char name[32];
+    double s;
+    long calls;
+} cat;
+
+static const backend_ops *g_inner;
+static void *g_inner_ctx;
+static cat g_cat[MAX_CAT];
+static int g_ncat;
+static int g_on;
+
+static void add_time(const char *name, double s)
+{
+    if (!g_on)
+        return;
+    for (int i = 0; i < g_ncat; i++)
+        if (!strcmp(g_cat[i].name, name)) {
+            g_cat[i].s += s;
+            g_cat[i].calls++;
+            return;
+        }
+    if (g_ncat < MAX_CAT) {
+        snprintf(g_cat[g_ncat].name, sizeof g_cat[0].name, "%s", name);
+        g_cat[g_ncat].s = s;
+        g_cat[g_ncat].calls = 1;
+        g_ncat++;
+    }
+}
+
+/* "blk.3.ffn_gate.weight" -> "matmul ffn_gate"; "output.weight" -> "matmul output" */
+static void weight_role(const backend_weight *w, char *out, size_t cap)
+{
+    if (!w->name) {
+        snprintf(out, cap, "matmul %llux%llu", (unsigned long long)w->ne1, (unsigned long long)w->ne0);
+        return;
+    }
+    const char *n = w->name;
+    if (!strncmp(n, "blk.", 4)) {
+        const char *d = strchr(n + 4, '.');
+        n = d ? d + 1 : n;
+    }
+    size_t len = strcspn(n, ".");
+    snprintf(out, cap, "matmul %.*s", (int)len, n);
+}
+
+#define TIMED(label, call)                          \
+    do {                                            \
+        double t0_ = clock_now_s();                 \
+        int rc_ = (call);                           \
+        add_time(label, clock_now_s() - t0_);       \
+        return rc_;                                 \
+    } while (0)
+
+static void w_free(void *ctx) { (void)ctx; }
+static backend_buf *w_buf_new(void *ctx, backend_dtype d, size_t n)
+{
+    (void)ctx;
+    return g_inner->buf_new(g_inner_ctx, d, n);
+}
+static void w_buf_free(void *ctx, backend_buf *b)
+{
+    (void)ctx;
+    g_inner->buf_free(g_inner_ctx, b);
+}
+static int w_buf_write(void *ctx, backend_buf *b, size_t off, const void *src, size_t n)
+{
+    (void)ctx;
+    TIMED("buf_write", g_inner->buf_write(g_inner_ctx, b, off, src, n));
+}
+static int w_buf_read(void *ctx, backend_buf *b, size_t off, void *dst, size_t n)
+{
+    (void)ctx;
+    TIMED("buf_read (logits)", g_inner->buf_read(g_inner_ctx, b, off, dst, n));
+}
+static int w_get_rows(void *ctx, const backend_weight *w, const int32_t *ids, uint32_t n, backend_view dst)
+{
+    (void)ctx;
+    TIMED("get_rows", g_inner->get_rows(g_inner_ctx, w, ids, n, dst));
+}
+static int w_rms_norm_mul(void *ctx, backend_view src, const backend_weight *w, backend_view dst,
+                          uint32_t n_rows, uint32_t n_cols, float eps)
+{
+    (void)ctx;
+    TIMED("rms_norm_mul", g_inner->rms_norm_mul(g_inner_ctx, src, w, dst, n_rows, n_cols, eps));
+}
+static int w_add_w(void *ctx, backend_view src, const backend_weight *w, backend_view dst, uint32_t n_rows,
+                   uint32_t n_cols)
+{
+    (void)ctx;
+    TIMED("add_w", g_inner->add_w(g_inner_ctx, src, w, dst, n_rows, n_cols));
+}
+static int w_add(void *ctx, backend_view a, backend_view b, backend_view dst, size_t n)
+{
+    (void)ctx;
+    TIMED("add", g_inner->add(g_inner_ctx, a, b, dst, n));
+}
+static int w_matmul(void *ctx, const backend_weight *w, backend_view x, uint32_t n_tok, backend_view y)
+{
+    (void)ctx;
+    char role[40];
+    weight_role(w, role, sizeof role);
+    TIMED(role, g_inner->matmul(g_inner_ctx, w, x, n_tok, y));
+}
+static int w_rope(void *ctx, backend_view x, uint32_t n_tok, uint32_t n_head, uint32_t head_dim,
+                  const int32_t *pos, const backend_rope_params *p)
+{
+    (void)ctx;
+    TIMED("rope", g_inner->rope(g_inner_ctx, x, n_tok, n_head, head_dim, pos, p));
+}
+static int w_store_f16(void *ctx, backend_view src, uint32_t n_rows, uint32_t n_cols, backend_view dst,
+                       uint32_t dst_row)
+{
+    (void)ctx;
+    TIMED("store_f16 (KV)", g_inner->store_f16(g_inner_ctx, src, n_rows, n_cols, dst, dst_row));
+}
+static int w_attention(void *ctx, backend_view q, backend_view k, backend_view v, backend_view out,
+                       uint32_t n_tok, uint32_t pos0, uint32_t n_head, uint32_t n_head_kv, uint32_t head_dim,
+                       float scale)
+{
+    (void)ctx;
+    TIMED("attention", g_inner->attention(g_inner_ctx, q, k, v, out, n_tok, pos0, n_head, n_head_kv, head_dim,
+                                          scale));
+}
+static int w_silu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
+                      uint32_t n_cols)
+{
+    (void)ctx;
+    TIMED("silu_mul", g_inner->silu_mul(g_inner_ctx, gate, up, dst, n_rows, n_cols));
+}
+static int w_sync(void *ctx)
+{
+    (void)ctx;
+    return g_inner->sync ? g_inner->sync(g_inner_ctx) : 0;
+}
+
+static void nop(void *arg, int ith, int nth)
+{
+    (void)arg, (void)ith, (void)nth;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    const char *path = NULL;
+    int threads = 0;
+    long n_gen = 64, n_ctx_fill = 16;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-t") && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-n") && i + 1 < argc)
+            n_gen = atol(argv[++i]);
+        else if (!strcmp(argv[i], "-c") && i + 1 < argc)
+            n_ctx_fill = atol(argv[++i]);
+        else if (argv[i][0] != '-' && !path)
+            path = argv[i];
+        else {
+            fprintf(stderr, "usage: %s FILE [-t THREADS] [-n TOKENS] [-c CONTEXT]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (!path || n_gen < 1 || n_ctx_fill < 1 || n_ctx_fill > 65536) {
+        fprintf(stderr, "usage: %s FILE [-t THREADS] [-n TOKENS] [-c CONTEXT]\n", argv[0]);
+        return 2;
+    }
+    gguf_error ge;
+    gguf_file *f = gguf_open(path, &ge);
+    if (!f) {
+        fprintf(stderr, "%s: cannot open\n", path);
+        return 2;
+    }
+    char msg[512];
+    model_status st;
+    model *m = model_load(f, &st, msg, sizeof msg);
+    if (!m) {
+        fprintf(stderr, "%s: %s\n", path, msg);
+        return 2;
+    }
+    backend *cpu = backend_cpu_new(threads);
+    if (!cpu)
+        return 1;
+    g_inner = cpu->ops;
+    g_inner_ctx = cpu->ctx;
+    backend_ops ops = *cpu->ops;
+    ops.free = w_free;
+    ops.buf_new = w_buf_new;
+    ops.buf_free = w_buf_free;
+    ops.buf_write = w_buf_write;
+    ops.buf_read = w_buf_read;
+    ops.get_rows = w_get_rows;
+    ops.rms_norm_mul = w_rms_norm_mul;
+    ops.add_w = w_add_w;
+    ops.add = w_add;
+    ops.matmul = w_matmul;
+    ops.rope = w_rope;
+    ops.store_f16 = w_store_f16;
+    ops.attention = w_attention;
+    ops.silu_mul = w_silu_mul;
+    ops.sync = w_sync;
+    backend timed = {&ops, NULL};
+    session_params sp = {.n_ctx = (uint32_t)(n_ctx_fill + n_gen + 1), .be = &timed};
+    session *s = session_new(m, &sp, msg, sizeof msg);
+    if (!s) {
+        fprintf(stderr, "session: %s\n", msg);
+        return 1;
+    }
+    uint32_t nv = session_n_vocab(s);
+    float *lg = malloc(sizeof(float) * nv);
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n_ctx_fill + n_gen));
+    if (!lg || !ids)
+        return 1;
+    for (long i = 0; i < n_ctx_fill + n_gen; i++)
+        ids[i] = (int32_t)((uint64_t)(i * 7919 + 13) % nv);
+
+    cat best[MAX_CAT];
+    int best_n = 0;
+    double best_wall = 1e30;
+    for (int pass = 0; pass < 3; pass++) {
+        session_kv_truncate(s, 0);
+        g_on = 0;
+        if (session_eval(s, ids, (uint32_t)n_ctx_fill, 0, lg, false)) {
+            fprintf(stderr, "eval: %s\n", session_error(s));
+            return 1;
+        }
+        g_ncat = 0;
+        g_on = 1;
+        double t0 = clock_now_s();
+        for (long i = 0; i < n_gen; i++)
+            if (session_eval(s, &ids[n_ctx_fill + i], 1, (uint32_t)(n_ctx_fill + i), lg, false)) {
+                fprintf(stderr, "eval: %s\n", session_error(s));
+                return 1;
+            }
+        double wall = (clock_now_s() - t0) / (double)n_gen;
+        g_on = 0;
+        if (wall < best_wall) {
+            best_wall = wall;
+            memcpy(best, g_cat, sizeof best);
+            best_n = g_ncat;
+        }
+    }
+
+    /* an empty pool run, as each matmul and attention pays it */
+    tpool *pool = tpool_new(threads);
+    double runs[20000];
+    for (int i = 0; i < 20000; i++) {
+        double t0 = clock_now_s();
+        tpool_run(pool, nop, NULL);
+        runs[i] = clock_now_s() - t0;
+    }
+    qsort(runs, 20000, sizeof runs[0], cmp_d);
+    int nth = tpool_threads(pool);
+    tpool_free(pool);
+
+    /* sampling with the chat's defaults over random logits */
+    sampler_params spp = sampler_default_params();
+    sampler *smp = sampler_new(&spp, nv);
+    double samp[200];
+    uint64_t r = 12345;
+    for (int k = 0; k < 200; k++) {
+        for (uint32_t i = 0; i < nv; i++) {
+            r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+            lg[i] = (float)((double)(r >> 40) / 16777216.0 * 20.0 - 10.0);
+        }
+        sampler_result res;
+        double t0 = clock_now_s();
+        int32_t tok = sampler_sample(smp, lg, &res);
+        samp[k] = clock_now_s() - t0;
+        sampler_accept(smp, tok);
+    }
+    qsort(samp, 200, sizeof samp[0], cmp_d);
+    sampler_free(smp);
+
+    double ops_total = 0;
+    long pool_runs = 0;
+    for (int i = 0; i < best_n; i++) {
+        ops_total += best[i].s;
+        if (!strncmp(best[i].name, "matmul", 6) || !strcmp(best[i].name, "attention"))
+            pool_runs += best[i].calls;
+    }
+    printf("%s: %d threads, %ld tokens after %ld in the cache, best of 3 passes\n", path, nth, n_gen,
+           n_ctx_fill);
+    printf("wall per token %.3f ms (%.2f tok/s)\n\n", best_wall * 1e3, 1.0 / best_wall);
+    printf("| part | ms per token | share | calls per token |\n|---|---|---|---|\n");
+    for (int i = 0; i < best_n; i++)
+        printf("| %s | %.3f | %.1f%% | %.0f |\n", best[i].name, best[i].s * 1e3 / (double)n_gen,
+               100.0 * best[i].s / (double)n_gen / best_wall, (double)best[i].calls / (double)n_gen);
+    double outside = best_wall - ops_total / (double)n_gen;
+    printf("| session, outside the ops | %.3f | %.1f%% | |\n", outside * 1e3, 100.0 * outside / best_wall);
+    printf("\npool runs per token: %.0f (matmuls + attention); an empty run: median %.2f us, p90 %.2f us, "
+           "p99 %.2f us -> about %.3f ms per token of wake-ups and barriers (inside the ops above)\n",
+           (double)pool_runs / (double)n_gen, runs[10000] * 1e6, runs[18000] * 1e6, runs[19800] * 1e6,
+           (double)pool_runs / (double)n_gen * runs[10000] * 1e3);
+    printf("sampling one token (temp %.2g, top-k %d, top-p %.2g, min-p %.2g, repeat penalty %.2g) over %u "
+           "logits: median %.3f ms, p90 %.3f ms\n",
+           spp.temp, spp.top_k, spp.top_p, spp.min_p, spp.repeat_penalty, nv, samp[100] * 1e3,
+           samp[180] * 1e3);
+    free(lg);
+    free(ids);
+    session_free(s);
+    backend_free(cpu);
+    model_free(m);
+    gguf_close(f);
+    return 0;
+}
