@@ -106,9 +106,18 @@ int backend_cpu_matmul(void *ctx, const backend_weight *w, const float *x, uint3
             c->xr = p;
             c->xr_n = n;
         }
-        for (size_t i = 0; i < n; i++)
-            c->xr[i] = w->type == GGTYPE_F16 ? codec_f16_to_f32(codec_f32_to_f16(x[i]))
-                                             : codec_bf16_to_f32(codec_f32_to_bf16(x[i]));
+        if (w->type == GGTYPE_F16) {
+            /* F16C where the CPU has it (bit-identical to the codec's) */
+            uint16_t h[1024];
+            for (size_t i = 0; i < n; i += 1024) {
+                size_t m = n - i < 1024 ? n - i : 1024;
+                kern_f32_to_f16(x + i, h, (int64_t)m);
+                kern_f16_to_f32(h, c->xr + i, (int64_t)m);
+            }
+        } else {
+            for (size_t i = 0; i < n; i++)
+                c->xr[i] = codec_bf16_to_f32(codec_f32_to_bf16(x[i]));
+        }
         x = c->xr;
     }
     int rc = kern_matmul(c->pool, w->type, w->data, w->row_bytes, (int64_t)w->ne1, (int64_t)w->ne0,
