@@ -103,6 +103,74 @@ static void test_pool_sleep_wake(void **state)
     tpool_free(pool);
 }
 
+/* Dynamic runs: items from a shared counter, each done exactly once; a
+ * worker that wakes late skips the run. Interleaved with static runs, which
+ * must still call every thread. */
+typedef struct {
+    atomic_int next;
+    int n_items;
+    atomic_int done[256];
+    atomic_int joined;
+    int slow_ith; /* this worker sleeps before taking work (-1: none) */
+} dyn_probe;
+
+static void dyn_fn(void *ctx, int ith, int nth)
+{
+    (void)nth;
+    dyn_probe *d = ctx;
+    atomic_fetch_add(&d->joined, 1);
+    if (ith == d->slow_ith) {
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    for (int i = atomic_fetch_add(&d->next, 1); i < d->n_items; i = atomic_fetch_add(&d->next, 1))
+        atomic_fetch_add(&d->done[i], 1);
+}
+
+static void test_pool_dynamic(void **state)
+{
+    (void)state;
+    for (int n = 1; n <= 4; n++) {
+        tpool *pool = tpool_new(n);
+        assert_non_null(pool);
+        pool_probe pr;
+        memset(&pr, 0, sizeof pr);
+        int max_joined = 0;
+        for (int r = 0; r < 3000; r++) {
+            dyn_probe d;
+            memset(&d, 0, sizeof d);
+            d.n_items = 1 + r % 200;
+            d.slow_ith = r % 97 == 0 ? n - 1 : -1;
+            tpool_run_dynamic(pool, dyn_fn, &d);
+            for (int i = 0; i < d.n_items; i++)
+                if (atomic_load(&d.done[i]) != 1)
+                    fail_msg("%d threads, run %d: item %d done %d times", n, r, i, atomic_load(&d.done[i]));
+            int j = atomic_load(&d.joined);
+            assert_true(j >= 1 && j <= n);
+            if (j > max_joined)
+                max_joined = j;
+            if (r % 3 == 0) {
+                tpool_run(pool, probe_fn, &pr);
+                assert_int_equal(atomic_load(&pr.calls), (r / 3 + 1) * n);
+            }
+        }
+        assert_int_equal(pr.nth_seen, n);
+        for (int i = 0; i < n; i++)
+            assert_int_equal(atomic_load(&pr.seen[i]), 1000);
+        if (n > 1 && max_joined < 2)
+            print_message("(%d threads: no worker joined a dynamic run in time)\n", n);
+        tpool_free(pool);
+    }
+    /* NULL pool: the caller alone */
+    dyn_probe d;
+    memset(&d, 0, sizeof d);
+    d.n_items = 10;
+    d.slow_ith = -1;
+    tpool_run_dynamic(NULL, dyn_fn, &d);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(atomic_load(&d.done[i]), 1);
+}
+
 static void test_pool_null_and_default(void **state)
 {
     (void)state;
@@ -637,6 +705,7 @@ int main(void)
         cmocka_unit_test(test_pool_runs),
         cmocka_unit_test(test_pool_sleep_wake),
         cmocka_unit_test(test_pool_null_and_default),
+        cmocka_unit_test(test_pool_dynamic),
         cmocka_unit_test(test_simd_select),
         cmocka_unit_test(test_quantize_act),
         cmocka_unit_test(test_act_quant_all_paths),

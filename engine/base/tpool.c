@@ -1,12 +1,20 @@
 /* tpool: persistent worker threads. A run bumps a generation counter;
  * workers spin on it for a short while, then sleep on a condition variable,
  * so back-to-back runs (one per op of a forward pass) cost microseconds and
- * an idle pool costs nothing. */
+ * an idle pool costs nothing.
+ *
+ * Dynamic runs (tpool_run_dynamic) do not wait for a worker that has not
+ * started: run_state holds the run's generation (high 32 bits), a closed bit
+ * and the count of workers inside fn. A worker joins with a CAS while the run
+ * is open and its generation current; the caller closes the run when its own
+ * fn returns (all work handed out) and waits only for the joined ones. */
 #include "tpool.h"
 
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -19,6 +27,10 @@
 
 /* Pause iterations before sleeping (~100-300 us on current x86). */
 #define SPIN_ITERS 2000
+
+#define RS_CLOSED ((uint64_t)1 << 31)  /* dynamic run: no more joiners */
+#define RS_STATIC ((uint64_t)1 << 30)  /* a tpool_run: every worker runs fn */
+#define RS_COUNT (RS_STATIC - 1)       /* workers inside fn (dynamic runs) */
 
 typedef struct {
     tpool *pool;
@@ -38,7 +50,8 @@ struct tpool {
     void (*fn)(void *ctx, int ith, int nth);
     void *ctx;
     atomic_uint gen;       /* bumped (under mu) to start a run */
-    atomic_int pending;    /* workers still running the current run */
+    atomic_int pending;    /* workers still running the current (static) run */
+    _Atomic uint64_t run_state; /* dynamic runs: gen << 32 | flags | joined count */
     atomic_int stop;
     int n_sleeping;        /* workers waiting on cv_work (under mu) */
     pthread_mutex_t mu;
@@ -69,6 +82,29 @@ static void *worker_main(void *argp)
         if (atomic_load(&p->stop))
             return NULL;
         seen = g;
+        uint64_t st = atomic_load_explicit(&p->run_state, memory_order_acquire);
+        if (!(st & RS_STATIC) || (uint32_t)(st >> 32) != g) {
+            /* dynamic: join while run g is open, else skip it (the caller
+             * did the work, or a later run has begun: read gen again) */
+            bool joined = false;
+            while ((uint32_t)(st >> 32) == g && !(st & RS_CLOSED) && !(st & RS_STATIC)) {
+                if (atomic_compare_exchange_weak_explicit(&p->run_state, &st, st + 1, memory_order_acq_rel,
+                                                          memory_order_acquire)) {
+                    joined = true;
+                    break;
+                }
+            }
+            if (!joined)
+                continue;
+            p->fn(p->ctx, a->ith, p->n);
+            uint64_t left = atomic_fetch_sub_explicit(&p->run_state, 1, memory_order_acq_rel) - 1;
+            if ((left & RS_CLOSED) && (left & RS_COUNT) == 0) {
+                pthread_mutex_lock(&p->mu);
+                pthread_cond_signal(&p->cv_done);
+                pthread_mutex_unlock(&p->mu);
+            }
+            continue;
+        }
         p->fn(p->ctx, a->ith, p->n);
         if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
             /* Last one out: wake the caller should it be sleeping. */
@@ -104,6 +140,7 @@ tpool *tpool_new(int n_threads)
     }
     atomic_init(&p->gen, 0);
     atomic_init(&p->pending, 0);
+    atomic_init(&p->run_state, RS_STATIC | RS_CLOSED);
     atomic_init(&p->stop, 0);
     if (pthread_mutex_init(&p->mu, NULL) != 0)
         goto fail_mu;
@@ -194,6 +231,8 @@ void tpool_run(tpool *p, void (*fn)(void *ctx, int ith, int nth), void *ctx)
     p->fn = fn;
     p->ctx = ctx;
     atomic_store_explicit(&p->pending, p->n - 1, memory_order_relaxed);
+    unsigned g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
+    atomic_store_explicit(&p->run_state, (uint64_t)g << 32 | RS_STATIC, memory_order_release);
     pthread_mutex_lock(&p->mu);
     atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
     if (p->n_sleeping > 0)
@@ -209,6 +248,39 @@ void tpool_run(tpool *p, void (*fn)(void *ctx, int ith, int nth), void *ctx)
     }
     pthread_mutex_lock(&p->mu);
     while (atomic_load_explicit(&p->pending, memory_order_acquire) != 0)
+        pthread_cond_wait(&p->cv_done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void tpool_run_dynamic(tpool *p, void (*fn)(void *ctx, int ith, int nth), void *ctx)
+{
+    if (!p || p->n == 1) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    p->fn = fn;
+    p->ctx = ctx;
+    unsigned g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
+    atomic_store_explicit(&p->run_state, (uint64_t)g << 32, memory_order_release);
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+    if (p->n_sleeping > 0)
+        pthread_cond_broadcast(&p->cv_work);
+    pthread_mutex_unlock(&p->mu);
+
+    fn(ctx, 0, p->n);
+
+    /* every piece of work is handed out: close the run, wait for the joined */
+    uint64_t st = atomic_fetch_or_explicit(&p->run_state, RS_CLOSED, memory_order_acq_rel);
+    if ((st & RS_COUNT) == 0)
+        return;
+    for (int spin = 0; spin < SPIN_ITERS; spin++) {
+        if ((atomic_load_explicit(&p->run_state, memory_order_acquire) & RS_COUNT) == 0)
+            return;
+        cpu_relax();
+    }
+    pthread_mutex_lock(&p->mu);
+    while ((atomic_load_explicit(&p->run_state, memory_order_acquire) & RS_COUNT) != 0)
         pthread_cond_wait(&p->cv_done, &p->mu);
     pthread_mutex_unlock(&p->mu);
 }

@@ -25,6 +25,15 @@ int tpool_threads(const tpool *p);
  * caller. Not reentrant: one run at a time per pool. */
 void tpool_run(tpool *p, void (*fn)(void *ctx, int ith, int nth), void *ctx);
 
+/* A run for work handed out dynamically: fn(ctx, ith, nth) runs on the
+ * caller and on each worker that wakes before the caller's own fn returns;
+ * a worker that comes later (descheduled by a competing process, asleep)
+ * skips the run instead of being waited for. fn must therefore take its work
+ * from a shared counter until none is left, so that any one thread alone
+ * can do all of it; it must not rely on every ith being called. Returns when
+ * the caller's fn and every worker that joined have returned. */
+void tpool_run_dynamic(tpool *p, void (*fn)(void *ctx, int ith, int nth), void *ctx);
+
 /* A per-thread scratch buffer of at least `size` bytes (malloc alignment),
  * kept between runs; NULL for a bad ith or when memory cannot be had. For
  * thread `ith` only; p NULL gives NULL. */

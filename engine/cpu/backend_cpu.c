@@ -8,6 +8,7 @@
  * through kern_matmul (activations quantized on the fly). With the AVX2 or
  * AVX-512 kernels, logits are bit-identical to llama.cpp's x86-64 build. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -326,6 +327,7 @@ typedef struct {
     uint32_t n_tok, pos0, n_head, n_head_kv, head_dim;
     float scale;
     bool simd;   /* AVX2/F16C inner loops (same results) */
+    atomic_uint next; /* the next (token, head) pair to take */
 } attn_job;
 
 /* One (token, head) pair, with the arithmetic of ggml's CPU flash attention
@@ -380,7 +382,7 @@ static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *acc, floa
 
 static void attn_task(void *arg, int ith, int nth)
 {
-    const attn_job *j = arg;
+    attn_job *j = arg;
     uint32_t total = j->n_tok * j->n_head;
     float *sc = malloc(sizeof(float) * 2 * (size_t)j->head_dim);
     if (!sc)
@@ -389,7 +391,9 @@ static void attn_task(void *arg, int ith, int nth)
     /* ggml's tiled form for batches of 64 or more queries, else one chunk */
     const bool tiled = j->n_tok >= 64 && j->head_dim % (g_haswell ? 8 : 16) == 0;
     const uint32_t hd = j->head_dim, kvrow = j->n_head_kv * hd;
-    for (uint32_t i = (uint32_t)ith; i < total; i += (uint32_t)nth) {
+    (void)ith, (void)nth;
+    for (uint32_t i = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed); i < total;
+         i = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) {
         uint32_t t = i / j->n_head, h = i % j->n_head;
         if (!tiled) {
             attn_one(j, t, h, sc, qh);
@@ -425,6 +429,7 @@ static int cpu_attention(void *ctx, backend_view q, backend_view k, backend_view
     /* Poison the output so a worker that could not allocate is detected. */
     for (size_t i = 0; i < qn; i++)
         j.out[i] = NAN;
+    atomic_init(&j.next, 0);
     backend_cpu_parallel(ctx, attn_task, &j);
     for (size_t i = 0; i < qn; i += head_dim)
         if (isnan(j.out[i]))

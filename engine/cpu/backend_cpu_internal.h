@@ -14,7 +14,8 @@ void *backend_cpu_ctx_new(int n_threads);
 void backend_cpu_ctx_free(void *ctx);
 int backend_cpu_ctx_threads(void *ctx);
 
-/* Run fn(arg, ith, nth) for ith = 0..nth-1 on the context's threads; returns when all are done. */
+/* Run fn(arg, ith, nth) on the context's threads as tpool_run_dynamic does:
+ * fn takes its work from a shared counter (a thread may not be called). */
 void backend_cpu_parallel(void *ctx, void (*fn)(void *arg, int ith, int nth), void *arg);
 
 /* y (n_tok x w->ne1) = x (n_tok x w->ne0) . W^T. Arguments already checked. */

@@ -51,7 +51,7 @@ int backend_cpu_ctx_threads(void *ctx)
 
 void backend_cpu_parallel(void *ctx, void (*fn)(void *arg, int ith, int nth), void *arg)
 {
-    tpool_run(((cpu_ctx *)ctx)->pool, fn, arg);
+    tpool_run_dynamic(((cpu_ctx *)ctx)->pool, fn, arg);
 }
 
 /* Plain path: dequantize each weight row, dot in double with every token. */

@@ -388,7 +388,9 @@ static void mm_worker(void *p, int ith, int nth)
             return;
         }
     }
-    for (int64_t chunk = ith; chunk < c->n_chunks;
+    /* every chunk from the shared counter: a thread that joins late (or not
+     * at all, tpool_run_dynamic) leaves its share to the others */
+    for (int64_t chunk = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed); chunk < c->n_chunks;
          chunk = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed)) {
         run_chunk(c, chunk, rowbuf);
         if (atomic_load_explicit(&c->err, memory_order_relaxed))
@@ -501,11 +503,11 @@ int kern_matmul(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
     c.rc = rc;
     c.n_rchunks = (n_rows + rc - 1) / rc;
     c.n_chunks = c.n_rchunks * ((n_tok + c.tc - 1) / c.tc);
-    atomic_init(&c.next, nth);
+    atomic_init(&c.next, 0);
     if (nth == 1 || c.n_chunks == 1)
         mm_worker(&c, 0, 1);
     else
-        tpool_run(pool, mm_worker, &c);
+        tpool_run_dynamic(pool, mm_worker, &c);
     free(owned);
     return atomic_load(&c.err) ? -1 : 0;
 }
