@@ -491,7 +491,10 @@ int kern_matmul(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
         c.gemm = g_gemm[simd][wtype];
     c.tc = n_tok <= 64 ? n_tok : 64;
     int64_t want = (n_rows + (int64_t)nth * 8 - 1) / ((int64_t)nth * 8);
-    int64_t rc = want < 64 ? want : 64;
+    int64_t cap = 64;
+    if (getenv("GGSCOPE_MV_CHUNK"))
+        cap = atoi(getenv("GGSCOPE_MV_CHUNK"));
+    int64_t rc = want < cap ? want : cap;
     rc = (rc + c.tile_r - 1) / c.tile_r * c.tile_r;
     if (n_tok > 4 && rc < 16)
         rc = 16;
