@@ -66,6 +66,8 @@ static void simd_init(void)
                              g_vec8[KERN_SIMD_AVX2]);
         kern_fill_exact_avx2(g_vec[KERN_SIMD_AVX2_PLAIN], g_bat[KERN_SIMD_AVX2_PLAIN],
                              g_vec_plain[KERN_SIMD_AVX2_PLAIN], g_vec8[KERN_SIMD_AVX2_PLAIN]);
+        kern_fill_gemm_avx2(g_gemm[KERN_SIMD_AVX2]);
+        kern_fill_gemm_avx2(g_gemm[KERN_SIMD_AVX2_PLAIN]);
         g_haswell = cpufeat_llama_variant() == CPUFEAT_LLAMA_HASWELL;
         if (g_haswell) {
             kern_fill_exact_haswell(g_vec[KERN_SIMD_AVX2], g_bat[KERN_SIMD_AVX2]);
