@@ -112,9 +112,7 @@ K2 void g32_pack(const uint8_t *w, size_t rbytes, int nr, int64_t nb, const g32_
                     v[r] = _mm256_sign_epi8(s[r], s[r]); /* -128 -> 0x80 = 128 unsigned */
                 }
             }
-            put8(gb->R + b * 512 + 256 * h, v);
-            if (kind == G_Q8_0)
-                put8(gb->S + b * 512 + 256 * h, s);
+            put8(gb->R + b * 512 + 256 * h, kind == G_Q8_0 ? s : v);
         }
     }
 }
@@ -165,32 +163,72 @@ K2 void g_q4_0(const g32_buf *gb, int64_t nb, const uint8_t *act, size_t as, flo
 
 /* Q8_0 (vec_dot_q8_0 / tinyBLAS) and Q4_0 not repacked (vec_q4_0_plain):
  * per block 8 lanes of 4-element sums (here: lane g of a row = vector g),
- * fma with fl(dw * dx), then the 8-lane sum. One token, 8 rows (group h). */
-K2 void g_lanes8(const g32_buf *gb, int64_t nb, const uint8_t *a8, float *y, int nr, int h, const int kind)
+ * fma with fl(dw * dx), then the 8-lane sum. The lanes are independent
+ * chains, so a pass takes NG of them (from g0) for NT tokens and 8 rows
+ * (group h) over blocks b0..b1; the accumulators live in accp (16 per token)
+ * between passes, so that a span of blocks stays in L1 while the tokens walk
+ * over it. */
+K2 void g_lanes8(const g32_buf *gb, int64_t b0, int64_t b1, const uint8_t *act, size_t as, __m256 *accp,
+                 int h, int g0, const int NG, const int NT, const int kind)
 {
-    const kq8 *A = (const kq8 *)a8;
-    __m256 acc[8];
-    for (int g = 0; g < 8; g++)
-        acc[g] = _mm256_setzero_ps();
+    __m256 acc[4][8];
+    for (int t = 0; t < NT; t++)
+        for (int g = 0; g < NG; g++)
+            acc[t][g] = b0 == 0 ? _mm256_setzero_ps() : _mm256_load_ps((const float *)(accp + t * 16 + 8 * h + g0 + g));
     const __m256i one = _mm256_set1_epi16(1);
-    for (int64_t b = 0; b < nb; b++) {
+    for (int64_t b = b0; b < b1; b++) {
         const uint8_t *R = gb->R + b * 512 + 256 * h;
-        const __m256 d = _mm256_mul_ps(_mm256_loadu_ps(gb->dw + b * 16 + 8 * h), _mm256_set1_ps(A[b].d));
-        for (int g = 0; g < 8; g++) {
-            __m256i xb = bcast4(A[b].qs + 4 * g), p;
-            __m256i w = _mm256_loadu_si256((const __m256i *)(R + 32 * g));
-            if (kind == G_Q8_0) {
-                __m256i sg = _mm256_loadu_si256((const __m256i *)(gb->S + b * 512 + 256 * h + 32 * g));
-                p = _mm256_madd_epi16(_mm256_maddubs_epi16(w, _mm256_sign_epi8(xb, sg)), one);
-            } else {
-                const int8_t *x = A[b].qs + 4 * g;
-                p = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(w, xb), one),
-                                     _mm256_set1_epi32(8 * (x[0] + x[1] + x[2] + x[3])));
+        const __m256 dw = _mm256_loadu_ps(gb->dw + b * 16 + 8 * h);
+        __m256 d[4];
+        for (int t = 0; t < NT; t++)
+            d[t] = _mm256_mul_ps(dw, _mm256_set1_ps(((const kq8 *)(act + (size_t)t * as) + b)->d));
+        for (int g = 0; g < NG; g++) {
+            __m256i w = _mm256_load_si256((const __m256i *)(R + 32 * (g0 + g))), sg = w;
+            if (kind == G_Q8_0)
+                w = _mm256_sign_epi8(w, w); /* -128 -> 0x80 = 128 unsigned */
+            for (int t = 0; t < NT; t++) {
+                const int8_t *x = ((const kq8 *)(act + (size_t)t * as) + b)->qs + 4 * (g0 + g);
+                __m256i xb = bcast4(x), p;
+                if (kind == G_Q8_0)
+                    p = _mm256_madd_epi16(_mm256_maddubs_epi16(w, _mm256_sign_epi8(xb, sg)), one);
+                else
+                    p = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(w, xb), one),
+                                         _mm256_set1_epi32(8 * (x[0] + x[1] + x[2] + x[3])));
+                acc[t][g] = _mm256_fmadd_ps(d[t], _mm256_cvtepi32_ps(p), acc[t][g]);
             }
-            acc[g] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[g]);
         }
     }
-    store8(y + 8 * h, sum8(acc), nr - 8 * h);
+    for (int t = 0; t < NT; t++)
+        for (int g = 0; g < NG; g++)
+            _mm256_store_ps((float *)(accp + t * 16 + 8 * h + g0 + g), acc[t][g]);
+}
+
+/* Tokens in slices of G_TSLICE, blocks in spans of G_KSPAN (16 rows of
+ * Q8_0: 16 KiB); the accumulators of a slice take G_TSLICE x 16 x 32 bytes. */
+#define G_TSLICE 64
+#define G_KSPAN 16
+
+K2 void g_lanes8_all(const g32_buf *gb, int64_t nb, const uint8_t *act, size_t as, int64_t nt, float *y,
+                     int64_t ys, int nr, __m256 *accb, const int kind)
+{
+    const int ng = nr > 8 ? 2 : 1;
+    for (int64_t t0 = 0; t0 < nt; t0 += G_TSLICE) {
+        int64_t t1 = t0 + G_TSLICE < nt ? t0 + G_TSLICE : nt;
+        for (int64_t b0 = 0; b0 < nb; b0 += G_KSPAN) {
+            int64_t b1 = b0 + G_KSPAN < nb ? b0 + G_KSPAN : nb;
+            int64_t t = t0;
+            for (; t + 4 <= t1; t += 4)
+                for (int h = 0; h < ng; h++)
+                    for (int g0 = 0; g0 < 8; g0 += 2)
+                        g_lanes8(gb, b0, b1, act + (size_t)t * as, as, accb + (t - t0) * 16, h, g0, 2, 4, kind);
+            for (; t < t1; t++)
+                for (int h = 0; h < ng; h++)
+                    g_lanes8(gb, b0, b1, act + (size_t)t * as, as, accb + (t - t0) * 16, h, 0, 8, 1, kind);
+        }
+        for (int64_t t = t0; t < t1; t++)
+            for (int h = 0; h < ng; h++)
+                store8(y + t * ys + 8 * h, sum8(accb + ((t - t0) * 2 + h) * 8), nr - 8 * h);
+    }
 }
 
 K2 void g32_any(const uint8_t *w, size_t rbytes, int nr, const uint8_t *act, size_t as, int64_t nt,
@@ -198,7 +236,7 @@ K2 void g32_any(const uint8_t *w, size_t rbytes, int nr, const uint8_t *act, siz
 {
     const int64_t nb = n_cols / 32;
     uint8_t *base = (uint8_t *)(((uintptr_t)tmp + 63) & ~(uintptr_t)63);
-    g32_buf gb = {base, base + nb * 512, (float *)(base + nb * 1024)};
+    g32_buf gb = {base, base + nb * 512, (float *)(base + nb * 1024)}; /* then the accumulators */
     g32_pack(w, rbytes, nr, nb, &gb, kind);
     const int ng = nr > 8 ? 2 : 1;
     if (kind == G_Q4_0 && !plain) {
@@ -216,13 +254,11 @@ K2 void g32_any(const uint8_t *w, size_t rbytes, int nr, const uint8_t *act, siz
         }
         return;
     }
-    for (int64_t t = 0; t < nt; t++)
-        for (int h = 0; h < ng; h++) {
-            if (kind == G_Q8_0)
-                g_lanes8(&gb, nb, act + (size_t)t * as, y + t * ys, nr, h, G_Q8_0);
-            else
-                g_lanes8(&gb, nb, act + (size_t)t * as, y + t * ys, nr, h, G_Q4_0);
-        }
+    __m256 *accb = (__m256 *)(void *)(base + nb * 1088 + 64);
+    if (kind == G_Q8_0)
+        g_lanes8_all(&gb, nb, act, as, nt, y, ys, nr, accb, G_Q8_0);
+    else
+        g_lanes8_all(&gb, nb, act, as, nt, y, ys, nr, accb, G_Q4_0);
 }
 
 static KT void gemm_q4_0(const uint8_t *w, size_t rb, int nr, const uint8_t *act, size_t as, int64_t nt,
