@@ -488,8 +488,9 @@ int kern_matmul(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
      * it takes every batch of those (ggml's batched kernels start at 2). */
     const bool exact = wtype == GGTYPE_Q4_0 || wtype == GGTYPE_Q8_0 || wtype == GGTYPE_Q4_K ||
                        wtype == GGTYPE_Q6_K;
+    const bool avx2 = simd == KERN_SIMD_AVX2 || simd == KERN_SIMD_AVX2_PLAIN;
     if (n_tok >= (exact ? 2 : KERN_GEMM_MIN_TOK) && g_gemm[simd][wtype] && !g_no_gemm &&
-        !(ref && (simd == KERN_SIMD_AVX2 || simd == KERN_SIMD_AVX2_PLAIN)))
+        !(avx2 && (ref || (plain && wtype == GGTYPE_Q4_K)))) /* AVX2 Q4_K plain: the tiles */
         c.gemm = g_gemm[simd][wtype];
     c.tc = n_tok <= 64 ? n_tok : 64;
     int64_t want = (n_rows + (int64_t)nth * 8 - 1) / ((int64_t)nth * 8);

@@ -275,10 +275,245 @@ static KT void gemm_q8_0(const uint8_t *w, size_t rb, int nr, const uint8_t *act
     g32_any(w, rb, nr, act, as, nt, n_cols, y, ys, tmp, 0, G_Q8_0);
 }
 
+/* ---- K-quants: Q4_K, Q6_K ----
+ * Per super-block (256 quants) of 16 rows: R [8 sub-blocks][2][8][32]
+ * quants (Q4_K: nibbles; Q6_K: the 6-bit values), then per row int32
+ * words holding two int16 factors for vpmaddwd: Q4_K the scale twice per
+ * sub-block (SC [8][16]) and the two mins of a pair (MN [4][16]); Q6_K the
+ * scale of each 16-quant half twice (SC [8][2][16]) and 32 x the scales of
+ * the 16-groups 2L, 2L+1 (MN [8][16], the -32 offset of lane L); then the
+ * float d (and Q4_K's dmin) of the 16 rows. */
+
+typedef struct {
+    uint8_t *R;
+    int32_t *SC, *MN;
+    float *D, *DM;
+} gk_buf;
+
+enum { G_Q4_K, G_Q6_K };
+
+K2 int32_t pair16(int a, int b)
+{
+    return (int32_t)((uint32_t)(uint16_t)(int16_t)a | (uint32_t)(uint16_t)(int16_t)b << 16);
+}
+
+K2 void gk_layout(uint8_t *base, int64_t nsb, gk_buf *gb, const int kind)
+{
+    gb->R = base;
+    gb->SC = (int32_t *)(void *)(base + nsb * 4096);
+    const int nsc = kind == G_Q4_K ? 8 * 16 : 16 * 16, nmn = kind == G_Q4_K ? 4 * 16 : 8 * 16;
+    gb->MN = gb->SC + nsb * nsc;
+    gb->D = (float *)(void *)(gb->MN + nsb * nmn);
+    gb->DM = gb->D + nsb * 16;
+}
+
+K2 void gk_pack(const uint8_t *w, size_t rbytes, int nr, int64_t nsb, const gk_buf *gb, const int kind)
+{
+    const uint8_t *rp[16];
+    for (int r = 0; r < 16; r++)
+        rp[r] = w + (size_t)(r < nr ? r : nr - 1) * rbytes;
+    const int ng = nr > 8 ? 2 : 1;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+    for (int64_t B = 0; B < nsb; B++) {
+        uint8_t *R = gb->R + B * 4096;
+        for (int h = 0; h < ng; h++) {
+            __m256i v[8][8]; /* [sub-block][row] */
+            for (int r = 0; r < 8; r++) {
+                const int row = 8 * h + r;
+                if (kind == G_Q4_K) {
+                    const block_q4_K *x = (const block_q4_K *)rp[row] + B;
+                    uint8_t sc[8], mn[8];
+                    for (int j = 0; j < 8; j++)
+                        kern_scale_min_k4(j, x->scales, &sc[j], &mn[j]);
+                    for (int j = 0; j < 8; j++)
+                        gb->SC[B * 128 + 16 * j + row] = pair16(sc[j], sc[j]);
+                    for (int j = 0; j < 4; j++)
+                        gb->MN[B * 64 + 16 * j + row] = pair16(mn[2 * j], mn[2 * j + 1]);
+                    gb->D[B * 16 + row] = h2f((const uint8_t *)&x->d);
+                    gb->DM[B * 16 + row] = h2f((const uint8_t *)&x->dmin);
+                    for (int j = 0; j < 4; j++) {
+                        __m256i q = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * j));
+                        v[2 * j][r] = _mm256_and_si256(q, m4);
+                        v[2 * j + 1][r] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+                    }
+                } else {
+                    const block_q6_K *x = (const block_q6_K *)rp[row] + B;
+                    for (int c = 0; c < 8; c++) {
+                        gb->SC[B * 256 + 32 * c + row] = pair16(x->scales[2 * c], x->scales[2 * c]);
+                        gb->SC[B * 256 + 32 * c + 16 + row] = pair16(x->scales[2 * c + 1], x->scales[2 * c + 1]);
+                        gb->MN[B * 128 + 16 * c + row] = pair16(32 * x->scales[2 * c], 32 * x->scales[2 * c + 1]);
+                    }
+                    gb->D[B * 16 + row] = h2f((const uint8_t *)&x->d);
+                    for (int n = 0; n < 2; n++) {
+                        __m256i ql0 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * n));
+                        __m256i ql1 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * n + 32));
+                        __m256i qh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * n));
+                        v[4 * n][r] = _mm256_or_si256(_mm256_and_si256(ql0, m4),
+                                                      _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+                        v[4 * n + 1][r] = _mm256_or_si256(_mm256_and_si256(ql1, m4),
+                                                          _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+                        v[4 * n + 2][r] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
+                                                          _mm256_and_si256(qh, m30));
+                        v[4 * n + 3][r] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                                                          _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+                    }
+                }
+            }
+            for (int s = 0; s < 8; s++)
+                put8(R + 512 * s + 256 * h, v[s]);
+        }
+    }
+}
+
+/* Q4_K repacked (vec_q4_K_pairs): per pair of sub-blocks the scaled sum
+ * and the min sum, one fma each with fl(d * dx) and fl(dmin * dx); with GV
+ * (the tokens ggml computes as mat-vec, vec_q4_K) one fma each per
+ * super-block. NT tokens, 8 rows (group h); the 8 two-product sums of a
+ * sub-block stay below 2^15 and add in int16. */
+K2 void g_q4_K(const gk_buf *gb, int64_t nsb, const uint8_t *act, size_t as, float *y, int64_t ys, int nr,
+               int h, const int NT, const int GV)
+{
+    __m256 acc[3], accm[3];
+    for (int t = 0; t < NT; t++)
+        acc[t] = accm[t] = _mm256_setzero_ps();
+    for (int64_t B = 0; B < nsb; B++) {
+        const uint8_t *R = gb->R + B * 4096 + 256 * h;
+        const __m256 D = _mm256_loadu_ps(gb->D + B * 16 + 8 * h), Dm = _mm256_loadu_ps(gb->DM + B * 16 + 8 * h);
+        __m256i S[3], M[3];
+        for (int j = 0; j < 4; j++) {
+            if (!GV || j == 0)
+                for (int t = 0; t < NT; t++)
+                    S[t] = M[t] = _mm256_setzero_si256();
+            for (int hh = 0; hh < 2; hh++) {
+                const int s = 2 * j + hh;
+                __m256i i16[3];
+                for (int t = 0; t < NT; t++)
+                    i16[t] = _mm256_setzero_si256();
+                for (int g = 0; g < 8; g++) {
+                    __m256i w = _mm256_load_si256((const __m256i *)(R + 512 * s + 32 * g));
+                    for (int t = 0; t < NT; t++) {
+                        const kq8k *A = (const kq8k *)(act + (size_t)t * as) + B;
+                        i16[t] = _mm256_add_epi16(i16[t], _mm256_maddubs_epi16(w, bcast4(A->q.qs + 32 * s + 4 * g)));
+                    }
+                }
+                const __m256i sc = _mm256_loadu_si256((const __m256i *)(gb->SC + B * 128 + 16 * s + 8 * h));
+                for (int t = 0; t < NT; t++)
+                    S[t] = _mm256_add_epi32(S[t], _mm256_madd_epi16(i16[t], sc));
+            }
+            const __m256i mn = _mm256_loadu_si256((const __m256i *)(gb->MN + B * 64 + 16 * j + 8 * h));
+            for (int t = 0; t < NT; t++) {
+                const int16_t *bs = ((const kq8k *)(act + (size_t)t * as) + B)->q.bsums;
+                __m256i bp = _mm256_set1_epi32(pair16(bs[4 * j] + bs[4 * j + 1], bs[4 * j + 2] + bs[4 * j + 3]));
+                M[t] = _mm256_add_epi32(M[t], _mm256_madd_epi16(mn, bp));
+            }
+            if (!GV || j == 3)
+                for (int t = 0; t < NT; t++) {
+                    const __m256 dx = _mm256_set1_ps(((const kq8k *)(act + (size_t)t * as) + B)->q.d);
+                    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[t]), _mm256_mul_ps(D, dx), acc[t]);
+                    accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(M[t]), _mm256_mul_ps(Dm, dx), accm[t]);
+                }
+        }
+    }
+    for (int t = 0; t < NT; t++)
+        store8(y + t * ys + 8 * h, _mm256_sub_ps(acc[t], accm[t]), nr - 8 * h);
+}
+
+/* Q6_K (vec_dot_q6_K_q8_K): per super-block 8 integer lanes (lane g of a
+ * row = the quants 4g..4g+3 of every 32-quant chunk, each times its group's
+ * scale, less the -32 offset of groups 2g, 2g+1), one fma with fl(dx * d)
+ * per lane, the 8-lane sum at the end. The float work is once per
+ * super-block, so the accumulators stay in accp (8 per token and row group)
+ * and a super-block's quants serve all the tokens of a slice from L1. */
+K2 void g_q6_K(const gk_buf *gb, int64_t B, const uint8_t *act, size_t as, __m256 *accp, int h, const int NT)
+{
+    const uint8_t *R = gb->R + B * 4096 + 256 * h;
+    const __m256 D = _mm256_loadu_ps(gb->D + B * 16 + 8 * h);
+    for (int g = 0; g < 8; g++) {
+        __m256i I[4];
+        for (int t = 0; t < NT; t++)
+            I[t] = _mm256_setzero_si256();
+        for (int c = 0; c < 8; c++) {
+            __m256i w = _mm256_load_si256((const __m256i *)(R + 512 * c + 32 * g));
+            __m256i sc = _mm256_loadu_si256((const __m256i *)(gb->SC + B * 256 + 32 * c + 16 * (g >= 4) + 8 * h));
+            for (int t = 0; t < NT; t++) {
+                const kq8k *A = (const kq8k *)(act + (size_t)t * as) + B;
+                __m256i p = _mm256_maddubs_epi16(w, bcast4(A->q.qs + 32 * c + 4 * g));
+                I[t] = _mm256_add_epi32(I[t], _mm256_madd_epi16(p, sc));
+            }
+        }
+        const __m256i off = _mm256_loadu_si256((const __m256i *)(gb->MN + B * 128 + 16 * g + 8 * h));
+        for (int t = 0; t < NT; t++) {
+            const kq8k *A = (const kq8k *)(act + (size_t)t * as) + B;
+            __m256i bp = _mm256_set1_epi32(pair16(A->q.bsums[2 * g], A->q.bsums[2 * g + 1]));
+            __m256i v = _mm256_sub_epi32(I[t], _mm256_madd_epi16(off, bp));
+            __m256 d = _mm256_mul_ps(_mm256_set1_ps(A->q.d), D);
+            float *ap = (float *)(accp + t * 16 + 8 * h + g);
+            __m256 a0 = B == 0 ? _mm256_setzero_ps() : _mm256_load_ps(ap);
+            _mm256_store_ps(ap, _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(v), a0));
+        }
+    }
+}
+
+K2 void gk_any(const uint8_t *w, size_t rbytes, int nr, const uint8_t *act, size_t as, int64_t nt,
+               int64_t n_cols, float *y, int64_t ys, void *tmp, int64_t t_gemv, const int kind)
+{
+    const int64_t nsb = n_cols / QK_K;
+    uint8_t *base = (uint8_t *)(((uintptr_t)tmp + 63) & ~(uintptr_t)63);
+    gk_buf gb;
+    gk_layout(base, nsb, &gb, kind);
+    gk_pack(w, rbytes, nr, nsb, &gb, kind);
+    const int ng = nr > 8 ? 2 : 1;
+    if (kind == G_Q4_K) {
+        for (int h = 0; h < ng; h++) {
+            int64_t t = 0;
+#define AT(t) act + (size_t)(t) * as, as, y + (t) * ys, ys, nr, h
+            for (; t + 2 <= nt && t + 2 <= t_gemv; t += 2)
+                g_q4_K(&gb, nsb, AT(t), 2, 0);
+            for (; t < nt && t < t_gemv; t++)
+                g_q4_K(&gb, nsb, AT(t), 1, 0);
+            for (; t < nt; t++)
+                g_q4_K(&gb, nsb, AT(t), 1, 1);
+#undef AT
+        }
+        return;
+    }
+    __m256 *accb = (__m256 *)(void *)(base + nsb * 5696 + 64);
+    for (int64_t t0 = 0; t0 < nt; t0 += G_TSLICE) {
+        int64_t t1 = t0 + G_TSLICE < nt ? t0 + G_TSLICE : nt;
+        for (int64_t B = 0; B < nsb; B++)
+            for (int h = 0; h < ng; h++) {
+                int64_t t = t0;
+                for (; t + 4 <= t1; t += 4)
+                    g_q6_K(&gb, B, act + (size_t)t * as, as, accb + (t - t0) * 16, h, 4);
+                for (; t < t1; t++)
+                    g_q6_K(&gb, B, act + (size_t)t * as, as, accb + (t - t0) * 16, h, 1);
+            }
+        for (int64_t t = t0; t < t1; t++)
+            for (int h = 0; h < ng; h++)
+                store8(y + t * ys + 8 * h, sum8(accb + (t - t0) * 16 + 8 * h), nr - 8 * h);
+    }
+}
+
+static KT void gemm_q4_K(const uint8_t *w, size_t rb, int nr, const uint8_t *act, size_t as, int64_t nt,
+                         int64_t n_cols, float *y, int64_t ys, void *tmp, int64_t t_gemv, int plain)
+{
+    (void)plain; /* not repacked in ggml: kern_matmul keeps the tiles */
+    gk_any(w, rb, nr, act, as, nt, n_cols, y, ys, tmp, t_gemv, G_Q4_K);
+}
+
+static KT void gemm_q6_K(const uint8_t *w, size_t rb, int nr, const uint8_t *act, size_t as, int64_t nt,
+                         int64_t n_cols, float *y, int64_t ys, void *tmp, int64_t t_gemv, int plain)
+{
+    (void)t_gemv, (void)plain; /* one order for every Q6_K product */
+    gk_any(w, rb, nr, act, as, nt, n_cols, y, ys, tmp, 0, G_Q6_K);
+}
+
 void kern_fill_gemm_avx2(kern_gemm_fn tab[GGTYPE_COUNT])
 {
     tab[GGTYPE_Q4_0] = gemm_q4_0;
     tab[GGTYPE_Q8_0] = gemm_q8_0;
+    tab[GGTYPE_Q4_K] = gemm_q4_K;
+    tab[GGTYPE_Q6_K] = gemm_q6_K;
 }
 
 #else
