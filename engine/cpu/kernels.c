@@ -487,10 +487,12 @@ int kern_matmul(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
     /* The GEMM follows ggml's float order for Q4_0, Q8_0, Q4_K and Q6_K, so
      * it takes every batch of those (ggml's batched kernels start at 2). */
     const bool exact = wtype == GGTYPE_Q4_0 || wtype == GGTYPE_Q8_0 || wtype == GGTYPE_Q4_K ||
-                       wtype == GGTYPE_Q6_K;
+                       wtype == GGTYPE_Q6_K || fl;
+    /* the AVX2 GEMM: not for the reference tiles, Q4_K not repacked (the
+     * tiles) and F32/F16 outside tinyBLAS's haswell order */
     const bool avx2 = simd == KERN_SIMD_AVX2 || simd == KERN_SIMD_AVX2_PLAIN;
-    if (n_tok >= (exact ? 2 : KERN_GEMM_MIN_TOK) && g_gemm[simd][wtype] && !g_no_gemm &&
-        !(avx2 && (ref || (plain && wtype == GGTYPE_Q4_K)))) /* AVX2 Q4_K plain: the tiles */
+    const bool avx2_skip = ref || (plain && wtype == GGTYPE_Q4_K) || (fl && (use_vec || !g_haswell));
+    if (n_tok >= (exact ? 2 : KERN_GEMM_MIN_TOK) && g_gemm[simd][wtype] && !g_no_gemm && !(avx2 && avx2_skip))
         c.gemm = g_gemm[simd][wtype];
     c.tc = n_tok <= 64 ? n_tok : 64;
     int64_t want = (n_rows + (int64_t)nth * 8 - 1) / ((int64_t)nth * 8);

@@ -508,12 +508,94 @@ static KT void gemm_q6_K(const uint8_t *w, size_t rb, int nr, const uint8_t *act
     gk_any(w, rb, nr, act, as, nt, n_cols, y, ys, tmp, 0, G_Q6_K);
 }
 
+/* ---- F32 / F16: tinyBLAS of llama.cpp's haswell build ----
+ * One 8-lane fma accumulator per output over the K steps of 8, then hsum8
+ * (bat_f32_hw / bat_f16_hw; kern_matmul takes this only where those apply:
+ * 8 | K, 4 | rows, haswell order). Tiles of 4 rows x 3 tokens; K in spans
+ * of G_FSPAN with the accumulators in the work buffer between spans, so the
+ * span of the chunk's rows stays in L1 while the tokens of a slice pass. */
+#define G_FSPAN 256
+
+K2 __m256 ldw(const uint8_t *w, int64_t i, const int f16)
+{
+    return f16 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)w + i)))
+               : _mm256_loadu_ps((const float *)w + i);
+}
+
+K2 void g_flt(const uint8_t *w, size_t rb, const uint8_t *act, size_t as, int64_t k0, int64_t k1,
+              __m256 *accp, const int NT, const int f16)
+{
+    __m256 acc[4][3];
+    for (int r = 0; r < 4; r++)
+        for (int t = 0; t < NT; t++)
+            acc[r][t] = k0 == 0 ? _mm256_setzero_ps() : _mm256_load_ps((const float *)(accp + t * 16 + r));
+    for (int64_t k = k0; k < k1; k += 8) {
+        __m256 xv[3];
+        for (int t = 0; t < NT; t++)
+            xv[t] = _mm256_loadu_ps((const float *)(act + (size_t)t * as) + k);
+        for (int r = 0; r < 4; r++) {
+            __m256 wv = ldw(w + (size_t)r * rb, k, f16);
+            for (int t = 0; t < NT; t++)
+                acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+        }
+    }
+    for (int r = 0; r < 4; r++)
+        for (int t = 0; t < NT; t++)
+            _mm256_store_ps((float *)(accp + t * 16 + r), acc[r][t]);
+}
+
+K2 float hsum8(__m256 x)
+{
+    __m128 r = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
+    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    r = _mm_add_ss(r, _mm_movehdup_ps(r));
+    return _mm_cvtss_f32(r);
+}
+
+K2 void gf_any(const uint8_t *w, size_t rb, int nr, const uint8_t *act, size_t as, int64_t nt, int64_t n_cols,
+               float *y, int64_t ys, void *tmp, const int f16)
+{
+    __m256 *accb = (__m256 *)(void *)(((uintptr_t)tmp + 63) & ~(uintptr_t)63);
+    for (int64_t t0 = 0; t0 < nt; t0 += G_TSLICE) {
+        int64_t t1 = t0 + G_TSLICE < nt ? t0 + G_TSLICE : nt;
+        for (int64_t k0 = 0; k0 < n_cols; k0 += G_FSPAN) {
+            int64_t k1 = k0 + G_FSPAN < n_cols ? k0 + G_FSPAN : n_cols;
+            int64_t t = t0;
+            for (; t + 3 <= t1; t += 3)
+                for (int r = 0; r + 4 <= nr; r += 4)
+                    g_flt(w + (size_t)r * rb, rb, act + (size_t)t * as, as, k0, k1, accb + (t - t0) * 16 + r, 3, f16);
+            for (; t < t1; t++)
+                for (int r = 0; r + 4 <= nr; r += 4)
+                    g_flt(w + (size_t)r * rb, rb, act + (size_t)t * as, as, k0, k1, accb + (t - t0) * 16 + r, 1, f16);
+        }
+        for (int64_t t = t0; t < t1; t++)
+            for (int r = 0; r < nr; r++)
+                y[t * ys + r] = hsum8(accb[(t - t0) * 16 + r]);
+    }
+}
+
+static KT void gemm_f32(const uint8_t *w, size_t rb, int nr, const uint8_t *act, size_t as, int64_t nt,
+                        int64_t n_cols, float *y, int64_t ys, void *tmp, int64_t t_gemv, int plain)
+{
+    (void)t_gemv, (void)plain;
+    gf_any(w, rb, nr, act, as, nt, n_cols, y, ys, tmp, 0);
+}
+
+static KT void gemm_f16(const uint8_t *w, size_t rb, int nr, const uint8_t *act, size_t as, int64_t nt,
+                        int64_t n_cols, float *y, int64_t ys, void *tmp, int64_t t_gemv, int plain)
+{
+    (void)t_gemv, (void)plain;
+    gf_any(w, rb, nr, act, as, nt, n_cols, y, ys, tmp, 1);
+}
+
 void kern_fill_gemm_avx2(kern_gemm_fn tab[GGTYPE_COUNT])
 {
     tab[GGTYPE_Q4_0] = gemm_q4_0;
     tab[GGTYPE_Q8_0] = gemm_q8_0;
     tab[GGTYPE_Q4_K] = gemm_q4_K;
     tab[GGTYPE_Q6_K] = gemm_q6_K;
+    tab[GGTYPE_F32] = gemm_f32; /* haswell order only: see kern_matmul */
+    tab[GGTYPE_F16] = gemm_f16;
 }
 
 #else
