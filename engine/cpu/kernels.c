@@ -505,7 +505,7 @@ int kern_matmul(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
         rc = 16;
     if (c.gemm) {
         /* the repacked rows are reused by every token of the chunk */
-        rc = KERN_GEMM_ROWS;
+        rc = avx2 && fl ? KERN_GEMM_ROWS_F : KERN_GEMM_ROWS;
         c.tc = n_tok <= 512 ? n_tok : 512;
     }
     c.rc = rc;

@@ -511,10 +511,13 @@ static KT void gemm_q6_K(const uint8_t *w, size_t rb, int nr, const uint8_t *act
 /* ---- F32 / F16: tinyBLAS of llama.cpp's haswell build ----
  * One 8-lane fma accumulator per output over the K steps of 8, then hsum8
  * (bat_f32_hw / bat_f16_hw; kern_matmul takes this only where those apply:
- * 8 | K, 4 | rows, haswell order). Tiles of 4 rows x 3 tokens; K in spans
- * of G_FSPAN with the accumulators in the work buffer between spans, so the
- * span of the chunk's rows stays in L1 while the tokens of a slice pass. */
+ * 8 | K, 4 | rows, haswell order). Chunks of KERN_GEMM_ROWS_F rows (the
+ * activations come from L3 once per chunk), tiles of 4 rows x 3 tokens; K
+ * in spans of G_FSPAN with the accumulators in the work buffer between
+ * spans, so that a span of the tokens of a slice stays in L1 while the rows
+ * pass over it. */
 #define G_FSPAN 256
+#define G_FSLICE (G_TSLICE * KERN_GEMM_ROWS / KERN_GEMM_ROWS_F) /* tokens: the same 32 KiB */
 
 K2 __m256 ldw(const uint8_t *w, int64_t i, const int f16)
 {
@@ -528,7 +531,7 @@ K2 void g_flt(const uint8_t *w, size_t rb, const uint8_t *act, size_t as, int64_
     __m256 acc[4][3];
     for (int r = 0; r < 4; r++)
         for (int t = 0; t < NT; t++)
-            acc[r][t] = k0 == 0 ? _mm256_setzero_ps() : _mm256_load_ps((const float *)(accp + t * 16 + r));
+            acc[r][t] = k0 == 0 ? _mm256_setzero_ps() : _mm256_load_ps((const float *)(accp + t * KERN_GEMM_ROWS_F + r));
     for (int64_t k = k0; k < k1; k += 8) {
         __m256 xv[3];
         for (int t = 0; t < NT; t++)
@@ -541,7 +544,7 @@ K2 void g_flt(const uint8_t *w, size_t rb, const uint8_t *act, size_t as, int64_
     }
     for (int r = 0; r < 4; r++)
         for (int t = 0; t < NT; t++)
-            _mm256_store_ps((float *)(accp + t * 16 + r), acc[r][t]);
+            _mm256_store_ps((float *)(accp + t * KERN_GEMM_ROWS_F + r), acc[r][t]);
 }
 
 K2 float hsum8(__m256 x)
@@ -556,21 +559,22 @@ K2 void gf_any(const uint8_t *w, size_t rb, int nr, const uint8_t *act, size_t a
                float *y, int64_t ys, void *tmp, const int f16)
 {
     __m256 *accb = (__m256 *)(void *)(((uintptr_t)tmp + 63) & ~(uintptr_t)63);
-    for (int64_t t0 = 0; t0 < nt; t0 += G_TSLICE) {
-        int64_t t1 = t0 + G_TSLICE < nt ? t0 + G_TSLICE : nt;
+    for (int64_t t0 = 0; t0 < nt; t0 += G_FSLICE) {
+        int64_t t1 = t0 + G_FSLICE < nt ? t0 + G_FSLICE : nt;
         for (int64_t k0 = 0; k0 < n_cols; k0 += G_FSPAN) {
             int64_t k1 = k0 + G_FSPAN < n_cols ? k0 + G_FSPAN : n_cols;
-            int64_t t = t0;
-            for (; t + 3 <= t1; t += 3)
-                for (int r = 0; r + 4 <= nr; r += 4)
-                    g_flt(w + (size_t)r * rb, rb, act + (size_t)t * as, as, k0, k1, accb + (t - t0) * 16 + r, 3, f16);
-            for (; t < t1; t++)
-                for (int r = 0; r + 4 <= nr; r += 4)
-                    g_flt(w + (size_t)r * rb, rb, act + (size_t)t * as, as, k0, k1, accb + (t - t0) * 16 + r, 1, f16);
+            for (int r = 0; r + 4 <= nr; r += 4) {
+                const uint8_t *wr = w + (size_t)r * rb;
+                int64_t t = t0;
+                for (; t + 3 <= t1; t += 3)
+                    g_flt(wr, rb, act + (size_t)t * as, as, k0, k1, accb + (t - t0) * KERN_GEMM_ROWS_F + r, 3, f16);
+                for (; t < t1; t++)
+                    g_flt(wr, rb, act + (size_t)t * as, as, k0, k1, accb + (t - t0) * KERN_GEMM_ROWS_F + r, 1, f16);
+            }
         }
         for (int64_t t = t0; t < t1; t++)
             for (int r = 0; r < nr; r++)
-                y[t * ys + r] = hsum8(accb[(t - t0) * 16 + r]);
+                y[t * ys + r] = hsum8(accb[(t - t0) * KERN_GEMM_ROWS_F + r]);
     }
 }
 

@@ -53,6 +53,7 @@ typedef void (*kern_gemm_fn)(const uint8_t *w, size_t row_bytes, int nr, const u
  * count that is not a multiple of 8, which ggml does not repack: Q4_0 and
  * Q4_K then take its plain kernels' order (tinyBLAS / vec_dot). */
 #define KERN_GEMM_ROWS 16
+#define KERN_GEMM_ROWS_F 64 /* rows of a chunk of the AVX2 F32/F16 GEMM */
 #define KERN_GEMM_MIN_TOK 8
 static inline size_t kern_gemm_tmp_size(int64_t n_cols)
 {
