@@ -82,11 +82,11 @@ K2 void store8(float *y, __m256 v, int nr)
 }
 
 /* ---- 32-element types: Q4_0, Q8_0 ----
- * Buffer: R [nb][2][8][32] quants (Q4_0: nibbles; Q8_0: |w|), S the same
- * with the signed Q8_0 quants, dw [nb][16] the f16 scales as floats. */
+ * Buffer: R [nb][2][8][32] quants (Q4_0: nibbles; Q8_0: the signed
+ * bytes), dw [nb][16] the f16 scales as floats. */
 
 typedef struct {
-    uint8_t *R, *S;
+    uint8_t *R;
     float *dw;
 } g32_buf;
 
@@ -101,18 +101,13 @@ K2 void g32_pack(const uint8_t *w, size_t rbytes, int nr, int64_t nb, const g32_
     const int ng = nr > 8 ? 2 : 1;
     for (int64_t b = 0; b < nb; b++) {
         for (int h = 0; h < ng; h++) {
-            __m256i v[8], s[8];
+            __m256i v[8];
             for (int r = 0; r < 8; r++) {
                 const uint8_t *blk = rp[8 * h + r] + (size_t)b * bsz;
                 gb->dw[b * 16 + 8 * h + r] = h2f(blk);
-                if (kind == G_Q4_0) {
-                    v[r] = nibbles(blk + 2);
-                } else {
-                    s[r] = _mm256_loadu_si256((const __m256i *)(blk + 2));
-                    v[r] = _mm256_sign_epi8(s[r], s[r]); /* -128 -> 0x80 = 128 unsigned */
-                }
+                v[r] = kind == G_Q4_0 ? nibbles(blk + 2) : _mm256_loadu_si256((const __m256i *)(blk + 2));
             }
-            put8(gb->R + b * 512 + 256 * h, kind == G_Q8_0 ? s : v);
+            put8(gb->R + b * 512 + 256 * h, v);
         }
     }
 }
@@ -236,7 +231,7 @@ K2 void g32_any(const uint8_t *w, size_t rbytes, int nr, const uint8_t *act, siz
 {
     const int64_t nb = n_cols / 32;
     uint8_t *base = (uint8_t *)(((uintptr_t)tmp + 63) & ~(uintptr_t)63);
-    g32_buf gb = {base, base + nb * 512, (float *)(base + nb * 1024)}; /* then the accumulators */
+    g32_buf gb = {base, (float *)(void *)(base + nb * 512)}; /* then the accumulators */
     g32_pack(w, rbytes, nr, nb, &gb, kind);
     const int ng = nr > 8 ? 2 : 1;
     if (kind == G_Q4_0 && !plain) {
@@ -254,7 +249,7 @@ K2 void g32_any(const uint8_t *w, size_t rbytes, int nr, const uint8_t *act, siz
         }
         return;
     }
-    __m256 *accb = (__m256 *)(void *)(base + nb * 1088 + 64);
+    __m256 *accb = (__m256 *)(void *)(base + nb * 576 + 64);
     if (kind == G_Q8_0)
         g_lanes8_all(&gb, nb, act, as, nt, y, ys, nr, accb, G_Q8_0);
     else
