@@ -237,8 +237,8 @@ K2 void g32_any(const uint8_t *w, size_t rbytes, int nr, const uint8_t *act, siz
     if (kind == G_Q4_0 && !plain) {
         int64_t t = 0;
         if (ng == 2) {
-            for (; t + 2 <= nt; t += 2)
-                g_q4_0(&gb, nb, act + (size_t)t * as, as, y + t * ys, ys, nr, 2, 2);
+            for (; t + 3 <= nt; t += 3)
+                g_q4_0(&gb, nb, act + (size_t)t * as, as, y + t * ys, ys, nr, 3, 2);
             for (; t < nt; t++)
                 g_q4_0(&gb, nb, act + (size_t)t * as, as, y + t * ys, ys, nr, 1, 2);
         } else {
