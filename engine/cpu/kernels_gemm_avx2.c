@@ -1,6 +1,8 @@
 /* kernels_gemm_avx2: the batched products of the AVX2 paths (kern_gemm_fn),
  * bit-identical to the exact batch tiles of kernels_exact.inc (ggml's float
- * order, docs/kernels.md), for Q4_0, Q8_0, Q4_K and Q6_K.
+ * order, docs/kernels.md), for Q4_0 (repacked or plain), Q8_0, Q4_K
+ * (repacked; its mat-vec order from t_gemv on), Q6_K, and F32/F16 in the
+ * haswell build's tinyBLAS order (at the end of the file).
  *
  * A chunk of KERN_GEMM_ROWS = 16 rows is unpacked once into the work buffer:
  * per 32 quants, two groups of 8 rows, and per group eight ymm of
@@ -10,7 +12,6 @@
  * the float work of 8 rows is one vector: the integer sums are exact in any
  * order, and every float operation of the tiles (cvt, fl(dw * dx), fma,
  * lane sums) is done lane-wise per row in the same order. */
-#include <stdbool.h>
 #include <string.h>
 
 #include "kernels_internal.h"
