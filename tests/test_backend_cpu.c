@@ -8,6 +8,7 @@
 
 #include "testutil.h"
 #include "backend.h"
+#include "backend_cpu_internal.h"
 #include "codec.h"
 #include "ggtype.h"
 
@@ -343,6 +344,47 @@ static void test_attention(void **state)
     assert_int_equal(backend_cpu_threads(B), 2);
 }
 
+/* The tiled attention (64+ queries) by groups of queries and heads sharing
+ * converted key/value tiles gives the bits of the pair-by-pair form, for
+ * several KV-group sizes, head sizes, cache offsets and query counts. */
+static void test_attention_grouped_bitwise(void **state)
+{
+    (void)state;
+    static const struct { uint32_t t, p0, h, hkv, d; } cases[] = {
+        {64, 0, 4, 2, 32}, {70, 5, 8, 2, 64}, {130, 3, 4, 4, 32}, {65, 100, 6, 1, 16}, {96, 63, 4, 2, 128},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const uint32_t T = cases[ci].t, P0 = cases[ci].p0, H = cases[ci].h, HKV = cases[ci].hkv, D = cases[ci].d;
+        const size_t QD = (size_t)H * D, KD = (size_t)HKV * D, NKV = P0 + T;
+        float *q = malloc(sizeof(float) * T * QD), *kv = malloc(sizeof(float) * NKV * KD * 2);
+        float *o1 = malloc(sizeof(float) * T * QD), *o2 = malloc(sizeof(float) * T * QD);
+        assert_true(q && kv && o1 && o2);
+        for (size_t i = 0; i < T * QD; i++)
+            q[i] = 3.0f * frand();
+        for (size_t i = 0; i < NKV * KD * 2; i++)
+            kv[i] = 2.0f * frand();
+        backend_buf *kc = O->buf_new(B->ctx, BACKEND_F16, NKV * KD), *vc = O->buf_new(B->ctx, BACKEND_F16, NKV * KD);
+        backend_buf *bk = buf_from(kv, NKV * KD), *bv = buf_from(kv + NKV * KD, NKV * KD);
+        assert_int_equal(O->store_f16(B->ctx, V(bk), (uint32_t)NKV, (uint32_t)KD, V(kc), 0), 0);
+        assert_int_equal(O->store_f16(B->ctx, V(bv), (uint32_t)NKV, (uint32_t)KD, V(vc), 0), 0);
+        backend_buf *bq = buf_from(q, T * QD), *bo = O->buf_new(B->ctx, BACKEND_F32, T * QD);
+        const float scale = 1.0f / sqrtf((float)D);
+        backend_cpu_attn_pairs(true);
+        assert_int_equal(O->attention(B->ctx, V(bq), V(kc), V(vc), V(bo), T, P0, H, HKV, D, scale), 0);
+        read_back(bo, o1, T * QD);
+        backend_cpu_attn_pairs(false);
+        assert_int_equal(O->attention(B->ctx, V(bq), V(kc), V(vc), V(bo), T, P0, H, HKV, D, scale), 0);
+        read_back(bo, o2, T * QD);
+        for (size_t i = 0; i < T * QD; i++)
+            if (memcmp(&o1[i], &o2[i], sizeof(float)) != 0)
+                fail_msg("case %zu: output %zu is %.9g, pair by pair %.9g", ci, i, o2[i], o1[i]);
+        backend_buf *bufs[] = {kc, vc, bk, bv, bq, bo};
+        for (int i = 0; i < 6; i++)
+            O->buf_free(B->ctx, bufs[i]);
+        free(q), free(kv), free(o1), free(o2);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -351,6 +393,7 @@ int main(void)
         cmocka_unit_test(test_get_rows_matmul),
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_attention_grouped_bitwise),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

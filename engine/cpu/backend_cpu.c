@@ -30,6 +30,12 @@ static float g_f16_table[65536];
 static bool g_attn_simd;
 static bool g_haswell; /* llama.cpp's haswell build's orders (cpufeat.h) */
 static int g_f16_ready;
+static atomic_bool g_attn_pairs; /* tests: tiled attention pair by pair */
+
+void backend_cpu_attn_pairs(bool on)
+{
+    atomic_store(&g_attn_pairs, on);
+}
 
 static void f16_table_init(void)
 {
@@ -380,10 +386,40 @@ static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *acc, floa
 }
 
 
+/* Queries per work item of the grouped tiled attention. */
+#define ATTN_QB 16
+
+/* Tiled attention on AVX2: items of ATTN_QB queries x the heads of one KV
+ * head (backend_cpu_attn_tiled_group: each key/value tile converted once). */
+static void attn_group_task(attn_job *j)
+{
+    const uint32_t G = j->n_head / j->n_head_kv, hd = j->head_dim;
+    const uint32_t nblk = (j->n_tok + ATTN_QB - 1) / ATTN_QB, total = nblk * j->n_head_kv;
+    float *work = malloc(sizeof(float) * backend_cpu_attn_group_work(ATTN_QB * G, hd));
+    if (!work)
+        return; /* checked by the caller through the sentinel */
+    for (uint32_t i = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed); i < total;
+         i = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) {
+        const uint32_t blk = i / j->n_head_kv, kvh = i % j->n_head_kv, t0 = blk * ATTN_QB;
+        const uint32_t nq = j->n_tok - t0 < ATTN_QB ? j->n_tok - t0 : ATTN_QB;
+        const size_t qo = ((size_t)t0 * j->n_head + (size_t)kvh * G) * hd;
+        backend_cpu_attn_tiled_group(j->q + qo, j->n_head, j->k + (size_t)kvh * hd, j->v + (size_t)kvh * hd,
+                                     (size_t)j->n_head_kv * hd, j->pos0, t0, nq, G, hd, j->scale, work,
+                                     j->out + qo, g_haswell);
+    }
+    free(work);
+}
+
 static void attn_task(void *arg, int ith, int nth)
 {
     attn_job *j = arg;
     uint32_t total = j->n_tok * j->n_head;
+    if (j->n_tok >= 64 && j->head_dim % (g_haswell ? 8 : 16) == 0 && j->simd &&
+        !atomic_load_explicit(&g_attn_pairs, memory_order_relaxed)) {
+        (void)ith, (void)nth;
+        attn_group_task(j);
+        return;
+    }
     float *sc = malloc(sizeof(float) * 2 * (size_t)j->head_dim);
     if (!sc)
         return; /* checked by the caller through the sentinel below */

@@ -392,6 +392,116 @@ TGT void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_
         _mm256_storeu_ps(out + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), vinv));
 }
 
+/* backend_cpu_attn_tiled for nq consecutive queries x nh heads sharing one
+ * KV head, the same floats per (query, head) pair: each 64-cell tile of keys
+ * and values is converted to F32 once (keys transposed, one cell per lane)
+ * and serves every pair, instead of being gathered and converted again for
+ * each of them. Pair (i, j) is query t0 + i (n_kv = pos0 + t0 + i + 1) and
+ * head j: its query at q + (i * q_tok + j) * hd, its output at the same
+ * place in out. work: backend_cpu_attn_group_work(nq * nh, hd) floats. */
+TGT void backend_cpu_attn_tiled_group(const float *q, size_t q_tok, const uint16_t *k, const uint16_t *v,
+                                      size_t stride, uint32_t pos0, uint32_t t0, uint32_t nq, uint32_t nh,
+                                      uint32_t hd, float scale, float *work, float *out, bool hw)
+{
+    const uint32_t np = nq * nh;
+    float *kt = work;                 /* [hd][64]: key tile, transposed */
+    float *vt = kt + (size_t)64 * hd; /* [64][hd]: value tile */
+    float *acc = vt + (size_t)64 * hd;
+    float *Ms = acc + (size_t)np * hd, *Ss = Ms + np;
+    float kq[64] __attribute__((aligned(32))), P[64] __attribute__((aligned(32)));
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (size_t i = 0; i < (size_t)np * hd; i++)
+        acc[i] = 0.0f;
+    for (uint32_t p = 0; p < np; p++) {
+        Ms[p] = -INFINITY;
+        Ss[p] = 0.0f;
+    }
+    const uint32_t n_kv_max = pos0 + t0 + nq;
+    for (uint32_t ic = 0; ic < n_kv_max; ic += 64) {
+        const uint32_t ntile = n_kv_max - ic < 64 ? n_kv_max - ic : 64;
+        for (uint32_t c = 0; c < 64; c++) {
+            const uint16_t *kr = k + (size_t)(ic + c) * stride, *vr = v + (size_t)(ic + c) * stride;
+            if (c < ntile) {
+                for (uint32_t d = 0; d < hd; d++)
+                    kt[(size_t)d * 64 + c] = h2f(kr[d]);
+                for (uint32_t d = 0; d < hd; d += 8)
+                    _mm256_storeu_ps(vt + (size_t)c * hd + d, ld8h(vr + d));
+            } else {
+                for (uint32_t d = 0; d < hd; d++)
+                    kt[(size_t)d * 64 + c] = 0.0f; /* as the masked gather's lanes */
+            }
+        }
+        for (uint32_t i = 0; i < nq; i++) {
+            const uint32_t n_kv = pos0 + t0 + i + 1;
+            if (ic >= n_kv)
+                continue;
+            const uint32_t nt = n_kv - ic < 64 ? n_kv - ic : 64;
+            for (uint32_t j = 0; j < nh; j++) {
+                const uint32_t pi = i * nh + j;
+                const float *qp = q + ((size_t)i * q_tok + j) * hd;
+                float *ap = acc + (size_t)pi * hd;
+                float M = Ms[pi], S = Ss[pi];
+                for (uint32_t g = 0; g < 64; g += 8) {
+                    if (g >= nt) {
+                        _mm256_storeu_ps(kq + g, _mm256_set1_ps(-INFINITY));
+                        continue;
+                    }
+                    int nv = (int)(nt - g < 8 ? nt - g : 8);
+                    __m256i valid = _mm256_cmpgt_epi32(_mm256_set1_epi32(nv), lane);
+                    __m256 a = _mm256_setzero_ps();
+                    for (uint32_t d = 0; d < hd; d++)
+                        a = _mm256_fmadd_ps(_mm256_set1_ps(qp[d]), _mm256_loadu_ps(kt + (size_t)d * 64 + g), a);
+                    a = _mm256_mul_ps(a, _mm256_set1_ps(scale));
+                    a = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), a, _mm256_castsi256_ps(valid));
+                    _mm256_storeu_ps(kq + g, a);
+                }
+                float tmax = -INFINITY;
+                for (uint32_t t = 0; t < nt; t++)
+                    tmax = kq[t] > tmax ? kq[t] : tmax;
+                float Mn = fmaxf(M, tmax);
+                if (Mn > M) {
+                    float ms = expf(M - Mn);
+                    __m256 vms = _mm256_set1_ps(ms);
+                    for (uint32_t d = 0; d < hd; d += 8)
+                        _mm256_storeu_ps(ap + d, _mm256_mul_ps(_mm256_loadu_ps(ap + d), vms));
+                    S *= ms;
+                }
+                M = Mn;
+                double sum = 0.0;
+                const __m256 vM = _mm256_set1_ps(M);
+                __m256 e[8];
+                for (int b = 0; b < 8; b++) {
+                    e[b] = _mm256_setzero_ps();
+                    if ((uint32_t)(8 * b) < nt) {
+                        __m256 x = _mm256_loadu_ps(kq + 8 * b);
+                        e[b] = _mm256_and_ps(hw ? v_expf8_hw(_mm256_sub_ps(x, vM)) : v_expf8(_mm256_sub_ps(x, vM)),
+                                             _mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_NEQ_OQ));
+                    }
+                    _mm256_storeu_ps(P + 8 * b, e[b]);
+                }
+                for (int b = 0; b < 8; b += hw ? 1 : 2)
+                    sum += (double)(hw ? hsum8(e[b]) : hsum16(e[b], e[b + 1]));
+                S = (float)((double)S + sum);
+                for (uint32_t d = 0; d < hd; d += 8) {
+                    __m256 a = _mm256_loadu_ps(ap + d);
+                    for (uint32_t t = 0; t < nt; t++)
+                        a = _mm256_fmadd_ps(_mm256_set1_ps(P[t]), _mm256_loadu_ps(vt + (size_t)t * hd + d), a);
+                    _mm256_storeu_ps(ap + d, a);
+                }
+                Ms[pi] = M;
+                Ss[pi] = S;
+            }
+        }
+    }
+    for (uint32_t pi = 0; pi < np; pi++) {
+        float inv = Ss[pi] == 0.0f ? 0.0f : 1.0f / Ss[pi];
+        __m256 vinv = _mm256_set1_ps(inv);
+        float *o = out + ((size_t)(pi / nh) * q_tok + pi % nh) * hd;
+        for (uint32_t d = 0; d < hd; d += 8)
+            _mm256_storeu_ps(o + d, _mm256_mul_ps(_mm256_loadu_ps(acc + (size_t)pi * hd + d), vinv));
+    }
+}
+
 /* acc[d] = f16(acc[d] * ms) when rescale, then acc[d] = f16(fma(f32(v[d]), vs, acc[d])). */
 TGT void backend_cpu_attn_mad(float *acc, const uint16_t *v, float ms, bool rescale, float vs,
                               uint32_t n)
@@ -432,6 +542,13 @@ void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_t *v
 void backend_cpu_attn_mad(float *acc, const uint16_t *v, float ms, bool rescale, float vs, uint32_t n)
 {
     (void)acc, (void)v, (void)ms, (void)rescale, (void)vs, (void)n;
+}
+void backend_cpu_attn_tiled_group(const float *q, size_t q_tok, const uint16_t *k, const uint16_t *v,
+                                  size_t stride, uint32_t pos0, uint32_t t0, uint32_t nq, uint32_t nh,
+                                  uint32_t hd, float scale, float *work, float *out, bool hw)
+{
+    (void)q, (void)q_tok, (void)k, (void)v, (void)stride, (void)pos0, (void)t0, (void)nq, (void)nh, (void)hd;
+    (void)scale, (void)work, (void)out, (void)hw;
 }
 void backend_cpu_silu_mul(const float *g, const float *u, float *d, size_t n8, bool hw)
 {

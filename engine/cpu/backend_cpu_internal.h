@@ -36,6 +36,21 @@ void backend_cpu_attn_tiled_ref(const float *q, const uint16_t *k, const uint16_
                                 uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out, bool hw);
 void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_t *v, size_t stride,
                             uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out, bool hw);
+/* backend_cpu_attn_tiled (SIMD) for nq consecutive queries t0.. (query i
+ * attends to cells 0..pos0+t0+i) x nh heads of one KV head, each key/value
+ * tile converted once for all of them; query (i, j) at q + (i*q_tok + j)*hd,
+ * its output at the same offset of out. The same bits as calling
+ * backend_cpu_attn_tiled per pair. work: backend_cpu_attn_group_work floats. */
+void backend_cpu_attn_tiled_group(const float *q, size_t q_tok, const uint16_t *k, const uint16_t *v,
+                                  size_t stride, uint32_t pos0, uint32_t t0, uint32_t nq, uint32_t nh,
+                                  uint32_t hd, float scale, float *work, float *out, bool hw);
+static inline size_t backend_cpu_attn_group_work(uint32_t n_pairs, uint32_t hd)
+{
+    return (size_t)128 * hd + (size_t)n_pairs * (hd + 2);
+}
+/* Tests: with on, the CPU backend's tiled attention calls
+ * backend_cpu_attn_tiled pair by pair instead of the grouped form. */
+void backend_cpu_attn_pairs(bool on);
 /* One-chunk flash attention's F16 accumulator step. */
 void backend_cpu_attn_mad(float *acc, const uint16_t *v, float ms, bool rescale, float vs, uint32_t n);
 /* ggml's vectorised expf, one element; and the SIMD form (for tests). */
