@@ -441,19 +441,28 @@ TGT void backend_cpu_attn_tiled_group(const float *q, size_t q_tok, const uint16
                 const float *qp = q + ((size_t)i * q_tok + j) * hd;
                 float *ap = acc + (size_t)pi * hd;
                 float M = Ms[pi], S = Ss[pi];
-                for (uint32_t g = 0; g < 64; g += 8) {
-                    if (g >= nt) {
-                        _mm256_storeu_ps(kq + g, _mm256_set1_ps(-INFINITY));
+                /* each cell's chain over d in order, the groups of 8 cells
+                 * side by side (independent chains) */
+                const uint32_t ng = (nt + 7) / 8;
+                __m256 a[8];
+                for (uint32_t g = 0; g < 8; g++)
+                    a[g] = _mm256_setzero_ps();
+                for (uint32_t d = 0; d < hd; d++) {
+                    const __m256 qd = _mm256_set1_ps(qp[d]);
+                    const float *kd = kt + (size_t)d * 64;
+                    for (uint32_t g = 0; g < ng; g++)
+                        a[g] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kd + 8 * g), a[g]);
+                }
+                for (uint32_t g = 0; g < 8; g++) {
+                    if (g >= ng) {
+                        _mm256_storeu_ps(kq + 8 * g, _mm256_set1_ps(-INFINITY));
                         continue;
                     }
-                    int nv = (int)(nt - g < 8 ? nt - g : 8);
+                    int nv = (int)(nt - 8 * g < 8 ? nt - 8 * g : 8);
                     __m256i valid = _mm256_cmpgt_epi32(_mm256_set1_epi32(nv), lane);
-                    __m256 a = _mm256_setzero_ps();
-                    for (uint32_t d = 0; d < hd; d++)
-                        a = _mm256_fmadd_ps(_mm256_set1_ps(qp[d]), _mm256_loadu_ps(kt + (size_t)d * 64 + g), a);
-                    a = _mm256_mul_ps(a, _mm256_set1_ps(scale));
-                    a = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), a, _mm256_castsi256_ps(valid));
-                    _mm256_storeu_ps(kq + g, a);
+                    __m256 x = _mm256_mul_ps(a[g], _mm256_set1_ps(scale));
+                    x = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), x, _mm256_castsi256_ps(valid));
+                    _mm256_storeu_ps(kq + 8 * g, x);
                 }
                 float tmax = -INFINITY;
                 for (uint32_t t = 0; t < nt; t++)
@@ -482,11 +491,21 @@ TGT void backend_cpu_attn_tiled_group(const float *q, size_t q_tok, const uint16
                 for (int b = 0; b < 8; b += hw ? 1 : 2)
                     sum += (double)(hw ? hsum8(e[b]) : hsum16(e[b], e[b + 1]));
                 S = (float)((double)S + sum);
-                for (uint32_t d = 0; d < hd; d += 8) {
-                    __m256 a = _mm256_loadu_ps(ap + d);
-                    for (uint32_t t = 0; t < nt; t++)
-                        a = _mm256_fmadd_ps(_mm256_set1_ps(P[t]), _mm256_loadu_ps(vt + (size_t)t * hd + d), a);
-                    _mm256_storeu_ps(ap + d, a);
+                /* each output's chain over the cells in order, 8 outputs of
+                 * 8 lanes side by side */
+                for (uint32_t d0 = 0; d0 < hd; d0 += 64) {
+                    const uint32_t nd = hd - d0 < 64 ? (hd - d0) / 8 : 8;
+                    __m256 o[8];
+                    for (uint32_t c = 0; c < nd; c++)
+                        o[c] = _mm256_loadu_ps(ap + d0 + 8 * c);
+                    for (uint32_t t = 0; t < nt; t++) {
+                        const __m256 pt = _mm256_set1_ps(P[t]);
+                        const float *vr = vt + (size_t)t * hd + d0;
+                        for (uint32_t c = 0; c < nd; c++)
+                            o[c] = _mm256_fmadd_ps(pt, _mm256_loadu_ps(vr + 8 * c), o[c]);
+                    }
+                    for (uint32_t c = 0; c < nd; c++)
+                        _mm256_storeu_ps(ap + d0 + 8 * c, o[c]);
                 }
                 Ms[pi] = M;
                 Ss[pi] = S;
