@@ -344,14 +344,17 @@ static void test_attention(void **state)
     assert_int_equal(backend_cpu_threads(B), 2);
 }
 
-/* The tiled attention (64+ queries) by groups of queries and heads sharing
- * converted key/value tiles gives the bits of the pair-by-pair form, for
- * several KV-group sizes, head sizes, cache offsets and query counts. */
+/* The attention by groups (tiled, 64+ queries: queries and heads sharing
+ * converted key/value tiles; one chunk: the heads of a KV head side by side)
+ * gives the bits of the pair-by-pair form, for several KV-group sizes, head
+ * sizes, cache offsets and query counts. */
 static void test_attention_grouped_bitwise(void **state)
 {
     (void)state;
     static const struct { uint32_t t, p0, h, hkv, d; } cases[] = {
         {64, 0, 4, 2, 32}, {70, 5, 8, 2, 64}, {130, 3, 4, 4, 32}, {65, 100, 6, 1, 16}, {96, 63, 4, 2, 128},
+        /* one chunk (fewer than 64 queries): heads of a group side by side */
+        {1, 40, 8, 2, 64}, {1, 300, 4, 1, 32}, {5, 17, 6, 3, 16}, {63, 0, 4, 2, 64},
     };
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const uint32_t T = cases[ci].t, P0 = cases[ci].p0, H = cases[ci].h, HKV = cases[ci].hkv, D = cases[ci].d;

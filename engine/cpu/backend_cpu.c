@@ -386,6 +386,63 @@ static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *acc, floa
 }
 
 
+/* attn_one (SIMD inner loops) for the G heads that share KV head kvh, one
+ * position after the other for all of them: the same floats per head, but
+ * the heads' serial chains (dot, expf, accumulator) overlap. acc and qh:
+ * G x head_dim floats each; sm: 2 x G. */
+static void attn_one_group(const attn_job *j, uint32_t t, uint32_t kvh, float *acc, float *qh, float *sm)
+{
+    const uint32_t hd = j->head_dim, kvrow = j->n_head_kv * hd, G = j->n_head / j->n_head_kv;
+    const uint32_t n_kv = j->pos0 + t + 1;
+    float *S = sm, *M = sm + G;
+    for (uint32_t g = 0; g < G; g++) {
+        const float *q = j->q + ((size_t)t * j->n_head + (size_t)kvh * G + g) * hd;
+        for (uint32_t d = 0; d < hd; d++) {
+            qh[(size_t)g * hd + d] = round_f16(q[d]);
+            acc[(size_t)g * hd + d] = 0.0f;
+        }
+        S[g] = 0.0f;
+        M[g] = -INFINITY;
+    }
+    for (uint32_t p = 0; p < n_kv; p++) {
+        const uint16_t *k = j->k + (size_t)p * kvrow + (size_t)kvh * hd;
+        const uint16_t *v = j->v + (size_t)p * kvrow + (size_t)kvh * hd;
+        for (uint32_t g = 0; g < G; g++) {
+            float s = backend_cpu_dot_f16(qh + (size_t)g * hd, k, hd, g_haswell) * j->scale;
+            float ms = 1.0f, vs = 1.0f;
+            bool rescale = false;
+            if (s > M[g]) {
+                float Mold = M[g];
+                M[g] = s;
+                ms = expf(Mold - s);
+                rescale = true;
+            } else {
+                vs = expf(s - M[g]);
+            }
+            backend_cpu_attn_mad(acc + (size_t)g * hd, v, ms, rescale, vs, hd);
+            S[g] = S[g] * ms + vs;
+        }
+    }
+    for (uint32_t g = 0; g < G; g++) {
+        float inv = S[g] == 0.0f ? 0.0f : 1.0f / S[g];
+        float *o = j->out + ((size_t)t * j->n_head + (size_t)kvh * G + g) * hd;
+        for (uint32_t d = 0; d < hd; d++)
+            o[d] = acc[(size_t)g * hd + d] * inv;
+    }
+}
+
+static void attn_one_task(attn_job *j)
+{
+    const uint32_t G = j->n_head / j->n_head_kv, hd = j->head_dim, total = j->n_tok * j->n_head_kv;
+    float *buf = malloc(sizeof(float) * ((size_t)2 * G * hd + 2 * (size_t)G));
+    if (!buf)
+        return; /* checked by the caller through the sentinel */
+    for (uint32_t i = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed); i < total;
+         i = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed))
+        attn_one_group(j, i / j->n_head_kv, i % j->n_head_kv, buf, buf + (size_t)G * hd, buf + (size_t)2 * G * hd);
+    free(buf);
+}
+
 /* Queries per work item of the grouped tiled attention. */
 #define ATTN_QB 16
 
@@ -418,6 +475,12 @@ static void attn_task(void *arg, int ith, int nth)
         !atomic_load_explicit(&g_attn_pairs, memory_order_relaxed)) {
         (void)ith, (void)nth;
         attn_group_task(j);
+        return;
+    }
+    if (j->n_tok < 64 && j->simd && j->head_dim % 8 == 0 &&
+        !atomic_load_explicit(&g_attn_pairs, memory_order_relaxed)) {
+        (void)ith, (void)nth;
+        attn_one_task(j);
         return;
     }
     float *sc = malloc(sizeof(float) * 2 * (size_t)j->head_dim);

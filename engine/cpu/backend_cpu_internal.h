@@ -48,8 +48,8 @@ static inline size_t backend_cpu_attn_group_work(uint32_t n_pairs, uint32_t hd)
 {
     return (size_t)128 * hd + (size_t)n_pairs * (hd + 2);
 }
-/* Tests: with on, the CPU backend's tiled attention calls
- * backend_cpu_attn_tiled pair by pair instead of the grouped form. */
+/* Tests: with on, the CPU backend's attention goes (query, head) pair by
+ * pair instead of by groups of heads sharing a KV head (both forms). */
 void backend_cpu_attn_pairs(bool on);
 /* One-chunk flash attention's F16 accumulator step. */
 void backend_cpu_attn_mad(float *acc, const uint16_t *v, float ms, bool rescale, float vs, uint32_t n);
