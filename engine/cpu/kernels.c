@@ -496,9 +496,9 @@ int kern_matmul(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
         c.gemm = g_gemm[simd][wtype];
     c.tc = n_tok <= 64 ? n_tok : 64;
     int64_t want = (n_rows + (int64_t)nth * 8 - 1) / ((int64_t)nth * 8);
-    /* one token on the eight-row tiles: long runs of contiguous rows keep
-     * the prefetch of the next tile useful (64-row chunks cost ~15% here) */
-    const int64_t cap = c.tile_r == KERN_TILE_R8 ? 256 : 64;
+    /* one token: long runs of contiguous rows keep the prefetch of the next
+     * rows useful (64-row chunks cost ~15% of decode here) */
+    const int64_t cap = n_tok == 1 ? 256 : 64;
     int64_t rc = want < cap ? want : cap;
     rc = (rc + c.tile_r - 1) / c.tile_r * c.tile_r;
     if (n_tok > 4 && rc < 16)
