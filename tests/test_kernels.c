@@ -171,6 +171,28 @@ static void test_pool_dynamic(void **state)
         assert_int_equal(atomic_load(&d.done[i]), 1);
 }
 
+/* The adaptive width: what other processes leave to the pool. */
+static void test_pool_width(void **state)
+{
+    (void)state;
+    assert_int_equal(tpool_width_for(2, 2, 2, 2), 2);   /* quiet: ours only */
+    assert_int_equal(tpool_width_for(2, 2, 1, 2), 2);   /* a worker asleep */
+    assert_int_equal(tpool_width_for(2, 2, 3, 2), 1);   /* one competitor */
+    assert_int_equal(tpool_width_for(2, 2, 2, 1), 1);   /* still there */
+    assert_int_equal(tpool_width_for(2, 2, 1, 1), 2);   /* gone */
+    assert_int_equal(tpool_width_for(16, 16, 17, 16), 15);
+    assert_int_equal(tpool_width_for(16, 16, 40, 16), 1);
+    assert_int_equal(tpool_width_for(4, 16, 5, 4), 4);  /* enough cores for all */
+    assert_int_equal(tpool_width_for(2, 2, 0, 2), 2);
+    tpool *p = tpool_new(2);
+    assert_non_null(p);
+    assert_int_equal(tpool_width(p), 2);
+    tpool_set_adaptive(p, false);
+    assert_int_equal(tpool_width(p), 2);
+    tpool_free(p);
+    assert_int_equal(tpool_width(NULL), 1);
+}
+
 static void test_pool_null_and_default(void **state)
 {
     (void)state;
@@ -712,6 +734,7 @@ int main(void)
         cmocka_unit_test(test_pool_sleep_wake),
         cmocka_unit_test(test_pool_null_and_default),
         cmocka_unit_test(test_pool_dynamic),
+        cmocka_unit_test(test_pool_width),
         cmocka_unit_test(test_simd_select),
         cmocka_unit_test(test_quantize_act),
         cmocka_unit_test(test_act_quant_all_paths),

@@ -15,7 +15,10 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -53,6 +56,11 @@ struct tpool {
     atomic_int pending;    /* workers still running the current (static) run */
     _Atomic uint64_t run_state; /* dynamic runs: gen << 32 | flags | joined count */
     atomic_int stop;
+    atomic_int width;      /* threads dynamic runs use (adaptive, <= n) */
+    bool adaptive;         /* width follows the machine's runnable count */
+    int n_cores;           /* cores this process may run on */
+    int64_t next_check_ns; /* caller's clock: when to look at the machine again */
+    int want, want_seen;   /* the width the last looks asked for, and how often */
     int n_sleeping;        /* workers waiting on cv_work (under mu) */
     pthread_mutex_t mu;
     pthread_cond_t cv_work;
@@ -66,7 +74,9 @@ static void *worker_main(void *argp)
     unsigned seen = 0;
     for (;;) {
         unsigned g = atomic_load_explicit(&p->gen, memory_order_acquire);
-        for (int spin = 0; g == seen && spin < SPIN_ITERS; spin++) {
+        /* a worker outside the width does not spin: the core is wanted */
+        const int spins = a->ith < atomic_load_explicit(&p->width, memory_order_relaxed) ? SPIN_ITERS : 0;
+        for (int spin = 0; g == seen && spin < spins; spin++) {
             cpu_relax();
             g = atomic_load_explicit(&p->gen, memory_order_acquire);
         }
@@ -87,7 +97,8 @@ static void *worker_main(void *argp)
             /* dynamic: join while run g is open, else skip it (the caller
              * did the work, or a later run has begun: read gen again) */
             bool joined = false;
-            while ((uint32_t)(st >> 32) == g && !(st & RS_CLOSED) && !(st & RS_STATIC)) {
+            while ((uint32_t)(st >> 32) == g && !(st & RS_CLOSED) && !(st & RS_STATIC) &&
+                   a->ith < atomic_load_explicit(&p->width, memory_order_relaxed)) {
                 if (atomic_compare_exchange_weak_explicit(&p->run_state, &st, st + 1, memory_order_acq_rel,
                                                           memory_order_acquire)) {
                     joined = true;
@@ -115,18 +126,101 @@ static void *worker_main(void *argp)
     }
 }
 
+/* The cores this process may run on (taskset, cgroup cpusets), else all online. */
+static int cores_available(void)
+{
+    cpu_set_t set;
+    long c = 0;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        c = CPU_COUNT(&set);
+    if (c <= 0)
+        c = sysconf(_SC_NPROCESSORS_ONLN);
+    return c > 0 ? (int)c : 1;
+}
+
+int tpool_width_for(int n, int n_cores, int running, int width)
+{
+    /* running counts this caller and the `width` - 1 workers spinning
+     * between runs (asleep ones are not counted: then others is too low,
+     * never too high); the rest belong to other processes */
+    int others = running - width;
+    if (others < 0)
+        others = 0;
+    int w = n_cores - others;
+    return w < 1 ? 1 : w > n ? n : w;
+}
+
+/* The machine's runnable threads now (the 4th field of /proc/loadavg,
+ * "running/total"), or -1. */
+static int runnable_now(void)
+{
+    int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char buf[128];
+    ssize_t k = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (k <= 0)
+        return -1;
+    buf[k] = 0;
+    const char *q = buf;
+    for (int f = 0; f < 3 && q; f++) {
+        q = strchr(q, ' ');
+        if (q)
+            q++;
+    }
+    if (!q || *q < '0' || *q > '9')
+        return -1;
+    return atoi(q);
+}
+
+/* Every 10 ms of runs: the width other processes leave us; a new width
+ * takes effect when three looks in a row agree. */
+static void adapt_width(tpool *p)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    if (now < p->next_check_ns)
+        return;
+    p->next_check_ns = now + 10 * 1000 * 1000;
+    int running = runnable_now();
+    if (running < 0)
+        return;
+    int cur = atomic_load_explicit(&p->width, memory_order_relaxed);
+    int w = tpool_width_for(p->n, p->n_cores, running, cur);
+    if (w == cur) {
+        p->want_seen = 0;
+        return;
+    }
+    if (w != p->want) {
+        p->want = w;
+        p->want_seen = 0;
+    }
+    if (++p->want_seen >= 3) {
+        atomic_store_explicit(&p->width, w, memory_order_relaxed);
+        p->want_seen = 0;
+    }
+}
+
+void tpool_set_adaptive(tpool *p, bool on)
+{
+    if (!p)
+        return;
+    p->adaptive = on;
+    if (!on)
+        atomic_store(&p->width, p->n);
+}
+
+int tpool_width(const tpool *p)
+{
+    return p ? atomic_load((atomic_int *)&p->width) : 1;
+}
+
 tpool *tpool_new(int n_threads)
 {
-    if (n_threads <= 0) {
-        /* the cores this process may run on (taskset, cgroup cpusets), else all online */
-        cpu_set_t set;
-        long c = 0;
-        if (sched_getaffinity(0, sizeof set, &set) == 0)
-            c = CPU_COUNT(&set);
-        if (c <= 0)
-            c = sysconf(_SC_NPROCESSORS_ONLN);
-        n_threads = c > 0 ? (int)c : 1;
-    }
+    if (n_threads <= 0)
+        n_threads = cores_available();
     if (n_threads > 512)
         n_threads = 512;
     tpool *p = calloc(1, sizeof *p);
@@ -141,6 +235,10 @@ tpool *tpool_new(int n_threads)
     atomic_init(&p->gen, 0);
     atomic_init(&p->pending, 0);
     atomic_init(&p->run_state, RS_STATIC | RS_CLOSED);
+    atomic_init(&p->width, n_threads);
+    p->adaptive = true;
+    p->n_cores = cores_available();
+    p->want = n_threads;
     atomic_init(&p->stop, 0);
     if (pthread_mutex_init(&p->mu, NULL) != 0)
         goto fail_mu;
@@ -256,6 +354,12 @@ void tpool_run_dynamic(tpool *p, void (*fn)(void *ctx, int ith, int nth), void *
 {
     if (!p || p->n == 1) {
         fn(ctx, 0, 1);
+        return;
+    }
+    if (p->adaptive)
+        adapt_width(p);
+    if (atomic_load_explicit(&p->width, memory_order_relaxed) == 1) {
+        fn(ctx, 0, p->n); /* the workers are not woken */
         return;
     }
     p->fn = fn;

@@ -4,6 +4,7 @@
 #ifndef GGSCOPE_TPOOL_H
 #define GGSCOPE_TPOOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct tpool tpool;
@@ -33,6 +34,19 @@ void tpool_run(tpool *p, void (*fn)(void *ctx, int ith, int nth), void *ctx);
  * can do all of it; it must not rely on every ith being called. Returns when
  * the caller's fn and every worker that joined have returned. */
 void tpool_run_dynamic(tpool *p, void (*fn)(void *ctx, int ith, int nth), void *ctx);
+
+/* Dynamic runs follow the machine (on by default): every 10 ms the caller
+ * reads how many threads are runnable (/proc/loadavg) and, when other
+ * processes want some of the cores, uses fewer threads (the caller alone
+ * when only one core is left over): a thread of ours that would share a
+ * core with a competing process slows the whole run down. Workers outside
+ * the width do not spin. tpool_set_adaptive(p, false) keeps every thread. */
+void tpool_set_adaptive(tpool *p, bool on);
+/* The threads dynamic runs use now (1 for NULL). */
+int tpool_width(const tpool *p);
+/* The width for a pool of n threads on n_cores cores when `running` threads
+ * are runnable machine-wide while `width` of ours run (exposed for tests). */
+int tpool_width_for(int n, int n_cores, int running, int width);
 
 /* A per-thread scratch buffer of at least `size` bytes (malloc alignment),
  * kept between runs; NULL for a bad ith or when memory cannot be had. For
