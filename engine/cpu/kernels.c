@@ -366,6 +366,13 @@ static void run_chunk(mm_ctx *c, int64_t chunk, float *rowbuf)
                 tile = c->tile_tail;
         }
         nt = lim - t < KERN_TILE_T ? lim - t : KERN_TILE_T;
+        if (c->tile_r == KERN_TILE_R8) {
+            /* the chunk's first tile, all at once (the tiles prefetch the
+             * next one as they go) */
+            const char *p0 = (const char *)(c->W + (size_t)r0 * c->row_bytes);
+            for (size_t o = 0; o < (size_t)KERN_TILE_R8 * c->row_bytes; o += 64)
+                __builtin_prefetch(p0 + o);
+        }
         for (int64_t r = r0; r < r1; r += c->tile_r) {
             int nr = (int)(r1 - r < c->tile_r ? r1 - r : c->tile_r);
             tile(c->W + (size_t)r * c->row_bytes, c->row_bytes, nr,
@@ -500,6 +507,8 @@ int kern_matmul(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
      * rows useful (64-row chunks cost ~15% of decode here) */
     const int64_t cap = n_tok == 1 ? 256 : 64;
     int64_t rc = want < cap ? want : cap;
+    if (n_tok == 1 && rc < 64) /* small matrices: fewer cold chunk starts */
+        rc = 64;
     rc = (rc + c.tile_r - 1) / c.tile_r * c.tile_r;
     if (n_tok > 4 && rc < 16)
         rc = 16;
