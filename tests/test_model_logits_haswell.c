@@ -7,9 +7,10 @@
  * on a CPU without AVX2 + FMA + F16C.
  *
  * Refresh on an AVX2-only machine (the peer then runs its haswell build):
- *   GGSCOPE_DUMP_MODELS=DIR build/test_model_logits_haswell prints "PATH ids A,B,.."
- *   per model; `peer logits PATH IDS --all --top 1` gives the logits (one JSON
- *   line per position), stored as in bench/make_test_logits.sh. */
+ *   GGSCOPE_DUMP_MODELS=DIR build/test_model_logits_haswell prints
+ *   "PATH ids A,B,.. keep K" per model; `peer logits PATH IDS --all --top 1`
+ *   gives the logits (one JSON line per position), of which the last K are
+ *   stored as in bench/make_test_logits.sh. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,15 +29,23 @@ typedef struct {
     const char *arch;
     uint32_t wtype;
     uint64_t seed;
+    int n_tok;  /* prompt tokens, evaluated in one batch */
+    int n_kept; /* positions stored (the last ones) */
 } hw_case;
 
+/* The long cases take the batched paths of 64+ tokens (ggml's tiled flash
+ * attention, the GEMMs, Q4_K's last n % 4 tokens in the mat-vec order);
+ * only their last positions are stored. */
 static const hw_case CASES[] = {
-    {"llama_f32", "llama", GGTYPE_F32, 11},
-    {"llama_q8_0", "llama", GGTYPE_Q8_0, 13},
-    {"qwen2_q4_K", "qwen2", GGTYPE_Q4_K, 23},
+    {"llama_f32", "llama", GGTYPE_F32, 11, 12, 12},
+    {"llama_q8_0", "llama", GGTYPE_Q8_0, 13, 12, 12},
+    {"qwen2_q4_K", "qwen2", GGTYPE_Q4_K, 23, 12, 12},
+    {"llama_q4_0_long", "llama", GGTYPE_Q4_0, 29, 70, 6},
+    {"qwen2_q4_K_long", "qwen2", GGTYPE_Q4_K, 31, 69, 5},
+    {"llama_f16_long", "llama", GGTYPE_F16, 37, 66, 4},
 };
 #define N_CASES (sizeof CASES / sizeof CASES[0])
-#define N_TOK 12
+#define MAX_TOK 72
 #define N_VOCAB 300
 
 static testmodel_params params_of(const hw_case *c)
@@ -54,15 +63,15 @@ static testmodel_params params_of(const hw_case *c)
     return p;
 }
 
-/* "ids A,B,..." then N_TOK lines of N_VOCAB numbers ('#' lines: comments). */
-static float *read_ref(const char *name, int32_t *ids)
+/* "ids A,B,..." then n_kept lines of N_VOCAB numbers ('#' lines: comments). */
+static float *read_ref(const char *name, int n_tok, int n_kept, int32_t *ids)
 {
     char path[512];
     snprintf(path, sizeof path, "tests/data/model_logits_haswell/%s.txt", name);
     FILE *f = fopen(path, "r");
     if (!f)
         fail_msg("cannot open %s (run from the source root)", path);
-    float *ref = malloc(sizeof(float) * N_TOK * N_VOCAB);
+    float *ref = malloc(sizeof(float) * (size_t)n_kept * N_VOCAB);
     assert_non_null(ref);
     char word[64];
     int k = 0;
@@ -76,20 +85,20 @@ static float *read_ref(const char *name, int32_t *ids)
             if (fscanf(f, "%1023s", list) != 1)
                 fail_msg("%s: bad ids line", path);
             char *p = list;
-            for (int i = 0; i < N_TOK; i++) {
+            for (int i = 0; i < n_tok; i++) {
                 ids[i] = (int32_t)strtol(p, &p, 10);
                 if (*p == ',')
                     p++;
             }
-        } else if (k < N_TOK * N_VOCAB) {
+        } else if (k < n_kept * N_VOCAB) {
             ref[k++] = strtof(word, NULL);
         } else {
             fail_msg("%s: too many numbers", path);
         }
     }
     fclose(f);
-    if (k != N_TOK * N_VOCAB)
-        fail_msg("%s: %d numbers, expected %d", path, k, N_TOK * N_VOCAB);
+    if (k != n_kept * N_VOCAB)
+        fail_msg("%s: %d numbers, expected %d", path, k, n_kept * N_VOCAB);
     return ref;
 }
 
@@ -103,42 +112,44 @@ static void run_case(const hw_case *c, int *failures)
         snprintf(path, sizeof path, "%s/%s.gguf", dump, c->name);
     if (testmodel_write(&p, path, msg, sizeof msg))
         fail_msg("%s: testmodel_write: %s", c->name, msg);
-    int32_t ids[N_TOK];
+    const int n_tok = c->n_tok, n_kept = c->n_kept;
+    int32_t ids[MAX_TOK];
     ids[0] = 1;
-    for (int i = 1; i < N_TOK; i++)
+    for (int i = 1; i < n_tok; i++)
         ids[i] = (int32_t)((i * 97 + c->seed * 31) % N_VOCAB);
     if (dump) {
         printf("%s ids ", path);
-        for (int i = 0; i < N_TOK; i++)
+        for (int i = 0; i < n_tok; i++)
             printf("%s%d", i ? "," : "", ids[i]);
-        printf("\n");
+        printf(" keep %d\n", n_kept);
         return;
     }
-    int32_t ref_ids[N_TOK];
-    float *ref = read_ref(c->name, ref_ids);
-    assert_memory_equal(ids, ref_ids, sizeof ids);
+    int32_t ref_ids[MAX_TOK];
+    float *ref = read_ref(c->name, n_tok, n_kept, ref_ids);
+    assert_memory_equal(ids, ref_ids, sizeof(int32_t) * (size_t)n_tok);
     gguf_error err;
     gguf_file *gf = gguf_open(path, &err);
     assert_non_null(gf);
     model *m = model_load(gf, NULL, msg, sizeof msg);
     if (!m)
         fail_msg("%s: %s", c->name, msg);
-    session_params sp = {.n_ctx = 64, .n_threads = 2};
+    session_params sp = {.n_ctx = MAX_TOK, .n_threads = 2};
     session *s = session_new(m, &sp, msg, sizeof msg);
     assert_non_null(s);
-    float *lg = malloc(sizeof(float) * N_TOK * N_VOCAB);
+    float *lg = malloc(sizeof(float) * (size_t)n_tok * N_VOCAB);
     assert_non_null(lg);
     /* one batch, as the peer evaluated it (tinyBLAS / GEMM orders) */
-    assert_int_equal(session_eval(s, ids, N_TOK, 0, lg, true), 0);
+    assert_int_equal(session_eval(s, ids, (uint32_t)n_tok, 0, lg, true), 0);
+    const float *got = lg + (size_t)(n_tok - n_kept) * N_VOCAB;
     double worst = 0;
     int differ = 0;
-    for (int i = 0; i < N_TOK * N_VOCAB; i++) {
-        double d = fabs((double)lg[i] - ref[i]);
-        differ += lg[i] != ref[i];
+    for (int i = 0; i < n_kept * N_VOCAB; i++) {
+        double d = fabs((double)got[i] - ref[i]);
+        differ += got[i] != ref[i];
         worst = d > worst ? d : worst;
     }
-    print_message("%-12s %d of %d logits differ from llama.cpp's haswell build, max |diff| %.3g\n", c->name,
-                  differ, N_TOK * N_VOCAB, worst);
+    print_message("%-16s %d of %d logits differ from llama.cpp's haswell build, max |diff| %.3g\n", c->name,
+                  differ, n_kept * N_VOCAB, worst);
     if (differ)
         ++*failures;
     free(ref);
