@@ -320,34 +320,55 @@ int tpool_threads(const tpool *p)
     return p ? p->n : 1;
 }
 
+/* Publish fn/ctx and the run's state (flags: RS_STATIC or 0), then wake the
+ * workers by bumping the generation. */
+static void start_run(tpool *p, void (*fn)(void *ctx, int ith, int nth), void *ctx, uint64_t flags)
+{
+    p->fn = fn;
+    p->ctx = ctx;
+    unsigned g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
+    atomic_store_explicit(&p->run_state, (uint64_t)g << 32 | flags, memory_order_release);
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+    if (p->n_sleeping > 0)
+        pthread_cond_broadcast(&p->cv_work);
+    pthread_mutex_unlock(&p->mu);
+}
+
+static bool static_done(tpool *p)
+{
+    return atomic_load_explicit(&p->pending, memory_order_acquire) == 0;
+}
+
+static bool dynamic_done(tpool *p)
+{
+    return (atomic_load_explicit(&p->run_state, memory_order_acquire) & RS_COUNT) == 0;
+}
+
+/* Spin a while, then sleep on cv_done (the last worker out signals it). */
+static void wait_done(tpool *p, bool (*done)(tpool *p))
+{
+    for (int spin = 0; spin < SPIN_ITERS; spin++) {
+        if (done(p))
+            return;
+        cpu_relax();
+    }
+    pthread_mutex_lock(&p->mu);
+    while (!done(p))
+        pthread_cond_wait(&p->cv_done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
+
 void tpool_run(tpool *p, void (*fn)(void *ctx, int ith, int nth), void *ctx)
 {
     if (!p || p->n == 1) {
         fn(ctx, 0, 1);
         return;
     }
-    p->fn = fn;
-    p->ctx = ctx;
     atomic_store_explicit(&p->pending, p->n - 1, memory_order_relaxed);
-    unsigned g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
-    atomic_store_explicit(&p->run_state, (uint64_t)g << 32 | RS_STATIC, memory_order_release);
-    pthread_mutex_lock(&p->mu);
-    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
-    if (p->n_sleeping > 0)
-        pthread_cond_broadcast(&p->cv_work);
-    pthread_mutex_unlock(&p->mu);
-
+    start_run(p, fn, ctx, RS_STATIC);
     fn(ctx, 0, p->n);
-
-    for (int spin = 0; spin < SPIN_ITERS; spin++) {
-        if (atomic_load_explicit(&p->pending, memory_order_acquire) == 0)
-            return;
-        cpu_relax();
-    }
-    pthread_mutex_lock(&p->mu);
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) != 0)
-        pthread_cond_wait(&p->cv_done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    wait_done(p, static_done);
 }
 
 void tpool_run_dynamic(tpool *p, void (*fn)(void *ctx, int ith, int nth), void *ctx)
@@ -362,29 +383,10 @@ void tpool_run_dynamic(tpool *p, void (*fn)(void *ctx, int ith, int nth), void *
         fn(ctx, 0, p->n); /* the workers are not woken */
         return;
     }
-    p->fn = fn;
-    p->ctx = ctx;
-    unsigned g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
-    atomic_store_explicit(&p->run_state, (uint64_t)g << 32, memory_order_release);
-    pthread_mutex_lock(&p->mu);
-    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
-    if (p->n_sleeping > 0)
-        pthread_cond_broadcast(&p->cv_work);
-    pthread_mutex_unlock(&p->mu);
-
+    start_run(p, fn, ctx, 0);
     fn(ctx, 0, p->n);
-
     /* every piece of work is handed out: close the run, wait for the joined */
     uint64_t st = atomic_fetch_or_explicit(&p->run_state, RS_CLOSED, memory_order_acq_rel);
-    if ((st & RS_COUNT) == 0)
-        return;
-    for (int spin = 0; spin < SPIN_ITERS; spin++) {
-        if ((atomic_load_explicit(&p->run_state, memory_order_acquire) & RS_COUNT) == 0)
-            return;
-        cpu_relax();
-    }
-    pthread_mutex_lock(&p->mu);
-    while ((atomic_load_explicit(&p->run_state, memory_order_acquire) & RS_COUNT) != 0)
-        pthread_cond_wait(&p->cv_done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    if ((st & RS_COUNT) != 0)
+        wait_done(p, dynamic_done);
 }
