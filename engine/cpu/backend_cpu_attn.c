@@ -313,6 +313,45 @@ TGT float backend_cpu_v_expf_simd(float x)
     return r[0];
 }
 
+/* One 64-cell tile of ggml's tiled flash attention, after the scores kq
+ * (masked cells -inf): the running maximum, acc rescaled when it grows, the
+ * weights P = expf(kq - M) (vectorised, masked cells exactly 0) and their
+ * sum added to S in ggml's lane order. */
+TGT static inline void tile_softmax(const float *kq, uint32_t nt, uint32_t hd, float *acc, float *P, float *Mp,
+                                    float *Sp, bool hw)
+{
+    float M = *Mp, S = *Sp;
+    float tmax = -INFINITY;
+    for (uint32_t t = 0; t < nt; t++)
+        tmax = kq[t] > tmax ? kq[t] : tmax;
+    float Mn = fmaxf(M, tmax);
+    if (Mn > M) {
+        float ms = expf(M - Mn);
+        __m256 vms = _mm256_set1_ps(ms);
+        for (uint32_t d = 0; d < hd; d += 8)
+            _mm256_storeu_ps(acc + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), vms));
+        S *= ms;
+    }
+    M = Mn;
+    double sum = 0.0;
+    const __m256 vM = _mm256_set1_ps(M);
+    __m256 e[8];
+    for (int b = 0; b < 8; b++) {
+        e[b] = _mm256_setzero_ps();
+        if ((uint32_t)(8 * b) < nt) {
+            __m256 x = _mm256_loadu_ps(kq + 8 * b);
+            /* masked cells: exactly 0, as ggml's expf gives for -inf */
+            e[b] = _mm256_and_ps(hw ? v_expf8_hw(_mm256_sub_ps(x, vM)) : v_expf8(_mm256_sub_ps(x, vM)),
+                                 _mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_NEQ_OQ));
+        }
+        _mm256_storeu_ps(P + 8 * b, e[b]);
+    }
+    for (int b = 0; b < 8; b += hw ? 1 : 2)
+        sum += (double)(hw ? hsum8(e[b]) : hsum16(e[b], e[b + 1]));
+    *Mp = M;
+    *Sp = (float)((double)S + sum);
+}
+
 TGT void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_t *v, size_t stride,
                                 uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out, bool hw)
 {
@@ -351,34 +390,7 @@ TGT void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_
             a = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), a, _mm256_castsi256_ps(valid));
             _mm256_storeu_ps(kq + g, a);
         }
-        float tmax = -INFINITY;
-        for (uint32_t t = 0; t < nt; t++)
-            tmax = kq[t] > tmax ? kq[t] : tmax;
-        float Mn = fmaxf(M, tmax);
-        if (Mn > M) {
-            float ms = expf(M - Mn);
-            __m256 vms = _mm256_set1_ps(ms);
-            for (uint32_t d = 0; d < hd; d += 8)
-                _mm256_storeu_ps(acc + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), vms));
-            S *= ms;
-        }
-        M = Mn;
-        double sum = 0.0;
-        const __m256 vM = _mm256_set1_ps(M);
-        __m256 e[8];
-        for (int b = 0; b < 8; b++) {
-            e[b] = _mm256_setzero_ps();
-            if ((uint32_t)(8 * b) < nt) {
-                __m256 x = _mm256_loadu_ps(kq + 8 * b);
-                /* masked cells: exactly 0, as ggml's expf gives for -inf */
-                e[b] = _mm256_and_ps(hw ? v_expf8_hw(_mm256_sub_ps(x, vM)) : v_expf8(_mm256_sub_ps(x, vM)),
-                                     _mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_NEQ_OQ));
-            }
-            _mm256_storeu_ps(P + 8 * b, e[b]);
-        }
-        for (int b = 0; b < 8; b += hw ? 1 : 2)
-            sum += (double)(hw ? hsum8(e[b]) : hsum16(e[b], e[b + 1]));
-        S = (float)((double)S + sum);
+        tile_softmax(kq, nt, hd, acc, P, &M, &S, hw);
         for (uint32_t d = 0; d < hd; d += 8) {
             __m256 a = _mm256_loadu_ps(acc + d);
             for (uint32_t t = 0; t < nt; t++)
@@ -464,33 +476,7 @@ TGT void backend_cpu_attn_tiled_group(const float *q, size_t q_tok, const uint16
                     x = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), x, _mm256_castsi256_ps(valid));
                     _mm256_storeu_ps(kq + 8 * g, x);
                 }
-                float tmax = -INFINITY;
-                for (uint32_t t = 0; t < nt; t++)
-                    tmax = kq[t] > tmax ? kq[t] : tmax;
-                float Mn = fmaxf(M, tmax);
-                if (Mn > M) {
-                    float ms = expf(M - Mn);
-                    __m256 vms = _mm256_set1_ps(ms);
-                    for (uint32_t d = 0; d < hd; d += 8)
-                        _mm256_storeu_ps(ap + d, _mm256_mul_ps(_mm256_loadu_ps(ap + d), vms));
-                    S *= ms;
-                }
-                M = Mn;
-                double sum = 0.0;
-                const __m256 vM = _mm256_set1_ps(M);
-                __m256 e[8];
-                for (int b = 0; b < 8; b++) {
-                    e[b] = _mm256_setzero_ps();
-                    if ((uint32_t)(8 * b) < nt) {
-                        __m256 x = _mm256_loadu_ps(kq + 8 * b);
-                        e[b] = _mm256_and_ps(hw ? v_expf8_hw(_mm256_sub_ps(x, vM)) : v_expf8(_mm256_sub_ps(x, vM)),
-                                             _mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_NEQ_OQ));
-                    }
-                    _mm256_storeu_ps(P + 8 * b, e[b]);
-                }
-                for (int b = 0; b < 8; b += hw ? 1 : 2)
-                    sum += (double)(hw ? hsum8(e[b]) : hsum16(e[b], e[b + 1]));
-                S = (float)((double)S + sum);
+                tile_softmax(kq, nt, hd, ap, P, &M, &S, hw);
                 /* each output's chain over the cells in order, 8 outputs of
                  * 8 lanes side by side */
                 for (uint32_t d0 = 0; d0 < hd; d0 += 64) {
