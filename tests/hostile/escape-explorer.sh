@@ -8,6 +8,10 @@ sock="ggscope-escape-$$"
 T() { tmux -L "$sock" -f /dev/null "$@"; }
 trap 'T kill-server >/dev/null 2>&1' EXIT
 export XDG_CACHE_HOME=$tmp/cache
+# a "keeper" session holds the server up: killing the last session ends the
+# server, and a session started while it shuts down dies with it ("server
+# exited unexpectedly"), which once failed CI
+T new-session -d -s keeper -x 20 -y 5 "sleep 3600"
 T new-session -d -s m -x 200 -y 50 "sleep 0.5; LANG=C.UTF-8 LC_ALL=C.UTF-8 $bin $tmp/e.gguf; sleep 600"
 T pipe-pane -t m -o "cat >>$tmp/raw.log"
 shows() {   # shows TEXT: poll the screen for a fixed string (10 s)
