@@ -2,6 +2,7 @@
  *
  *   bench_matvec [--threads 1,2] [--types q4_0,q8_0,q4_K,q6_K,f16] [--tok 512]
  *                [--reps 3] [--simd scalar|avx2|avx512] [--no-mm]
+ *   bench_matvec --bw-only [--threads 2]
  *
  * For each type, thread count and shape: mat-vec (1 token) GB/s of weights
  * read and GFLOP/s, mat-mat (--tok tokens) GFLOP/s; then the time of one
@@ -11,7 +12,9 @@
  * (mv$: the same matrix again, cache-resident when it fits). Best of --reps
  * runs (mat-vec: best of 10 x reps windows of ~5 ms). GFLOP/cpu-s: mat-mat
  * FLOPs per second of CPU time (all threads), the rate of one core that
- * other processes do not preempt. */
+ * other processes do not preempt. --bw-only prints only the plain read
+ * bandwidth, one line "read_gb_s THREADS GB/S" per thread count (what
+ * bench/vs_llama.sh divides by the bytes a token reads). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,7 +218,7 @@ int main(int argc, char **argv)
     int n_threads = parse_list("1,2", threads_s, 8);
     int64_t ntok_mm = 512;
     int reps = 3;
-    int do_mm = 1;
+    int do_mm = 1, bw_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--types") && i + 1 < argc)
             n_types = parse_list(argv[++i], types, 16);
@@ -227,6 +230,8 @@ int main(int argc, char **argv)
             reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-mm"))
             do_mm = 0;
+        else if (!strcmp(argv[i], "--bw-only"))
+            bw_only = 1;
         else if (!strcmp(argv[i], "--simd") && i + 1 < argc) {
             const char *v = argv[++i];
             kern_simd s = !strcmp(v, "scalar") ? KERN_SIMD_SCALAR
@@ -239,13 +244,24 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr, "usage: %s [--threads 1,2] [--types q4_0,...] [--tok 512] "
-                            "[--reps 3] [--simd scalar|avx2|avx2-plain|avx512] [--no-mm]\n",
+                            "[--reps 3] [--simd scalar|avx2|avx2-plain|avx512] [--no-mm] [--bw-only]\n",
                     argv[0]);
             return 2;
         }
     }
     if (ntok_mm < 2 || reps < 1)
         return 2;
+    if (bw_only) {
+        for (int hi = 0; hi < n_threads; hi++) {
+            int nth = atoi(threads_s[hi]);
+            tpool *pool = nth > 0 ? tpool_new(nth) : NULL;
+            if (!pool)
+                return 1;
+            printf("read_gb_s %d %.2f\n", nth, read_bandwidth(pool));
+            tpool_free(pool);
+        }
+        return 0;
+    }
     printf("SIMD path: %s; mat-mat tokens: %lld; best of %d\n", kern_simd_name(),
            (long long)ntok_mm, reps);
     for (int hi = 0; hi < n_threads; hi++) {

@@ -8,6 +8,11 @@
 # average to fall below LOAD_MAX and prints it. Prints a Markdown table of the
 # best and the median of every figure. The quiet check is made before each
 # round (a round runs every type with both programs back to back).
+# Each round also measures the machine's plain read bandwidth with THREADS
+# threads (bench_matvec --bw-only); the decode limit of a file is that
+# bandwidth over the weight bytes one token reads (every tensor but the
+# token embeddings, which a token reads one row of; tied output counted once),
+# and the table gives each program's decode as a share of it.
 #
 # usage: bench/vs_llama.sh [BUILD_DIR]        (default build)
 # environment (defaults):
@@ -22,14 +27,14 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$src/build}
 shared=$src/../shared
 peer=$shared/peer/peer
-bin=$build/ggscope mk=$build/bench_mkmodel
+bin=$build/ggscope mk=$build/bench_mkmodel mv=$build/bench_matvec
 vocab=$shared/fixtures/vocab/ggml-vocab-llama-spm.gguf
 TYPES=${TYPES:-q4_0 q4_K_M q8_0 f16}
 ROUNDS=${ROUNDS:-5} THREADS=${THREADS:-2} PP=${PP:-512} TG=${TG:-48}
 LOAD_MAX=${LOAD_MAX:-0.3} LOAD_WAIT=${LOAD_WAIT:-120} BUSY=${BUSY:-0}
 [[ -x $peer ]] || { echo "no peer at $peer: skipped"; exit 77; }
 [[ -f $vocab ]] || { echo "no vocabulary at $vocab: skipped"; exit 77; }
-[[ -x $bin && -x $mk ]] || { echo "build first: $bin and $mk are missing"; exit 1; }
+[[ -x $bin && -x $mk && -x $mv ]] || { echo "build first: $bin, $mk or $mv is missing"; exit 1; }
 work=${WORK:-}
 if [[ -z $work ]]; then work=$(mktemp -d); trap 'rm -rf "$work"' EXIT; fi
 mkdir -p "$work"
@@ -48,6 +53,19 @@ for t in $TYPES; do
     echo "quantizing to $t ..." >&2
     "$bin" quantize "$f16" "$f" --type "$t" >/dev/null || exit 1
 done
+
+# the weight bytes one token reads, per type
+tok_bytes() {
+    "$bin" info "$(model "$1")" --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+t = {x["name"]: x for x in d["tensors"]}
+e = t["token_embd.weight"]
+n = sum(x["bytes"] for k, x in t.items() if k != "token_embd.weight")
+n += e["bytes"] // e["shape"][1]
+if "output.weight" not in t: n += e["bytes"]
+print(n)'
+}
 
 # ---- helpers ----
 load1() { cut -d' ' -f1 /proc/loadavg; }
@@ -96,18 +114,26 @@ for (( r = 1; r <= ROUNDS; r++ )); do
     round_state=quiet
     if (( ! BUSY )); then quiet || round_state=loaded; fi
     round_load=$(load1)
-    echo "round $r: load $round_load ($round_state)" >&2
+    bw=$("$mv" --bw-only --threads "$THREADS" | awk '{print $3}')
+    echo "{\"who\": \"machine\", \"round\": $r, \"read_gb_s\": $bw}" >>"$raw"
+    echo "round $r: load $round_load ($round_state), plain read $bw GB/s with $THREADS threads" >&2
     for t in $TYPES; do
         if (( r % 2 )); then run ggscope "$t" "$r"; run llama.cpp "$t" "$r"
         else run llama.cpp "$t" "$r"; run ggscope "$t" "$r"; fi
     done
 done
 [[ -n ${OUT:-} ]] && cp "$raw" "$OUT"
+sizes=""
+for t in $TYPES; do sizes+="$t=$(tok_bytes "$t") "; done
 
-python3 - "$raw" "$THREADS" "$PP" "$TG" "$BUSY" <<'EOF'
+python3 - "$raw" "$THREADS" "$PP" "$TG" "$BUSY" "$sizes" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
+rbw = {r["round"]: r["read_gb_s"] for r in rows if r["who"] == "machine"}
+bws = [rbw[k] for k in sorted(rbw)]
+rows = [r for r in rows if r["who"] != "machine"]
 threads, pp, tg, busy = sys.argv[2:6]
+tbytes = dict(kv.split("=") for kv in sys.argv[6].split())
 types = []
 for r in rows:
     if r["type"] not in types: types.append(r["type"])
@@ -124,6 +150,8 @@ print("%s threads, prompt %s tokens, decode %s tokens; %d rounds, %d runs; load 
     threads, pp, tg, len(starts), len(rows), " ".join("%.2f" % s[1] for s in starts), min(loads), max(loads),
     ", %d rounds started above the load limit" % loaded if loaded else "",
     ", one competing busy process" if busy == "1" else ""))
+print("plain read bandwidth with %s threads, per round: %s GB/s (best %.1f, median %.1f)" % (
+    threads, " ".join("%.1f" % b for b in bws), max(bws), statistics.median(bws)))
 print()
 print("| weights | decode tok/s ggscope (best / median) | llama.cpp | ratio | prompt tok/s ggscope | llama.cpp | ratio | peak RSS MB ggscope / llama.cpp |")
 print("|---|---|---|---|---|---|---|---|")
@@ -133,4 +161,17 @@ for t in types:
     gm, lm = vals("ggscope", t, "rss_mb"), vals("llama.cpp", t, "rss_mb")
     print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (t, fmt(gd), fmt(ld), ratio(gd, ld), fmt(gp), fmt(lp), ratio(gp, lp),
           "%.0f / %.0f" % (max(gm), max(lm)) if gm and lm else "-"))
+print()
+print("Decode against the bandwidth limit (the plain read bandwidth of the round over the weight bytes a token reads); best / median of the runs' shares:")
+print()
+print("| weights | MB read per token | limit tok/s (best / median round) | ggscope share of limit | llama.cpp share of limit |")
+print("|---|---|---|---|---|")
+def share(who, t, mb):
+    v = [r["r"]["tg_tok_s"] * mb / 1e3 / rbw[r["round"]] for r in rows
+         if r["who"] == who and r["type"] == t and "tg_tok_s" in r["r"] and r["round"] in rbw]
+    return "%.0f%% / %.0f%%" % (100 * max(v), 100 * statistics.median(v)) if v else "-"
+for t in types:
+    mb = int(tbytes[t]) / 1e6
+    print("| %s | %.0f | %.1f / %.1f | %s | %s |" % (t, mb, max(bws) * 1e3 / mb, statistics.median(bws) * 1e3 / mb,
+          share("ggscope", t, mb), share("llama.cpp", t, mb)))
 EOF
