@@ -142,11 +142,11 @@ static int w_store_f16(void *ctx, backend_view src, uint32_t n_rows, uint32_t n_
 }
 static int w_attention(void *ctx, backend_view q, backend_view k, backend_view v, backend_view out,
                        uint32_t n_tok, uint32_t pos0, uint32_t n_head, uint32_t n_head_kv, uint32_t head_dim,
-                       float scale)
+                       const backend_attn_params *ap)
 {
     (void)ctx;
     TIMED("attention", g_inner->attention(g_inner_ctx, q, k, v, out, n_tok, pos0, n_head, n_head_kv, head_dim,
-                                          scale));
+                                          ap));
 }
 static int w_silu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
                       uint32_t n_cols)

@@ -69,13 +69,31 @@ typedef struct {
  * NEOX rotates the halves (x[i], x[i + n_rot/2]) (qwen2). */
 typedef enum { BACKEND_ROPE_NORMAL = 0, BACKEND_ROPE_NEOX = 2 } backend_rope_mode;
 
+/* ggml_rope_ext's parameters. The YaRN fields keep plain RoPE when zero:
+ * ext_factor 0 = no YaRN ramp, attn_factor 0 is read as 1 (no mscale). */
 typedef struct {
     backend_rope_mode mode;
     uint32_t n_rot;            /* dimensions rotated (even, <= head_dim) */
     float freq_base;           /* theta base, e.g. 10000 */
     float freq_scale;          /* 1 / linear scaling factor (1 = none) */
-    const float *freq_factors; /* (optional) n_rot/2 divisors of theta (Llama 3.1 rope_freqs), or NULL */
+    const float *freq_factors; /* (optional) n_rot/2 divisors of theta (rope_freqs, LongRoPE factors), or NULL */
+    float ext_factor;          /* YaRN extrapolation mix (1 with YaRN scaling, else 0) */
+    float attn_factor;         /* multiplies cos and sin (YaRN / LongRoPE mscale); 0 = 1 */
+    float beta_fast, beta_slow;/* YaRN correction range (32, 1) */
+    uint32_t n_ctx_orig;       /* YaRN: the context the model was trained for */
 } backend_rope_params;
+
+/* Attention options. The KV cache of a layer is either linear (n_cells = 0:
+ * row r holds position r) or a ring of n_cells rows (position p in row
+ * p % n_cells), which a sliding-window layer needs: with n_swa > 0, query
+ * position P sees key position p only when p <= P and P - p < n_swa
+ * (llama.cpp's is_masked_swa). Keys are visited in row order, as llama.cpp
+ * visits cells, which after the ring wraps is not position order. */
+typedef struct {
+    float scale;               /* kq scale (1/sqrt(head_dim), or 1 when Q was pre-scaled) */
+    uint32_t n_swa;            /* sliding window in positions, 0 = full causal attention */
+    uint32_t n_cells;          /* ring size in rows, 0 = linear cache */
+} backend_attn_params;
 
 typedef struct backend_ops {
     const char *name;          /* "cpu", "vulkan" */
@@ -136,20 +154,30 @@ typedef struct backend_ops {
                      backend_view dst, uint32_t dst_row);
     /* Causal attention over an F16 KV cache.
      * q: n_tok rows of n_head*head_dim floats; query t is at position pos0 + t
-     * and attends to cache rows 0 .. pos0 + t (inclusive).
-     * k, v: F16 caches, rows of n_head_kv*head_dim (row r = position r), at
-     * least pos0 + n_tok rows valid. Query head h uses kv head h / (n_head / n_head_kv).
+     * and attends to the positions 0 .. pos0 + t (inclusive) that p->n_swa
+     * leaves visible.
+     * k, v: F16 caches, rows of n_head_kv*head_dim: a linear cache (row r =
+     * position r, at least pos0 + n_tok rows valid) or a ring of p->n_cells
+     * rows (backend_attn_params). Query head h uses kv head h / (n_head / n_head_kv).
      * out: n_tok rows of n_head*head_dim floats = softmax(scale * q.k^T) . v
-     * (must not alias q). */
+     * (must not alias q). A backend that cannot honour n_swa or n_cells
+     * returns BACKEND_EUNSUPPORTED. */
     int (*attention)(void *ctx, backend_view q, backend_view k, backend_view v,
                      backend_view out, uint32_t n_tok, uint32_t pos0, uint32_t n_head,
-                     uint32_t n_head_kv, uint32_t head_dim, float scale);
+                     uint32_t n_head_kv, uint32_t head_dim, const backend_attn_params *p);
     /* dst[i] = silu(gate[i]) * up[i] over n_rows rows of n_cols elements,
      * silu(x) = x / (1 + exp(-x)). dst may alias gate or up. (Rows matter to
      * the CPU backend only: ggml's SwiGLU treats the last n_cols % 16 of a row
      * apart.) */
     int (*silu_mul)(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
                     uint32_t n_cols);
+    /* (optional) dst[i] = gelu(gate[i]) * up[i] (ggml_geglu: GELU with the
+     * tanh approximation, looked up in ggml's F16 table on the CPU; 0 below
+     * -10, the identity above 10), rows as silu_mul. dst may alias gate or up. */
+    int (*gelu_mul)(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
+                    uint32_t n_cols);
+    /* (optional) dst[i] = src[i] * s for n elements (ggml_scale). In place allowed. */
+    int (*scale)(void *ctx, backend_view src, backend_view dst, size_t n, float s);
 
     /* (optional) Wait until all submitted ops are done. */
     int (*sync)(void *ctx);

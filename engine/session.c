@@ -159,7 +159,7 @@ static int forward_chunk(session *s, const int32_t *tokens, uint32_t n, uint32_t
         .mode = hp->rope_mode, .n_rot = hp->n_rot, .freq_base = hp->rope_freq_base,
         .freq_scale = hp->rope_freq_scale, .freq_factors = m->rope_freqs,
     };
-    const float kq_scale = 1.0f / sqrtf((float)HD);
+    const backend_attn_params ap = {.scale = 1.0f / sqrtf((float)HD)};
     int il = -1;
 
     for (uint32_t i = 0; i < n; i++)
@@ -184,7 +184,7 @@ static int forward_chunk(session *s, const int32_t *tokens, uint32_t n, uint32_t
         TRY(o->store_f16(c, V(s->k, 0), n, KD, V(s->kc, kv_off), pos));
         TRY(o->store_f16(c, V(s->v, 0), n, KD, V(s->vc, kv_off), pos));
         TRY(o->attention(c, V(s->q, 0), V(s->kc, kv_off), V(s->vc, kv_off), V(s->att, 0), n, pos,
-                         hp->n_head, hp->n_head_kv, HD, kq_scale));
+                         hp->n_head, hp->n_head_kv, HD, &ap));
         TRY(o->matmul(c, &ly->wo, V(s->att, 0), n, V(s->xb, 0)));
         TRY(o->add(c, V(s->x, 0), V(s->xb, 0), V(s->x, 0), (size_t)n * E));
         /* feed-forward; in the last layer only on the rows that give logits

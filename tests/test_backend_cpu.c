@@ -309,7 +309,8 @@ static void test_attention(void **state)
         assert_int_equal(kh[i], codec_f32_to_f16(k[i]));
     backend_buf *bq = buf_from(q, T * QD), *bo = O->buf_new(B->ctx, BACKEND_F32, T * QD);
     const float scale = 1.0f / sqrtf(D);
-    assert_int_equal(O->attention(B->ctx, V(bq), V(kc), V(vc), V(bo), T, P0, H, HKV, D, scale), 0);
+    const backend_attn_params AP = {.scale = scale};
+    assert_int_equal(O->attention(B->ctx, V(bq), V(kc), V(vc), V(bo), T, P0, H, HKV, D, &AP), 0);
     read_back(bo, out, T * QD);
     for (int t = 0; t < T; t++)
         for (int h = 0; h < H; h++) {
@@ -334,9 +335,9 @@ static void test_attention(void **state)
     /* F16 query and accumulator (as ggml): a few 1e-3 */
     expect_close(out, want, T * QD, 3e-3, "attention");
     /* bad shapes */
-    assert_int_equal(O->attention(B->ctx, V(bq), V(kc), V(vc), V(bo), T, P0, H, 3, D, scale), BACKEND_EARG);
-    assert_int_equal(O->attention(B->ctx, V(bq), V(kc), V(vc), V(bq), T, P0, H, HKV, D, scale), BACKEND_EARG);
-    assert_int_equal(O->attention(B->ctx, V(bq), V(kc), V(vc), V(bo), T, 14, H, HKV, D, scale), BACKEND_EARG);
+    assert_int_equal(O->attention(B->ctx, V(bq), V(kc), V(vc), V(bo), T, P0, H, 3, D, &AP), BACKEND_EARG);
+    assert_int_equal(O->attention(B->ctx, V(bq), V(kc), V(vc), V(bq), T, P0, H, HKV, D, &AP), BACKEND_EARG);
+    assert_int_equal(O->attention(B->ctx, V(bq), V(kc), V(vc), V(bo), T, 14, H, HKV, D, &AP), BACKEND_EARG);
     backend_buf *bufs[] = {kc, vc, bk, bv, bq, bo};
     for (int i = 0; i < 6; i++)
         O->buf_free(B->ctx, bufs[i]);
@@ -372,11 +373,12 @@ static void test_attention_grouped_bitwise(void **state)
         assert_int_equal(O->store_f16(B->ctx, V(bv), (uint32_t)NKV, (uint32_t)KD, V(vc), 0), 0);
         backend_buf *bq = buf_from(q, T * QD), *bo = O->buf_new(B->ctx, BACKEND_F32, T * QD);
         const float scale = 1.0f / sqrtf((float)D);
+        const backend_attn_params AP = {.scale = scale};
         backend_cpu_attn_pairs(true);
-        assert_int_equal(O->attention(B->ctx, V(bq), V(kc), V(vc), V(bo), T, P0, H, HKV, D, scale), 0);
+        assert_int_equal(O->attention(B->ctx, V(bq), V(kc), V(vc), V(bo), T, P0, H, HKV, D, &AP), 0);
         read_back(bo, o1, T * QD);
         backend_cpu_attn_pairs(false);
-        assert_int_equal(O->attention(B->ctx, V(bq), V(kc), V(vc), V(bo), T, P0, H, HKV, D, scale), 0);
+        assert_int_equal(O->attention(B->ctx, V(bq), V(kc), V(vc), V(bo), T, P0, H, HKV, D, &AP), 0);
         read_back(bo, o2, T * QD);
         for (size_t i = 0; i < T * QD; i++)
             if (memcmp(&o1[i], &o2[i], sizeof(float)) != 0)

@@ -472,7 +472,8 @@ static void run_attention(fixture *f, uint32_t n_tok, uint32_t pos0, uint32_t n_
         assert_int_equal(b->ops->store_f16(c, (backend_view){bk, 0}, rows, (uint32_t)kd, (backend_view){kc, kd}, 0), 0);
         assert_int_equal(b->ops->store_f16(c, (backend_view){bv, 0}, rows, (uint32_t)kd, (backend_view){vc, kd}, 0), 0);
         assert_int_equal(b->ops->attention(c, (backend_view){bq, 0}, (backend_view){kc, kd}, (backend_view){vc, kd},
-                                           (backend_view){out, 0}, n_tok, pos0, n_head, n_head_kv, hd, scale),
+                                           (backend_view){out, 0}, n_tok, pos0, n_head, n_head_kv, hd,
+                                           &(backend_attn_params){.scale = scale}),
                          0);
         res[k] = download(b, out, 0, nq);
         backend_buf *all[] = {bq, bk, bv, kc, vc, out};

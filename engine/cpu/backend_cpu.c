@@ -512,10 +512,13 @@ static void attn_task(void *arg, int ith, int nth)
 
 static int cpu_attention(void *ctx, backend_view q, backend_view k, backend_view v,
                          backend_view out, uint32_t n_tok, uint32_t pos0, uint32_t n_head,
-                         uint32_t n_head_kv, uint32_t head_dim, float scale)
+                         uint32_t n_head_kv, uint32_t head_dim, const backend_attn_params *ap)
 {
-    if (!n_head || !n_head_kv || n_head % n_head_kv || !head_dim)
+    if (!n_head || !n_head_kv || n_head % n_head_kv || !head_dim || !ap)
         return BACKEND_EARG;
+    if (ap->n_swa || ap->n_cells)
+        return BACKEND_EUNSUPPORTED;
+    const float scale = ap->scale;
     size_t qn = (size_t)n_tok * n_head * head_dim;
     size_t kvn = ((size_t)pos0 + n_tok) * n_head_kv * head_dim;
     attn_job j = {

@@ -233,7 +233,7 @@ int vk_op_store_f16(void *ctx, backend_view src, uint32_t n_rows, uint32_t n_col
                     uint32_t dst_row);
 int vk_op_attention(void *ctx, backend_view q, backend_view k, backend_view v, backend_view out,
                     uint32_t n_tok, uint32_t pos0, uint32_t n_head, uint32_t n_head_kv, uint32_t head_dim,
-                    float scale);
+                    const backend_attn_params *ap);
 int vk_op_silu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
                    uint32_t n_cols);
 

@@ -398,12 +398,13 @@ int vk_op_store_f16(void *ctx, backend_view src, uint32_t n_rows, uint32_t n_col
 
 int vk_op_attention(void *ctx, backend_view q, backend_view k, backend_view v, backend_view out,
                     uint32_t n_tok, uint32_t pos0, uint32_t n_head, uint32_t n_head_kv, uint32_t head_dim,
-                    float scale)
+                    const backend_attn_params *ap)
 {
     vk_ctx *c = ctx;
-    if (n_head == 0 || n_head_kv == 0 || n_head % n_head_kv || head_dim == 0)
+    if (n_head == 0 || n_head_kv == 0 || n_head % n_head_kv || head_dim == 0 || !ap)
         return BACKEND_EARG;
-    if (head_dim > VK_ATTN_MAX_HEAD_DIM)
+    const float scale = ap->scale;
+    if (head_dim > VK_ATTN_MAX_HEAD_DIM || ap->n_swa || ap->n_cells)
         return BACKEND_EUNSUPPORTED;
     if (!k.buf || !v.buf || k.buf->dtype != BACKEND_F16 || v.buf->dtype != BACKEND_F16 || q.buf == out.buf)
         return BACKEND_EARG;
