@@ -154,6 +154,17 @@ static int w_silu_mul(void *ctx, backend_view gate, backend_view up, backend_vie
     (void)ctx;
     TIMED("silu_mul", g_inner->silu_mul(g_inner_ctx, gate, up, dst, n_rows, n_cols));
 }
+static int w_gelu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
+                      uint32_t n_cols)
+{
+    (void)ctx;
+    TIMED("gelu_mul", g_inner->gelu_mul(g_inner_ctx, gate, up, dst, n_rows, n_cols));
+}
+static int w_scale(void *ctx, backend_view src, backend_view dst, size_t n, float sc)
+{
+    (void)ctx;
+    TIMED("scale", g_inner->scale(g_inner_ctx, src, dst, n, sc));
+}
 static int w_sync(void *ctx)
 {
     (void)ctx;
@@ -227,6 +238,8 @@ int main(int argc, char **argv)
     ops.store_f16 = w_store_f16;
     ops.attention = w_attention;
     ops.silu_mul = w_silu_mul;
+    ops.gelu_mul = g_inner->gelu_mul ? w_gelu_mul : NULL;
+    ops.scale = g_inner->scale ? w_scale : NULL;
     ops.sync = w_sync;
     backend timed = {&ops, NULL};
     session_params sp = {.n_ctx = (uint32_t)(n_ctx_fill + n_gen + 1), .be = &timed};

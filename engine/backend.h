@@ -95,8 +95,15 @@ typedef struct {
     uint32_t n_cells;          /* ring size in rows, 0 = linear cache */
 } backend_attn_params;
 
+/* What a backend honours beyond plain RoPE and causal attention. */
+enum {
+    BACKEND_CAP_ROPE_EXT = 1u << 0, /* rope: ext_factor (YaRN) and attn_factor */
+    BACKEND_CAP_ATTN_SWA = 1u << 1, /* attention: n_swa and n_cells */
+};
+
 typedef struct backend_ops {
     const char *name;          /* "cpu", "vulkan" */
+    unsigned caps;             /* BACKEND_CAP_* */
 
     /* Destroy the backend context (buffers must have been freed). */
     void (*free)(void *ctx);

@@ -1,4 +1,5 @@
-/* model: hyper-parameters and tensor binding for llama / qwen2 GGUF files. */
+/* model: hyper-parameters and tensor binding, driven by the architecture's
+ * row of model_arch.c. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -6,22 +7,14 @@
 #include <string.h>
 
 #include "ggtype.h"
-#include "model.h"
+#include "model_internal.h"
 
-#define MAX_DIM (1u << 24)     /* sanity bound of any single dimension */
+#define MAX_DIM MODEL_MAX_DIM
 #define MAX_LAYERS 4096
 
-typedef struct {
-    const gguf_file *f;
-    model_status status;
-    char *msg;
-    size_t cap;
-} loader;
+typedef model_loader loader;
 
-static void *fail(loader *L, model_status s, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void *fail(loader *L, model_status s, const char *fmt, ...)
+void *model_fail(loader *L, model_status s, const char *fmt, ...)
 {
     L->status = s;
     if (L->msg && L->cap) {
@@ -34,10 +27,11 @@ static void *fail(loader *L, model_status s, const char *fmt, ...)
     }
     return NULL;
 }
+#define fail model_fail
 
 /* u32 hyper-parameter `{arch}.suffix`; `dflt` when absent (required when dflt == 0).
  * Returns false (message set) on a type error, a missing required key or 0. */
-static bool hp_u32(loader *L, const char *arch, const char *suffix, uint32_t dflt, uint32_t *out)
+bool model_hp_u32(loader *L, const char *arch, const char *suffix, uint32_t dflt, uint32_t *out)
 {
     char key[128];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
@@ -64,7 +58,7 @@ static bool hp_u32(loader *L, const char *arch, const char *suffix, uint32_t dfl
     return true;
 }
 
-static bool hp_f32(loader *L, const char *arch, const char *suffix, float dflt, float *out)
+bool model_hp_f32(loader *L, const char *arch, const char *suffix, float dflt, float *out)
 {
     char key[128];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
@@ -79,6 +73,22 @@ static bool hp_f32(loader *L, const char *arch, const char *suffix, float dflt, 
         return false;
     }
     *out = (float)v;
+    return true;
+}
+
+bool model_hp_bool(loader *L, const char *arch, const char *suffix, bool dflt, bool *out)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    gguf_status st = gguf_get_bool(L->f, key, out);
+    if (st == GGUF_ENOTFOUND) {
+        *out = dflt;
+        return true;
+    }
+    if (st != GGUF_OK) {
+        fail(L, MODEL_EPARAM, "key %s is not a bool", key);
+        return false;
+    }
     return true;
 }
 
@@ -141,98 +151,179 @@ static bool bind_layer_t(loader *L, uint32_t il, const char *what, uint64_t ne0,
     return bind(L, name, ne0, ne1, required, vec, w);
 }
 
-static bool load_hparams(loader *L, model_hparams *hp)
+static const model_arch_row *load_hparams(loader *L, model_hparams *hp)
 {
     memset(hp, 0, sizeof *hp);
     char arch[64];
     gguf_status st = gguf_get_cstr(L->f, "general.architecture", arch, sizeof arch);
     if (st != GGUF_OK) {
         fail(L, MODEL_EARCH, "general.architecture is missing or not a string");
-        return false;
+        return NULL;
     }
-    if (!strcmp(arch, "llama")) {
-        hp->arch = MODEL_ARCH_LLAMA;
-        hp->rope_mode = BACKEND_ROPE_NORMAL;
-    } else if (!strcmp(arch, "qwen2")) {
-        hp->arch = MODEL_ARCH_QWEN2;
-        hp->rope_mode = BACKEND_ROPE_NEOX;
-    } else {
-        fail(L, MODEL_EARCH, "unsupported architecture '%s' (supported: llama, qwen2)", arch);
-        return false;
+    const model_arch_row *row = model_arch_find(arch);
+    if (!row) {
+        fail(L, MODEL_EARCH, "unsupported architecture '%s' (supported: %s)", arch, model_arch_list());
+        return NULL;
     }
-    memcpy(hp->arch_name, arch, strlen(arch) + 1); /* "llama" or "qwen2" */
+    hp->arch = row->arch;
+    hp->rope_mode = row->rope_mode;
+    hp->flags = row->flags;
+    memcpy(hp->arch_name, arch, strlen(arch) + 1); /* a table name: shorter than arch_name */
 
-    if (!hp_u32(L, arch, "embedding_length", 0, &hp->n_embd) ||
-        !hp_u32(L, arch, "block_count", 0, &hp->n_layer) ||
-        !hp_u32(L, arch, "feed_forward_length", 0, &hp->n_ff) ||
-        !hp_u32(L, arch, "attention.head_count", 0, &hp->n_head) ||
-        !hp_u32(L, arch, "context_length", 2048, &hp->n_ctx_train))
-        return false;
+    if (!model_hp_u32(L, arch, "embedding_length", 0, &hp->n_embd) ||
+        !model_hp_u32(L, arch, "block_count", 0, &hp->n_layer) ||
+        !model_hp_u32(L, arch, "feed_forward_length", 0, &hp->n_ff) ||
+        !model_hp_u32(L, arch, "attention.head_count", 0, &hp->n_head) ||
+        !model_hp_u32(L, arch, "context_length", 2048, &hp->n_ctx_train))
+        return NULL;
     if (hp->n_layer > MAX_LAYERS) {
         fail(L, MODEL_EPARAM, "%s.block_count = %u is too large", arch, hp->n_layer);
-        return false;
+        return NULL;
     }
-    if (!hp_u32(L, arch, "attention.head_count_kv", hp->n_head, &hp->n_head_kv))
-        return false;
+    if (!model_hp_u32(L, arch, "attention.head_count_kv", hp->n_head, &hp->n_head_kv))
+        return NULL;
     if (hp->n_head % hp->n_head_kv) {
         fail(L, MODEL_EPARAM, "head_count %u is not a multiple of head_count_kv %u", hp->n_head,
              hp->n_head_kv);
-        return false;
+        return NULL;
     }
     uint32_t hd_default = hp->n_embd / hp->n_head;
     if (hd_default == 0 && hp->n_embd % hp->n_head) {
         fail(L, MODEL_EPARAM, "embedding_length %u < head_count %u", hp->n_embd, hp->n_head);
-        return false;
+        return NULL;
     }
-    if (!hp_u32(L, arch, "attention.key_length", hd_default ? hd_default : 1, &hp->head_dim))
-        return false;
+    if (!model_hp_u32(L, arch, "attention.key_length", hd_default ? hd_default : 1, &hp->head_dim))
+        return NULL;
     uint32_t vl;
-    if (!hp_u32(L, arch, "attention.value_length", hp->head_dim, &vl))
-        return false;
+    if (!model_hp_u32(L, arch, "attention.value_length", hp->head_dim, &vl))
+        return NULL;
     if (vl != hp->head_dim) {
         fail(L, MODEL_EPARAM, "value_length %u != key_length %u is not supported", vl, hp->head_dim);
-        return false;
+        return NULL;
     }
     if ((uint64_t)hp->n_head * hp->head_dim > MAX_DIM) {
         fail(L, MODEL_EPARAM, "head_count x head dimension is too large");
-        return false;
+        return NULL;
     }
-    if (!hp_u32(L, arch, "rope.dimension_count", hp->head_dim, &hp->n_rot))
-        return false;
+    if (!model_hp_u32(L, arch, "rope.dimension_count", hp->head_dim, &hp->n_rot))
+        return NULL;
     if (hp->n_rot > hp->head_dim || (hp->n_rot & 1)) {
         fail(L, MODEL_EPARAM, "%s.rope.dimension_count = %u (head dimension %u)", arch, hp->n_rot,
              hp->head_dim);
-        return false;
+        return NULL;
     }
-    if (!hp_f32(L, arch, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->rms_eps) ||
-        !hp_f32(L, arch, "rope.freq_base", 10000.0f, &hp->rope_freq_base))
-        return false;
+    if (!model_hp_f32(L, arch, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->rms_eps) ||
+        !model_hp_f32(L, arch, "rope.freq_base", 10000.0f, &hp->rope_freq_base))
+        return NULL;
     if (hp->rms_eps < 0 || hp->rope_freq_base <= 0) {
         fail(L, MODEL_EPARAM, "rms epsilon or rope.freq_base out of range");
-        return false;
+        return NULL;
     }
 
-    /* RoPE scaling: linear (freq_scale = 1/factor); none; llama3 via rope_freqs. */
+    /* RoPE scaling: linear and YaRN (freq_scale = 1/factor), LongRoPE
+     * (factor tensors), none; llama3 via rope_freqs. */
     hp->rope_freq_scale = 1.0f;
     char key[128], type[32] = "";
     snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
     (void)gguf_get_cstr(L->f, key, type, sizeof type);
     float factor = 0.0f;
-    if (!hp_f32(L, arch, "rope.scaling.factor", 0.0f, &factor))
-        return false;
-    if (factor == 0.0f && !hp_f32(L, arch, "rope.scale_linear", 0.0f, &factor))
-        return false;
-    if (!strcmp(type, "linear") || (!type[0] && factor > 0.0f)) {
+    if (!model_hp_f32(L, arch, "rope.scaling.factor", 0.0f, &factor))
+        return NULL;
+    if (factor == 0.0f && !model_hp_f32(L, arch, "rope.scale_linear", 0.0f, &factor))
+        return NULL;
+    bool yarn = !strcmp(type, "yarn");
+    if (!strcmp(type, "linear") || yarn || !strcmp(type, "longrope") || (!type[0] && factor > 0.0f)) {
         if (factor > 0.0f)
             hp->rope_freq_scale = 1.0f / factor;
     } else if (type[0] && strcmp(type, "none") && strcmp(type, "llama3")) {
-        fail(L, MODEL_EPARAM, "rope scaling type '%s' is not supported (none, linear, llama3)", type);
-        return false;
+        fail(L, MODEL_EPARAM, "rope scaling type '%s' is not supported (none, linear, yarn, longrope, llama3)",
+             type);
+        return NULL;
     }
     if (!(hp->rope_freq_scale > 0.0f) || !isfinite(hp->rope_freq_scale)) {
         fail(L, MODEL_EPARAM, "rope scaling factor out of range");
+        return NULL;
+    }
+    float attn_factor, log_mul = 0.0f;
+    hp->yarn_beta_fast = 32.0f;
+    hp->yarn_beta_slow = 1.0f;
+    if (!model_hp_u32(L, arch, "rope.scaling.original_context_length", hp->n_ctx_train, &hp->n_ctx_orig) ||
+        !model_hp_f32(L, arch, "rope.scaling.attn_factor", 1.0f, &attn_factor))
+        return NULL;
+    if (row->arch == MODEL_ARCH_MISTRAL3 &&
+        (!model_hp_f32(L, arch, "rope.scaling.yarn_beta_fast", 32.0f, &hp->yarn_beta_fast) ||
+         !model_hp_f32(L, arch, "rope.scaling.yarn_beta_slow", 1.0f, &hp->yarn_beta_slow) ||
+         !model_hp_f32(L, arch, "rope.scaling.yarn_log_multiplier", 0.0f, &log_mul)))
+        return NULL;
+    /* llama_context's YaRN attention factor, in plain float (libllama has no FMA) */
+    hp->rope_ext_factor = yarn ? 1.0f : 0.0f;
+    float af = 1.0f;
+    if (yarn) {
+        const float f = 1.0f / hp->rope_freq_scale;
+        const float m1 = f <= 1.0f ? 1.0f : 0.1f * 1.0f * logf(f) + 1.0f;
+        if (log_mul != 0.0f) {
+            const float m2 = f <= 1.0f ? 1.0f : 0.1f * log_mul * logf(f) + 1.0f;
+            af = m1 / m2;
+        } else {
+            af = m1;
+        }
+        af *= 1.0f / (1.0f + 0.1f * logf(f));
+    }
+    hp->rope_attn_factor = af * attn_factor;
+    if (!isfinite(hp->rope_attn_factor) || !isfinite(hp->yarn_beta_fast) || !isfinite(hp->yarn_beta_slow)) {
+        fail(L, MODEL_EPARAM, "rope scaling parameters out of range");
+        return NULL;
+    }
+    hp->kq_scale = 1.0f / sqrtf((float)hp->head_dim);
+
+    /* sliding-window attention, for the families that have it */
+    if (row->swa_pattern && !model_hp_u32(L, arch, "attention.sliding_window", UINT32_MAX, &hp->n_swa))
+        return NULL;
+    if (hp->n_swa == UINT32_MAX)
+        hp->n_swa = 0;
+    if (row->hparams && !row->hparams(L, hp))
+        return NULL;
+    return row;
+}
+
+/* Which layers slide: `{arch}.attention.sliding_window_pattern` as one bool
+ * per layer, or as N (every N-th layer full; 0: all slide), else the
+ * family's N (llama_hparams::set_swa_pattern). */
+static bool load_swa_layers(loader *L, const model_arch_row *row, model *m)
+{
+    const model_hparams *hp = &m->hp;
+    if (!hp->n_swa)
+        return true;
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", hp->arch_name);
+    const gguf_value *arr;
+    if (gguf_get_arr(L->f, key, &arr) == GGUF_OK) {
+        if (arr->arr_len != hp->n_layer) {
+            fail(L, MODEL_EPARAM, "%s has %llu entries for %u layers", key, (unsigned long long)arr->arr_len,
+                 hp->n_layer);
+            return false;
+        }
+        for (uint32_t il = 0; il < hp->n_layer; il++) {
+            double v;
+            if (gguf_arr_f64(arr, il, &v) != GGUF_OK) {
+                fail(L, MODEL_EPARAM, "%s is not an array of bools", key);
+                return false;
+            }
+            m->layers[il].swa = v != 0;
+        }
+        return true;
+    }
+    uint32_t n = row->swa_pattern;
+    uint64_t v;
+    gguf_status st = gguf_get_u64(L->f, key, &v);
+    if (st == GGUF_OK && v <= MAX_LAYERS) {
+        n = (uint32_t)v;
+    } else if (st != GGUF_ENOTFOUND) {
+        fail(L, MODEL_EPARAM, "key %s is neither a layer count nor an array of bools", key);
         return false;
     }
+    for (uint32_t il = 0; il < hp->n_layer; il++)
+        m->layers[il].swa = n == 0 || il % n < n - 1;
     return true;
 }
 
@@ -253,7 +344,8 @@ model *model_load(const gguf_file *f, model_status *status, char *msg, size_t ca
     }
     m->file = f;
     model_hparams *hp = &m->hp;
-    if (!load_hparams(&L, hp))
+    const model_arch_row *row = load_hparams(&L, hp);
+    if (!row)
         goto fail_m;
 
     const gguf_tensor *te = gguf_find_tensor(f, "token_embd.weight");
@@ -267,7 +359,7 @@ model *model_load(const gguf_file *f, model_status *status, char *msg, size_t ca
     }
     hp->n_vocab = (uint32_t)te->ne[1];
     uint32_t vs;
-    if (!hp_u32(&L, hp->arch_name, "vocab_size", hp->n_vocab, &vs))
+    if (!model_hp_u32(&L, hp->arch_name, "vocab_size", hp->n_vocab, &vs))
         goto fail_m;
     if (vs != hp->n_vocab) {
         fail(&L, MODEL_ESHAPE, "%s.vocab_size = %u but token_embd.weight has %u rows",
@@ -290,20 +382,33 @@ model *model_load(const gguf_file *f, model_status *status, char *msg, size_t ca
     const uint64_t E = hp->n_embd, V = hp->n_vocab, F = hp->n_ff;
     const uint64_t QD = (uint64_t)hp->n_head * hp->head_dim;
     const uint64_t KD = (uint64_t)hp->n_head_kv * hp->head_dim;
+    const uint32_t A = row->opts, FL = hp->flags;
     if (!bind(&L, "token_embd.weight", E, V, true, false, &m->tok_embd) ||
         !bind(&L, "output_norm.weight", E, 0, true, true, &m->output_norm) ||
-        !bind(&L, "output.weight", E, V, false, false, &m->output))
+        !bind(&L, "output.weight", E, V, (A & MODEL_A_OUTPUT_REQUIRED) != 0, false, &m->output))
         goto fail_m;
     if (!m->output.data) {
         m->output = m->tok_embd;
         hp->tied_embeddings = true;
     }
-    backend_weight rf;
+    backend_weight rf, rl, rs;
     if (!bind(&L, "rope_freqs.weight", hp->n_rot / 2, 0, false, true, &rf))
         goto fail_m;
     if (rf.data) {
         m->rope_freqs = rf.data;
         hp->has_rope_freqs = true;
+    }
+    if (A & MODEL_A_ROPE_FACTORS) {
+        if (!bind(&L, "rope_factors_long.weight", hp->n_rot / 2, 0, false, true, &rl) ||
+            !bind(&L, "rope_factors_short.weight", hp->n_rot / 2, 0, false, true, &rs))
+            goto fail_m;
+        if (!rl.data != !rs.data) {
+            fail(&L, MODEL_EMISSING, "rope_factors_long.weight and rope_factors_short.weight come together");
+            goto fail_m;
+        }
+        m->rope_factors_long = rl.data;
+        m->rope_factors_short = rs.data;
+        hp->has_rope_factors = rl.data != NULL;
     }
 
     m->layers = calloc(hp->n_layer, sizeof *m->layers);
@@ -311,23 +416,72 @@ model *model_load(const gguf_file *f, model_status *status, char *msg, size_t ca
         fail(&L, MODEL_ENOMEM, "out of memory");
         goto fail_m;
     }
+    if (!load_swa_layers(&L, row, m))
+        goto fail_m;
+    const bool pre = !(FL & MODEL_F_NO_PRE_NORM), post = (FL & MODEL_F_POST_NORMS) != 0;
+    const bool qkb = (A & MODEL_A_QKV_BIAS) != 0, bias = (A & MODEL_A_BIASES) != 0;
+    const uint64_t qn = FL & MODEL_F_QK_NORM_HEAD ? hp->head_dim : QD;
+    const uint64_t kn = FL & MODEL_F_QK_NORM_HEAD ? hp->head_dim : KD;
+    const bool qk_norm = (FL & (MODEL_F_QK_NORM_HEAD | MODEL_F_QK_NORM_FULL)) != 0;
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         model_layer *ly = &m->layers[il];
-        if (!bind_layer_t(&L, il, "attn_norm.weight", E, 0, true, true, &ly->attn_norm) ||
-            !bind_layer_t(&L, il, "attn_q.weight", E, QD, true, false, &ly->wq) ||
-            !bind_layer_t(&L, il, "attn_k.weight", E, KD, true, false, &ly->wk) ||
-            !bind_layer_t(&L, il, "attn_v.weight", E, KD, true, false, &ly->wv) ||
+        backend_weight qkv = {0}, up2 = {0};
+        if ((A & MODEL_A_FUSED_QKV) && !bind_layer_t(&L, il, "attn_qkv.weight", E, QD + 2 * KD, false, false, &qkv))
+            goto fail_m;
+        if (qkv.data) { /* Q, K and V are row ranges of the fused tensor */
+            ly->wq = qkv;
+            ly->wq.ne1 = QD;
+            ly->wk = qkv;
+            ly->wk.ne1 = KD;
+            ly->wk.data = (const uint8_t *)qkv.data + QD * qkv.row_bytes;
+            ly->wv = ly->wk;
+            ly->wv.data = (const uint8_t *)ly->wk.data + KD * qkv.row_bytes;
+            hp->fused_qkv = true;
+        } else if (!bind_layer_t(&L, il, "attn_q.weight", E, QD, true, false, &ly->wq) ||
+                   !bind_layer_t(&L, il, "attn_k.weight", E, KD, true, false, &ly->wk) ||
+                   !bind_layer_t(&L, il, "attn_v.weight", E, KD, true, false, &ly->wv)) {
+            goto fail_m;
+        }
+        if ((A & MODEL_A_FUSED_UP) && !bind_layer_t(&L, il, "ffn_up.weight", E, 2 * F, true, false, &up2))
+            goto fail_m;
+        if (up2.data) { /* phi3: the gate is the first half of ffn_up's rows */
+            ly->ffn_gate = up2;
+            ly->ffn_gate.ne1 = F;
+            ly->ffn_up = ly->ffn_gate;
+            ly->ffn_up.data = (const uint8_t *)up2.data + F * up2.row_bytes;
+            hp->fused_gate_up = true;
+        } else if (!bind_layer_t(&L, il, "ffn_gate.weight", E, F, true, false, &ly->ffn_gate) ||
+                   !bind_layer_t(&L, il, "ffn_up.weight", E, F, true, false, &ly->ffn_up)) {
+            goto fail_m;
+        }
+        if (!bind_layer_t(&L, il, "attn_norm.weight", E, 0, pre, true, &ly->attn_norm) ||
             !bind_layer_t(&L, il, "attn_output.weight", QD, E, true, false, &ly->wo) ||
-            !bind_layer_t(&L, il, "attn_q.bias", QD, 0, hp->arch == MODEL_ARCH_QWEN2, true, &ly->bq) ||
-            !bind_layer_t(&L, il, "attn_k.bias", KD, 0, hp->arch == MODEL_ARCH_QWEN2, true, &ly->bk) ||
-            !bind_layer_t(&L, il, "attn_v.bias", KD, 0, hp->arch == MODEL_ARCH_QWEN2, true, &ly->bv) ||
-            !bind_layer_t(&L, il, "ffn_norm.weight", E, 0, true, true, &ly->ffn_norm) ||
-            !bind_layer_t(&L, il, "ffn_gate.weight", E, F, true, false, &ly->ffn_gate) ||
-            !bind_layer_t(&L, il, "ffn_up.weight", E, F, true, false, &ly->ffn_up) ||
+            !bind_layer_t(&L, il, "attn_q.bias", QD, 0, qkb, true, &ly->bq) ||
+            !bind_layer_t(&L, il, "attn_k.bias", KD, 0, qkb, true, &ly->bk) ||
+            !bind_layer_t(&L, il, "attn_v.bias", KD, 0, qkb, true, &ly->bv) ||
+            !bind_layer_t(&L, il, "ffn_norm.weight", E, 0, pre, true, &ly->ffn_norm) ||
             !bind_layer_t(&L, il, "ffn_down.weight", F, E, true, false, &ly->ffn_down))
+            goto fail_m;
+        if (qk_norm && (!bind_layer_t(&L, il, "attn_q_norm.weight", qn, 0, true, true, &ly->q_norm) ||
+                        !bind_layer_t(&L, il, "attn_k_norm.weight", kn, 0, true, true, &ly->k_norm)))
+            goto fail_m;
+        if (post && (!bind_layer_t(&L, il, "post_attention_norm.weight", E, 0, true, true, &ly->post_attn_norm) ||
+                     !bind_layer_t(&L, il, "post_ffw_norm.weight", E, 0, true, true, &ly->post_ffw_norm)))
+            goto fail_m;
+        if (bias && (!bind_layer_t(&L, il, "attn_output.bias", E, 0, false, true, &ly->bo) ||
+                     !bind_layer_t(&L, il, "ffn_gate.bias", F, 0, false, true, &ly->ffn_gate_b) ||
+                     !bind_layer_t(&L, il, "ffn_up.bias", F, 0, false, true, &ly->ffn_up_b) ||
+                     !bind_layer_t(&L, il, "ffn_down.bias", E, 0, false, true, &ly->ffn_down_b)))
             goto fail_m;
         if (ly->bq.data || ly->bk.data || ly->bv.data)
             hp->has_qkv_bias = true;
+        ly->rope = !hp->rope_off;
+        ly->rope_base = hp->rope_freq_base;
+        ly->rope_scale = hp->rope_freq_scale;
+        ly->rope_ext = hp->rope_ext_factor;
+        ly->rope_attn = hp->rope_attn_factor;
+        if (row->layer)
+            row->layer(hp, il, ly);
     }
     goto out;
 
@@ -348,6 +502,17 @@ void model_free(model *m)
     free(m);
 }
 
+/* The weights of a layer, in model_layer's order. */
+static void layer_weights(model_layer *l, backend_weight *w[MODEL_LAYER_WEIGHTS])
+{
+    backend_weight *all[MODEL_LAYER_WEIGHTS] = {
+        &l->attn_norm, &l->wq, &l->wk, &l->wv, &l->wo, &l->bq, &l->bk, &l->bv, &l->bo, &l->q_norm,
+        &l->k_norm, &l->post_attn_norm, &l->ffn_norm, &l->ffn_gate, &l->ffn_up, &l->ffn_down,
+        &l->ffn_gate_b, &l->ffn_up_b, &l->ffn_down_b, &l->post_ffw_norm,
+    };
+    memcpy(w, all, sizeof all);
+}
+
 uint64_t model_weight_bytes(const model *m)
 {
     if (!m)
@@ -356,21 +521,18 @@ uint64_t model_weight_bytes(const model *m)
     if (!m->hp.tied_embeddings)
         n += m->output.ne1 * m->output.row_bytes;
     for (uint32_t il = 0; il < m->hp.n_layer; il++) {
-        const backend_weight *ws[] = {
-            &m->layers[il].attn_norm, &m->layers[il].wq, &m->layers[il].wk, &m->layers[il].wv,
-            &m->layers[il].wo, &m->layers[il].bq, &m->layers[il].bk, &m->layers[il].bv,
-            &m->layers[il].ffn_norm, &m->layers[il].ffn_gate, &m->layers[il].ffn_up,
-            &m->layers[il].ffn_down,
-        };
-        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
-            if (ws[i]->data)
+        backend_weight *ws[MODEL_LAYER_WEIGHTS];
+        layer_weights(&m->layers[il], ws);
+        for (size_t i = 0; i < MODEL_LAYER_WEIGHTS; i++)
+            if (ws[i]->data) /* the row ranges of a fused tensor add up to it */
                 n += ws[i]->ne1 * ws[i]->row_bytes;
     }
     return n;
 }
 
-/* Slot i of the model's weights (i < 3 + 12 * n_layer), or NULL for a slot
- * without data and for a tied output (it shares the embedding's data). */
+/* Slot i of the model's weights (i < 3 + MODEL_LAYER_WEIGHTS * n_layer), or
+ * NULL for a slot without data and for a tied output (it shares the
+ * embedding's data). */
 static backend_weight *weight_slot(model *m, size_t i)
 {
     backend_weight *w;
@@ -380,10 +542,9 @@ static backend_weight *weight_slot(model *m, size_t i)
         if (i == 2 && m->output.data == m->tok_embd.data)
             return NULL;
     } else {
-        model_layer *l = &m->layers[(i - 3) / 12];
-        backend_weight *lw[] = {&l->attn_norm, &l->wq, &l->wk, &l->wv, &l->wo, &l->bq, &l->bk,
-                                &l->bv, &l->ffn_norm, &l->ffn_gate, &l->ffn_up, &l->ffn_down};
-        w = lw[(i - 3) % 12];
+        backend_weight *lw[MODEL_LAYER_WEIGHTS];
+        layer_weights(&m->layers[(i - 3) / MODEL_LAYER_WEIGHTS], lw);
+        w = lw[(i - 3) % MODEL_LAYER_WEIGHTS];
     }
     return w->data ? w : NULL;
 }
@@ -404,7 +565,7 @@ int model_prepare(model *m, backend *be, char *msg, size_t cap)
             snprintf(msg, cap, "the model is prepared for another backend (model_release first)");
         return BACKEND_EARG;
     }
-    const size_t n = 3 + (size_t)m->hp.n_layer * 12;
+    const size_t n = 3 + (size_t)m->hp.n_layer * MODEL_LAYER_WEIGHTS;
     for (size_t i = 0; i < n; i++) {
         backend_weight *w = weight_slot(m, i);
         int rc = w ? be->ops->weight_prepare(be->ctx, w) : 0;
@@ -429,7 +590,7 @@ void model_release(model *m)
     if (!m || !m->prepared)
         return;
     const backend *be = m->prepared;
-    const size_t n = 3 + (size_t)m->hp.n_layer * 12;
+    const size_t n = 3 + (size_t)m->hp.n_layer * MODEL_LAYER_WEIGHTS;
     for (size_t i = 0; i < n; i++) {
         backend_weight *w = weight_slot(m, i);
         if (w)

@@ -1,8 +1,7 @@
-/* model: a Llama-family or Qwen2 transformer bound to the tensors of an open
- * GGUF file (zero copy: weights are used in place from the mapping).
- *
- * Supported `general.architecture` values: "llama" (Llama 2, Llama 3.x,
- * TinyLlama, Mistral-style, SmolLM2) and "qwen2" (Qwen2, Qwen2.5). */
+/* model: a transformer bound to the tensors of an open GGUF file (zero
+ * copy: weights are used in place from the mapping), described by its
+ * architecture's row in the table of model_arch.c (docs/engine.md lists the
+ * architectures and what is special about each). */
 #ifndef GGSCOPE_MODEL_H
 #define GGSCOPE_MODEL_H
 
@@ -24,12 +23,35 @@ typedef enum {
     MODEL_EARG,
 } model_status;
 
-typedef enum { MODEL_ARCH_LLAMA = 0, MODEL_ARCH_QWEN2 = 1 } model_arch;
+typedef enum {
+    MODEL_ARCH_LLAMA = 0,
+    MODEL_ARCH_QWEN2,
+    MODEL_ARCH_QWEN3,
+    MODEL_ARCH_GEMMA3,
+    MODEL_ARCH_PHI3,
+    MODEL_ARCH_SMOLLM3,
+    MODEL_ARCH_OLMO2,
+    MODEL_ARCH_GRANITE,
+    MODEL_ARCH_MISTRAL3,
+    MODEL_ARCH_COUNT
+} model_arch;
 
-/* Hyper-parameters (from `{arch}.*` metadata, with the spec's defaults). */
+/* What a layer's forward pass does beyond the common pre-norm block
+ * (model_arch.c sets these from the architecture's table row). */
+enum {
+    MODEL_F_QK_NORM_HEAD = 1u << 0,  /* RMS norm of Q and K per head (attn_q_norm / attn_k_norm [head_dim]) */
+    MODEL_F_QK_NORM_FULL = 1u << 1,  /* RMS norm of the whole Q and K projections */
+    MODEL_F_NO_PRE_NORM = 1u << 2,   /* no attn_norm / ffn_norm: the blocks read the residual */
+    MODEL_F_POST_NORMS = 1u << 3,    /* post_attention_norm and post_ffw_norm on the block outputs */
+    MODEL_F_GELU = 1u << 4,          /* GELU-gated feed-forward (ggml_geglu) instead of SwiGLU */
+    MODEL_F_Q_PRESCALE = 1u << 5,    /* Q multiplied by q_scale after RoPE, attention scale 1 */
+};
+
+/* Hyper-parameters (from `{arch}.*` metadata, with llama.cpp's defaults). */
 typedef struct {
     model_arch arch;
-    char arch_name[16];        /* "llama" / "qwen2" */
+    char arch_name[16];        /* general.architecture */
+    uint32_t flags;            /* MODEL_F_* */
     uint32_t n_vocab;          /* rows of token_embd */
     uint32_t n_ctx_train;      /* {arch}.context_length (default 2048) */
     uint32_t n_embd;           /* {arch}.embedding_length */
@@ -41,26 +63,53 @@ typedef struct {
     uint32_t n_rot;            /* {arch}.rope.dimension_count (default head_dim) */
     float rms_eps;             /* {arch}.attention.layer_norm_rms_epsilon (default 1e-5) */
     float rope_freq_base;      /* {arch}.rope.freq_base (default 10000) */
-    float rope_freq_scale;     /* 1 / {arch}.rope.scaling.factor for linear scaling, else 1 */
-    backend_rope_mode rope_mode; /* NORMAL for llama, NEOX for qwen2 */
+    float rope_freq_scale;     /* 1 / {arch}.rope.scaling.factor for linear and YaRN scaling, else 1 */
+    backend_rope_mode rope_mode; /* NORMAL (llama, smollm3, granite, mistral3) or NEOX */
+    float rope_ext_factor;     /* 1 with YaRN scaling, else 0 */
+    float rope_attn_factor;    /* YaRN / LongRoPE mscale (1 = none) */
+    float yarn_beta_fast, yarn_beta_slow;
+    uint32_t n_ctx_orig;       /* {arch}.rope.scaling.original_context_length (default n_ctx_train) */
+    uint32_t n_swa;            /* sliding window of the sliding layers (0 = none) */
+    float rope_freq_base_swa;  /* RoPE base of gemma3's sliding layers */
+    float kq_scale;            /* attention scale (1/sqrt(head_dim) unless the family says) */
+    float q_scale;             /* MODEL_F_Q_PRESCALE: Q's multiplier */
+    float embd_scale;          /* token embeddings multiplied by it (0 = not) */
+    float residual_scale;      /* block outputs multiplied by it before the residual add (0 = not) */
+    float logit_scale;         /* logits multiplied by it (0 = not) */
+    float attn_temp_scale;     /* mistral3: per-position Q temperature (0 = none) */
+    bool rope_off;             /* no RoPE on any layer (granite without rope.scaling.finetuned) */
     bool has_rope_freqs;       /* rope_freqs.weight present (Llama 3.1+) */
+    bool has_rope_factors;     /* rope_factors_long / _short present (LongRoPE) */
     bool tied_embeddings;      /* output.weight absent: token_embd is reused */
     bool has_qkv_bias;         /* attn_q/k/v.bias present (qwen2) */
+    bool fused_qkv;            /* Q, K and V are row ranges of one attn_qkv tensor */
+    bool fused_gate_up;        /* gate and up are the halves of one ffn_up tensor (phi3) */
 } model_hparams;
 
-/* The weights of one block. Biases have data == NULL when absent. */
+/* The weights of one block. Optional weights have data == NULL when absent. */
 typedef struct {
-    backend_weight attn_norm;  /* [n_embd] F32 */
+    backend_weight attn_norm;  /* [n_embd] F32 (absent with MODEL_F_NO_PRE_NORM) */
     backend_weight wq;         /* [n_embd] x [n_head * head_dim] */
     backend_weight wk;         /* [n_embd] x [n_head_kv * head_dim] */
     backend_weight wv;         /* [n_embd] x [n_head_kv * head_dim] */
     backend_weight wo;         /* [n_head * head_dim] x [n_embd] */
     backend_weight bq, bk, bv; /* [n_head*head_dim], [n_head_kv*head_dim] x2, F32 (optional) */
-    backend_weight ffn_norm;   /* [n_embd] F32 */
+    backend_weight bo;         /* [n_embd] F32 (optional) */
+    backend_weight q_norm;     /* [head_dim] or [n_head*head_dim] F32 (QK_NORM_*) */
+    backend_weight k_norm;     /* [head_dim] or [n_head_kv*head_dim] F32 */
+    backend_weight post_attn_norm; /* [n_embd] F32 (POST_NORMS) */
+    backend_weight ffn_norm;   /* [n_embd] F32 (absent with MODEL_F_NO_PRE_NORM) */
     backend_weight ffn_gate;   /* [n_embd] x [n_ff] */
     backend_weight ffn_up;     /* [n_embd] x [n_ff] */
     backend_weight ffn_down;   /* [n_ff] x [n_embd] */
+    backend_weight ffn_gate_b, ffn_up_b, ffn_down_b; /* F32 (optional) */
+    backend_weight post_ffw_norm;  /* [n_embd] F32 (POST_NORMS) */
+    bool swa;                  /* a sliding-window layer (hp.n_swa) */
+    bool rope;                 /* RoPE applied (smollm3 and granite skip it on some layers) */
+    float rope_base, rope_scale, rope_ext, rope_attn; /* this layer's RoPE parameters */
 } model_layer;
+
+#define MODEL_LAYER_WEIGHTS 20 /* backend_weight fields of model_layer, in order */
 
 typedef struct model {
     const gguf_file *file;     /* not owned: must outlive the model */
@@ -69,9 +118,25 @@ typedef struct model {
     backend_weight output_norm;/* [n_embd] F32 */
     backend_weight output;     /* [n_embd] x [n_vocab] (== tok_embd when tied) */
     const float *rope_freqs;   /* [n_rot/2] F32, or NULL */
+    const float *rope_factors_long, *rope_factors_short; /* [n_rot/2] F32 (LongRoPE), or NULL */
     model_layer *layers;       /* n_layer entries */
     const backend *prepared;   /* backend whose weight_prepare set the weights' priv, or NULL */
 } model;
+
+/* The names of the supported architectures, comma separated ("llama, qwen2, ..."). */
+const char *model_arch_list(void);
+
+/* Whether general.architecture `name` is one the engine runs. */
+bool model_arch_supported(const char *name);
+
+/* The RoPE frequency factors a session of n_ctx positions uses: rope_freqs,
+ * else LongRoPE's long factors when GGML_PAD(n_ctx, 256) exceeds the
+ * original context, else its short ones; NULL when the model has none. */
+const float *model_rope_factors(const model *m, uint32_t n_ctx);
+
+/* Ops the forward pass of `m` needs that backend `be` lacks: 0 when it has
+ * them all, else BACKEND_EUNSUPPORTED with a one-line reason in why. */
+int model_backend_check(const model *m, const backend *be, char *why, size_t cap);
 
 /* Bind the model in `f` (which must stay open while the model lives).
  * Returns NULL on failure with *status (if not NULL) set and a one-line

@@ -1,4 +1,6 @@
-/* session: KV cache, scratch buffers and the forward pass of llama / qwen2. */
+/* session: KV cache, scratch buffers and the forward pass of every
+ * architecture of model_arch.c (one pass; the model's flags, scales and
+ * per-layer fields say where a family differs). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -17,9 +19,14 @@ struct session {
     backend *be;
     bool own_be;
     uint32_t n_ctx, n_batch, used;
+    uint32_t hi;          /* one past the highest position written since the cache was empty */
     atomic_bool cancel;
-    /* KV cache: [n_layer][n_ctx][n_head_kv * head_dim] F16 */
+    /* KV cache: per layer n_ctx rows (or a ring of n_swa_cells rows for a
+     * sliding layer) of n_head_kv * head_dim F16 */
     backend_buf *kc, *vc;
+    size_t *kv_off;       /* per layer: its first element */
+    uint32_t n_swa_cells; /* rows of a sliding layer's ring (0: sliding layers keep n_ctx rows) */
+    const float *rope_factors;
     /* scratch (n_batch rows): x, xb [E]; q, att [QD]; k, v [KD]; g, u [F]; logits [LOGIT_ROWS][V] */
     backend_buf *x, *xb, *q, *att, *k, *v, *g, *u, *lg;
     int32_t *pos;
@@ -91,13 +98,38 @@ session *session_new(const model *m, const session_params *p, char *msg, size_t 
     }
     const size_t E = hp->n_embd, QD = (size_t)hp->n_head * hp->head_dim;
     const size_t KD = (size_t)hp->n_head_kv * hp->head_dim, F = hp->n_ff, NB = s->n_batch;
-    const size_t kvn = (size_t)hp->n_layer * s->n_ctx * KD;
-    if (kvn / hp->n_layer / s->n_ctx != KD) {
-        if (msg)
-            snprintf(msg, cap, "KV cache size overflows");
+    if (model_backend_check(m, s->be, msg, cap)) {
         session_free(s);
         return NULL;
     }
+    s->rope_factors = model_rope_factors(m, s->n_ctx);
+    /* llama.cpp's sliding-window cache: GGML_PAD(min(n_ctx, n_swa + n_ubatch), 256) cells */
+    if (hp->n_swa) {
+        uint64_t c = (uint64_t)hp->n_swa + s->n_batch;
+        c = (c + 255) / 256 * 256;
+        if (c < s->n_ctx)
+            s->n_swa_cells = (uint32_t)c;
+    }
+    s->kv_off = malloc(sizeof(size_t) * ((size_t)hp->n_layer + 1));
+    if (!s->kv_off) {
+        if (msg)
+            snprintf(msg, cap, "out of memory");
+        session_free(s);
+        return NULL;
+    }
+    size_t kvn = 0;
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        s->kv_off[il] = kvn;
+        size_t rows = m->layers[il].swa && s->n_swa_cells ? s->n_swa_cells : s->n_ctx;
+        if (rows * KD / KD != rows || kvn + rows * KD < kvn) {
+            if (msg)
+                snprintf(msg, cap, "KV cache size overflows");
+            session_free(s);
+            return NULL;
+        }
+        kvn += rows * KD;
+    }
+    s->kv_off[hp->n_layer] = kvn;
     s->kc = o->buf_new(c, BACKEND_F16, kvn);
     s->vc = o->buf_new(c, BACKEND_F16, kvn);
     s->x = o->buf_new(c, BACKEND_F32, NB * E);
@@ -134,6 +166,7 @@ void session_free(session *s)
             backend_free(s->be);
     }
     free(s->pos);
+    free(s->kv_off);
     free(s);
 }
 
@@ -145,6 +178,22 @@ void session_free(session *s)
                            backend_strerror(rc_));                                       \
     } while (0)
 
+/* Store n rows of K or V (positions pos..pos+n-1) into a layer's cache:
+ * row = position, or position % cells in a ring (in two pieces when the
+ * batch wraps; the ring is larger than a batch, so no row is written twice). */
+static int store_rows(session *s, backend_view src, uint32_t n, uint32_t kd, backend_view dst, uint32_t pos,
+                      uint32_t cells)
+{
+    const backend_ops *o = s->be->ops;
+    if (!cells)
+        return o->store_f16(s->be->ctx, src, n, kd, dst, pos);
+    uint32_t r0 = pos % cells, n1 = cells - r0 < n ? cells - r0 : n;
+    int rc = o->store_f16(s->be->ctx, src, n1, kd, dst, r0);
+    if (!rc && n1 < n)
+        rc = o->store_f16(s->be->ctx, (backend_view){src.buf, src.off + (size_t)n1 * kd}, n - n1, kd, dst, 0);
+    return rc;
+}
+
 /* One chunk of n tokens at positions pos..pos+n-1 (pos + n <= n_ctx, n <= n_batch). */
 static int forward_chunk(session *s, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits,
                          bool all, bool last_chunk)
@@ -155,37 +204,74 @@ static int forward_chunk(session *s, const int32_t *tokens, uint32_t n, uint32_t
     void *c = s->be->ctx;
     const uint32_t E = hp->n_embd, HD = hp->head_dim;
     const uint32_t QD = hp->n_head * HD, KD = hp->n_head_kv * HD, F = hp->n_ff;
-    const backend_rope_params rp = {
-        .mode = hp->rope_mode, .n_rot = hp->n_rot, .freq_base = hp->rope_freq_base,
-        .freq_scale = hp->rope_freq_scale, .freq_factors = m->rope_freqs,
-    };
-    const backend_attn_params ap = {.scale = 1.0f / sqrtf((float)HD)};
+    const bool head_norm = hp->flags & MODEL_F_QK_NORM_HEAD, full_norm = hp->flags & MODEL_F_QK_NORM_FULL;
     int il = -1;
 
     for (uint32_t i = 0; i < n; i++)
         s->pos[i] = (int32_t)(pos + i);
     TRY(o->get_rows(c, &m->tok_embd, tokens, n, V(s->x, 0)));
+    if (hp->embd_scale != 0.0f)
+        TRY(o->scale(c, V(s->x, 0), V(s->x, 0), (size_t)n * E, hp->embd_scale));
     for (il = 0; il < (int)hp->n_layer; il++) {
         const model_layer *ly = &m->layers[il];
-        const size_t kv_off = (size_t)il * s->n_ctx * KD;
-        /* attention */
-        TRY(o->rms_norm_mul(c, V(s->x, 0), &ly->attn_norm, V(s->xb, 0), n, E, hp->rms_eps));
-        TRY(o->matmul(c, &ly->wq, V(s->xb, 0), n, V(s->q, 0)));
-        TRY(o->matmul(c, &ly->wk, V(s->xb, 0), n, V(s->k, 0)));
-        TRY(o->matmul(c, &ly->wv, V(s->xb, 0), n, V(s->v, 0)));
+        const size_t kv_off = s->kv_off[il];
+        const uint32_t cells = ly->swa ? s->n_swa_cells : 0;
+        /* attention; the input is the normed residual, or the residual itself (olmo2) */
+        backend_buf *in = s->x;
+        if (ly->attn_norm.data) {
+            TRY(o->rms_norm_mul(c, V(s->x, 0), &ly->attn_norm, V(s->xb, 0), n, E, hp->rms_eps));
+            in = s->xb;
+        }
+        TRY(o->matmul(c, &ly->wq, V(in, 0), n, V(s->q, 0)));
+        TRY(o->matmul(c, &ly->wk, V(in, 0), n, V(s->k, 0)));
+        TRY(o->matmul(c, &ly->wv, V(in, 0), n, V(s->v, 0)));
         if (ly->bq.data)
             TRY(o->add_w(c, V(s->q, 0), &ly->bq, V(s->q, 0), n, QD));
         if (ly->bk.data)
             TRY(o->add_w(c, V(s->k, 0), &ly->bk, V(s->k, 0), n, KD));
         if (ly->bv.data)
             TRY(o->add_w(c, V(s->v, 0), &ly->bv, V(s->v, 0), n, KD));
-        TRY(o->rope(c, V(s->q, 0), n, hp->n_head, HD, s->pos, &rp));
-        TRY(o->rope(c, V(s->k, 0), n, hp->n_head_kv, HD, s->pos, &rp));
-        TRY(o->store_f16(c, V(s->k, 0), n, KD, V(s->kc, kv_off), pos));
-        TRY(o->store_f16(c, V(s->v, 0), n, KD, V(s->vc, kv_off), pos));
+        if (head_norm) { /* per head: rows of head_dim */
+            TRY(o->rms_norm_mul(c, V(s->q, 0), &ly->q_norm, V(s->q, 0), n * hp->n_head, HD, hp->rms_eps));
+            TRY(o->rms_norm_mul(c, V(s->k, 0), &ly->k_norm, V(s->k, 0), n * hp->n_head_kv, HD, hp->rms_eps));
+        } else if (full_norm) { /* over the whole projection */
+            TRY(o->rms_norm_mul(c, V(s->q, 0), &ly->q_norm, V(s->q, 0), n, QD, hp->rms_eps));
+            TRY(o->rms_norm_mul(c, V(s->k, 0), &ly->k_norm, V(s->k, 0), n, KD, hp->rms_eps));
+        }
+        if (ly->rope) {
+            const backend_rope_params rp = {
+                .mode = hp->rope_mode, .n_rot = hp->n_rot, .freq_base = ly->rope_base,
+                .freq_scale = ly->rope_scale, .freq_factors = s->rope_factors,
+                .ext_factor = ly->rope_ext, .attn_factor = ly->rope_attn,
+                .beta_fast = hp->yarn_beta_fast, .beta_slow = hp->yarn_beta_slow, .n_ctx_orig = hp->n_ctx_orig,
+            };
+            TRY(o->rope(c, V(s->q, 0), n, hp->n_head, HD, s->pos, &rp));
+            TRY(o->rope(c, V(s->k, 0), n, hp->n_head_kv, HD, s->pos, &rp));
+        }
+        if (hp->attn_temp_scale != 0.0f) { /* mistral3: Q of position p times s(p), 1 below n_ctx_orig */
+            for (uint32_t t = 0; t < n; t++) {
+                float f = floorf(((float)s->pos[t] + 0.0f) / (float)hp->n_ctx_orig);
+                float sc = (float)(log((double)f + 1.0) * (double)hp->attn_temp_scale + 1.0);
+                if (sc != 1.0f)
+                    TRY(o->scale(c, V(s->q, (size_t)t * QD), V(s->q, (size_t)t * QD), QD, sc));
+            }
+        }
+        if (hp->flags & MODEL_F_Q_PRESCALE)
+            TRY(o->scale(c, V(s->q, 0), V(s->q, 0), (size_t)n * QD, hp->q_scale));
+        TRY(store_rows(s, V(s->k, 0), n, KD, V(s->kc, kv_off), pos, cells));
+        TRY(store_rows(s, V(s->v, 0), n, KD, V(s->vc, kv_off), pos, cells));
+        const backend_attn_params ap = {
+            .scale = hp->kq_scale, .n_swa = ly->swa ? hp->n_swa : 0, .n_cells = cells,
+        };
         TRY(o->attention(c, V(s->q, 0), V(s->kc, kv_off), V(s->vc, kv_off), V(s->att, 0), n, pos,
                          hp->n_head, hp->n_head_kv, HD, &ap));
         TRY(o->matmul(c, &ly->wo, V(s->att, 0), n, V(s->xb, 0)));
+        if (ly->bo.data)
+            TRY(o->add_w(c, V(s->xb, 0), &ly->bo, V(s->xb, 0), n, E));
+        if (ly->post_attn_norm.data)
+            TRY(o->rms_norm_mul(c, V(s->xb, 0), &ly->post_attn_norm, V(s->xb, 0), n, E, hp->rms_eps));
+        if (hp->residual_scale != 0.0f)
+            TRY(o->scale(c, V(s->xb, 0), V(s->xb, 0), (size_t)n * E, hp->residual_scale));
         TRY(o->add(c, V(s->x, 0), V(s->xb, 0), V(s->x, 0), (size_t)n * E));
         /* feed-forward; in the last layer only on the rows that give logits
          * (as llama.cpp does: it changes which kernels, hence which float
@@ -196,11 +282,28 @@ static int forward_chunk(session *s, const int32_t *tokens, uint32_t n, uint32_t
         const uint32_t nf = n - f0;
         if (nf) {
             const size_t xo = (size_t)f0 * E;
-            TRY(o->rms_norm_mul(c, V(s->x, xo), &ly->ffn_norm, V(s->xb, 0), nf, E, hp->rms_eps));
-            TRY(o->matmul(c, &ly->ffn_gate, V(s->xb, 0), nf, V(s->g, 0)));
-            TRY(o->matmul(c, &ly->ffn_up, V(s->xb, 0), nf, V(s->u, 0)));
-            TRY(o->silu_mul(c, V(s->g, 0), V(s->u, 0), V(s->g, 0), nf, F));
+            backend_view fin = V(s->x, xo);
+            if (ly->ffn_norm.data) {
+                TRY(o->rms_norm_mul(c, V(s->x, xo), &ly->ffn_norm, V(s->xb, 0), nf, E, hp->rms_eps));
+                fin = V(s->xb, 0);
+            }
+            TRY(o->matmul(c, &ly->ffn_gate, fin, nf, V(s->g, 0)));
+            TRY(o->matmul(c, &ly->ffn_up, fin, nf, V(s->u, 0)));
+            if (ly->ffn_gate_b.data)
+                TRY(o->add_w(c, V(s->g, 0), &ly->ffn_gate_b, V(s->g, 0), nf, F));
+            if (ly->ffn_up_b.data)
+                TRY(o->add_w(c, V(s->u, 0), &ly->ffn_up_b, V(s->u, 0), nf, F));
+            if (hp->flags & MODEL_F_GELU)
+                TRY(o->gelu_mul(c, V(s->g, 0), V(s->u, 0), V(s->g, 0), nf, F));
+            else
+                TRY(o->silu_mul(c, V(s->g, 0), V(s->u, 0), V(s->g, 0), nf, F));
             TRY(o->matmul(c, &ly->ffn_down, V(s->g, 0), nf, V(s->xb, 0)));
+            if (ly->ffn_down_b.data)
+                TRY(o->add_w(c, V(s->xb, 0), &ly->ffn_down_b, V(s->xb, 0), nf, E));
+            if (ly->post_ffw_norm.data)
+                TRY(o->rms_norm_mul(c, V(s->xb, 0), &ly->post_ffw_norm, V(s->xb, 0), nf, E, hp->rms_eps));
+            if (hp->residual_scale != 0.0f)
+                TRY(o->scale(c, V(s->xb, 0), V(s->xb, 0), (size_t)nf * E, hp->residual_scale));
             TRY(o->add(c, V(s->x, xo), V(s->xb, 0), V(s->x, xo), (size_t)nf * E));
         }
         if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
@@ -223,6 +326,8 @@ static int forward_chunk(session *s, const int32_t *tokens, uint32_t n, uint32_t
         TRY(o->rms_norm_mul(c, V(s->x, (size_t)r * E), &m->output_norm, V(s->xb, 0), nr, E,
                             hp->rms_eps));
         TRY(o->matmul(c, &m->output, V(s->xb, 0), nr, V(s->lg, 0)));
+        if (hp->logit_scale != 0.0f)
+            TRY(o->scale(c, V(s->lg, 0), V(s->lg, 0), (size_t)nr * nv, hp->logit_scale));
         float *dst = all ? logits + (size_t)r * nv : logits;
         TRY(o->buf_read(c, s->lg, 0, dst, (size_t)nr * nv));
     }
@@ -237,6 +342,8 @@ int session_eval(session *s, const int32_t *tokens, uint32_t n, uint32_t pos, fl
     s->err[0] = 0;
     if (!n || !tokens)
         return set_err(s, BACKEND_EARG, "no tokens");
+    if (pos < s->used)
+        session_kv_truncate(s, pos); /* may drop everything: a sliding layer's ring lost the window */
     if (pos > s->used)
         return set_err(s, BACKEND_EARG, "position %u is past the %u cached positions", pos, s->used);
     if (n > s->n_ctx || pos > s->n_ctx - n)
@@ -252,6 +359,8 @@ int session_eval(session *s, const int32_t *tokens, uint32_t n, uint32_t pos, fl
         uint32_t nc = n - done < s->n_batch ? n - done : s->n_batch;
         bool last = done + nc == n;
         float *lg = logits && all ? logits + (size_t)done * s->m->hp.n_vocab : logits;
+        if (pos + done + nc > s->hi)
+            s->hi = pos + done + nc; /* rows written even if the chunk fails */
         rc = forward_chunk(s, tokens + done, nc, pos + done, lg, all, last);
         if (!rc) {
             done += nc;
@@ -280,8 +389,17 @@ int session_eval(session *s, const int32_t *tokens, uint32_t n, uint32_t pos, fl
 
 void session_kv_truncate(session *s, uint32_t n_keep)
 {
-    if (s && n_keep < s->used)
-        s->used = n_keep;
+    if (!s || n_keep >= s->used)
+        return;
+    s->used = n_keep;
+    /* a sliding layer's ring must still hold the window before n_keep;
+     * else everything is evaluated again (as llama.cpp's server does) */
+    const uint32_t w = s->m->hp.n_swa;
+    const uint64_t p_min = n_keep >= w - 1 ? n_keep - (w - 1) : 0; /* the oldest position n_keep sees */
+    if (s->n_swa_cells && n_keep && s->hi > p_min + s->n_swa_cells)
+        s->used = 0;
+    if (!s->used)
+        s->hi = 0;
 }
 
 void session_cancel(session *s)
@@ -309,8 +427,7 @@ uint64_t session_kv_bytes(const session *s)
 {
     if (!s)
         return 0;
-    const model_hparams *hp = &s->m->hp;
-    return 2ull * 2ull * hp->n_layer * s->n_ctx * hp->n_head_kv * hp->head_dim;
+    return 2ull * 2ull * s->kv_off[s->m->hp.n_layer];
 }
 
 const char *session_error(const session *s)

@@ -55,6 +55,10 @@ static backend *open_vulkan(int device, model *m, const runner_params *p, char *
     backend *b = backend_vulkan_new(device, why, cap);
     if (!b)
         return NULL;
+    if (model_backend_check(m, b, why, cap)) {
+        backend_free(b);
+        return NULL;
+    }
     if (p->progress)
         backend_vulkan_set_progress(b, p->progress, p->ctx, model_weight_bytes(m));
     int rc = model_prepare(m, b, why, cap);
@@ -328,6 +332,8 @@ int runner_generate(runner *r, const int32_t *ids, uint32_t n, const runner_gen 
     if (common >= n)
         common = n - 1;   /* the last prompt token is evaluated again for its logits */
     session_kv_truncate(r->s, common);
+    if (session_used(r->s) < common)
+        common = session_used(r->s); /* a sliding-window cache cannot keep it all */
     rs.n_reused = common;
     smp = sampler_new(&g->sp, r->n_vocab);
     if (!smp) {
