@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "model.h"
 #include "ggtype.h"
 #include "gguf.h"
 #include "textesc.h"
@@ -118,6 +119,14 @@ typedef struct {
     uint64_t tensors, elements, bytes;
 } type_total;
 
+/* Whether the engine runs the file's architecture (run, chat, logits, bench). */
+static bool engine_arch(const gguf_file *f, char *arch, size_t cap)
+{
+    if (gguf_get_cstr(f, "general.architecture", arch, cap) != GGUF_OK)
+        arch[0] = 0;
+    return arch[0] && model_arch_supported(arch);
+}
+
 static void print_text(const gguf_file *f, uint64_t items)
 {
     FILE *o = stdout;
@@ -135,6 +144,17 @@ static void print_text(const gguf_file *f, uint64_t items)
     printf("tensors:      %" PRIu64 "\n", gguf_tensor_count(f));
     printf("metadata:     %" PRIu64 " keys\n", gguf_kv_count(f));
     printf("data offset:  %" PRIu64 " (0x%" PRIx64 ")\n", gguf_data_offset(f), gguf_data_offset(f));
+    char arch[64];
+    if (engine_arch(f, arch, sizeof arch)) {
+        printf("engine:       supported\n");
+    } else {
+        printf("engine:       not supported (");
+        if (arch[0])
+            app_put_text(o, arch, strlen(arch), 0);
+        else
+            printf("no general.architecture");
+        printf(")\n");
+    }
 
     printf("\nmetadata:\n");
     size_t kw = 0;
@@ -262,6 +282,8 @@ static int print_json(const gguf_file *f, uint64_t items)
     cJSON_AddNumberToObject(root, "tensor_count", (double)gguf_tensor_count(f));
     cJSON_AddNumberToObject(root, "kv_count", (double)gguf_kv_count(f));
     cJSON_AddNumberToObject(root, "data_offset", (double)gguf_data_offset(f));
+    char arch[64];
+    cJSON_AddBoolToObject(root, "engine_supported", engine_arch(f, arch, sizeof arch));
     /* The metadata object is written here, not by cJSON: its member names
      * are keys from the file, which cJSON would cut at a NUL and pass raw. */
     textesc_buf md = {0};

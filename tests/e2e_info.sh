@@ -38,5 +38,30 @@ check "missing file exits 2" '[ $rc = 2 ] && grep -q "cannot open" "$tmp/err"'
 "$bin" info > /dev/null 2>&1; rc=$?
 check "usage error exits 2" '[ $rc = 2 ]'
 
+# whether the engine runs the file's architecture
+"$bin" info "$demo" > "$tmp/out"
+check "info: the demo (llama) is supported by the engine" 'grep -q "^engine: *supported$" "$tmp/out"'
+python3 - "$tmp/gpt2.gguf" <<'PY'
+import struct, sys
+def s(x): b = x.encode(); return struct.pack('<Q', len(b)) + b
+kv = s('general.architecture') + struct.pack('<I', 8) + s('gpt2')
+ti = s('token_embd.weight') + struct.pack('<I2QIQ', 2, 4, 2, 0, 0)
+h = b'GGUF' + struct.pack('<IQQ', 3, 1, 1) + kv + ti
+h += b'\0' * (-len(h) % 32)
+open(sys.argv[1], 'wb').write(h + struct.pack('<8f', *range(8)))
+PY
+"$bin" info "$tmp/gpt2.gguf" > "$tmp/out"; rc=$?
+check "info: a gpt2 file opens" '[ $rc = 0 ]'
+check "info: engine not supported (gpt2)" 'grep -q "^engine: *not supported (gpt2)$" "$tmp/out"'
+"$bin" info "$tmp/gpt2.gguf" --json | python3 -c "import json,sys; assert json.load(sys.stdin)['engine_supported'] is False"
+check "info --json: engine_supported false" '[ $? = 0 ]'
+for c in run logits; do
+    args="-p hi"; [ $c = logits ] && args="1,2"
+    "$bin" $c "$tmp/gpt2.gguf" $args > /dev/null 2> "$tmp/err"; rc=$?
+    check "$c on gpt2: exit 2" '[ $rc = 2 ]'
+    check "$c on gpt2: one line naming it and the supported ones" \
+        '[ $(wc -l < "$tmp/err") = 1 ] && grep -q "unsupported architecture .gpt2. (supported: llama, qwen2, qwen3, gemma3" "$tmp/err"'
+done
+
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]
