@@ -475,6 +475,8 @@ static const backend_ops VK_OPS = {
     .store_f16 = vk_op_store_f16,
     .attention = vk_op_attention,
     .silu_mul = vk_op_silu_mul,
+    .gelu_mul = vk_op_gelu_mul,
+    .scale = vk_op_scale,
     .sync = v_sync,
 };
 

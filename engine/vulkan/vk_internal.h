@@ -236,5 +236,8 @@ int vk_op_attention(void *ctx, backend_view q, backend_view k, backend_view v, b
                     const backend_attn_params *ap);
 int vk_op_silu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
                    uint32_t n_cols);
+int vk_op_gelu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
+                   uint32_t n_cols);
+int vk_op_scale(void *ctx, backend_view src, backend_view dst, size_t n, float s);
 
 #endif

@@ -305,6 +305,19 @@ int vk_op_silu_mul(void *ctx, backend_view gate, backend_view up, backend_view d
     return binary(ctx, VK_SH_BINARY_SILU_MUL, gate, NULL, 0, up, dst, (size_t)n_rows * n_cols, 1);
 }
 
+int vk_op_gelu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
+                   uint32_t n_cols)
+{
+    return binary(ctx, VK_SH_BINARY_GELU_MUL, gate, NULL, 0, up, dst, (size_t)n_rows * n_cols, 1);
+}
+
+int vk_op_scale(void *ctx, backend_view src, backend_view dst, size_t n, float s)
+{
+    uint32_t bits;
+    memcpy(&bits, &s, 4);
+    return binary(ctx, VK_SH_BINARY_SCALE, src, NULL, 0, src, dst, n, bits);
+}
+
 static uint64_t fnv(uint64_t h, const void *data, size_t n)
 {
     const uint8_t *p = data;
@@ -317,6 +330,8 @@ int vk_op_rope(void *ctx, backend_view x, uint32_t n_tok, uint32_t n_head, uint3
                const int32_t *pos, const backend_rope_params *rp)
 {
     vk_ctx *c = ctx;
+    if (rp->ext_factor != 0.0f || (rp->attn_factor != 0.0f && rp->attn_factor != 1.0f))
+        return BACKEND_EUNSUPPORTED; /* no YaRN / mscale here yet (backend caps) */
     if (rp->n_rot == 0 || rp->n_rot % 2 || rp->n_rot > head_dim)
         return BACKEND_EARG;
     if (rp->mode != BACKEND_ROPE_NORMAL && rp->mode != BACKEND_ROPE_NEOX)
