@@ -95,7 +95,6 @@ testmodel_params testmodel_arch_params(const char *arch)
         p.head_dim = 128;
         p.rope_freq_base = 1e6f;
         p.rms_eps = 1e-6f;
-        p.tied = true;
     } else if (!strcmp(arch, "gemma3")) {
         p.n_layer = 6;
         p.n_head_kv = 1;
@@ -113,7 +112,6 @@ testmodel_params testmodel_arch_params(const char *arch)
         p.n_layer = 4;
         p.rope_freq_base = 5e6f;
         p.rms_eps = 1e-6f;
-        p.tied = true;
     } else if (!strcmp(arch, "olmo2")) {
         p.rope_freq_base = 5e5f;
         p.rms_eps = 1e-6f;
@@ -122,7 +120,6 @@ testmodel_params testmodel_arch_params(const char *arch)
         p.residual_scale = 0.22f;
         p.attention_scale = 0.015625f;
         p.logit_scale = 8.0f;
-        p.tied = true;
     } else if (!strcmp(arch, "mistral3")) {
         p.rope_freq_base = 1e6f;
         p.rope_scale_yarn = 4.0f;

@@ -78,19 +78,20 @@ testmodel_params testmodel_default_params(void);
 /* The defaults of a family: the tiny llama's shapes and weights with what
  * the family needs to show its features (llama and qwen2: exactly
  * testmodel_default_params with that arch):
- *   qwen3    head_dim 128 (QD 512 != n_embd), rope base 1e6, eps 1e-6, tied
+ *   qwen3    head_dim 128 (QD 512 != n_embd), rope base 1e6, eps 1e-6
  *   gemma3   6 layers (5 sliding, 1 full), 1 KV head, head_dim 128, n_ff 512,
  *            sliding_window 16, rope base 1e6, eps 1e-6, tied
  *   phi3     fused attn_qkv and ffn_up, rope_factors long/short, n_ctx 4096,
  *            n_ctx_orig 1024, sliding_window 0
  *   smollm3  4 layers (layer 3 has no rope: llama.cpp's fixed step of 4, there
- *            is no key), rope base 5e6, eps 1e-6, tied
+ *            is no key), rope base 5e6, eps 1e-6
  *   olmo2    no pre-norms, post-norms, whole-projection Q/K norms, output.weight,
  *            rope base 5e5, eps 1e-6
- *   granite  embedding 12, residual 0.22, attention 0.015625, logit 8, tied
+ *   granite  embedding 12, residual 0.22, attention 0.015625, logit 8
  *   mistral3 yarn factor 4, n_ctx_orig 32 (a 64-token prompt crosses it),
  *            beta fast 32 / slow 1, log_mul 1, temperature_scale 0.1, base 1e6
- * An unknown arch gives the llama defaults with arch NULL. */
+ * Only gemma3 ties the output by default (tied models predict their input
+ * token with a large logit). An unknown arch gives the llama defaults with arch NULL. */
 testmodel_params testmodel_arch_params(const char *arch);
 
 /* The i-th family name (0 = "llama"), NULL past the last. */
