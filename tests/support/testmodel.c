@@ -465,7 +465,8 @@ static void family_keys(keys *k, const family *f, const testmodel_params *p, con
     key_f32_opt(k, "attention.temperature_scale", p->attn_temp_scale);
 }
 
-/* The tensors of layer il, in the order llama's converter writes them. */
+/* The tensors of layer il: llama's order, with the family's own ones where its
+ * loader creates them. */
 static void layer_tensors(maker *mk, const family *f, const shape *s, uint32_t il)
 {
     const testmodel_params *p = mk->p;
