@@ -1,11 +1,8 @@
-/* bench_mkmodel: the one model writer of the benchmarks: a random-weight
- * llama / qwen2 GGUF (tests/support/testmodel.h) for comparisons with the
- * peer oracle and for every bench script.
- *
- *   bench_mkmodel OUT.gguf [--arch llama|qwen2] [--type f32|f16|q8_0|q4_0|q4_K|q6_K|...]
- *       [--embd-type T] [--vocab VOCAB.gguf | --n-vocab N] [--embd N] [--layers N]
- *       [--ff N] [--heads N] [--kv-heads N] [--tied] [--rope-freqs] [--rope-base F]
- *       [--rope-linear F] [--seed N] [--pooled] [--tinyllama]
+/* bench_mkmodel: the one model writer of the benchmarks and of the peer
+ * comparisons: a random-weight GGUF of one of testmodel's dense families
+ * (tests/support/testmodel.h). `bench_mkmodel --help` lists the options;
+ * --arch picks the family's defaults (testmodel_arch_params) wherever it
+ * stands on the line, the other options then change them.
  *
  * --tinyllama: 2048 embedding, 22 layers, 32 heads, 4 KV heads, 5632 FFN,
  * pooled rows (fast); give --vocab with a 32000-token vocabulary, or
@@ -19,9 +16,63 @@
 #include "gguf.h"
 #include "testmodel.h"
 
+static const char USAGE[] =
+    "usage: bench_mkmodel OUT.gguf [options]\n"
+    "  --arch NAME         family (default llama; see below), with its defaults\n"
+    "  --type T            matrix type: f32 f16 q8_0 q4_0 q4_K q6_K ... (default f32)\n"
+    "  --embd-type T       token_embd type (default: --type)\n"
+    "  --vocab FILE.gguf   copy tokenizer.* from FILE (else a synthetic SPM vocabulary)\n"
+    "  --n-vocab N         synthetic vocabulary size (default 300)\n"
+    "  --embd N  --layers N  --ff N  --heads N  --kv-heads N  --ctx N\n"
+    "  --head-dim N        qwen3 gemma3 smollm3 mistral3: attention.key_length (0 = embd/heads)\n"
+    "  --n-rot N           phi3: rotated dimensions below the head size\n"
+    "  --tied | --untied   output.weight absent / present\n"
+    "  --bias              Q/K/V biases (qwen2 always)\n"
+    "  --out-bias | --no-out-bias   granite mistral3: attn_output and ffn biases\n"
+    "  --rope-freqs        rope_freqs.weight (llama granite mistral3)\n"
+    "  --rope-base F       rope.freq_base (default 10000)\n"
+    "  --rope-linear F     rope scaling linear, factor F\n"
+    "  --rope-yarn F       rope scaling yarn, factor F (0 = none)\n"
+    "  --yarn-beta-fast F  --yarn-beta-slow F  --yarn-log-mul F   yarn keys (0 = absent)\n"
+    "  --ctx-orig N        rope.scaling.original_context_length (0 = absent)\n"
+    "  --attn-factor F     rope.scaling.attn_factor (phi3 with factors: 0 = converter's)\n"
+    "  --rope-factors | --no-rope-factors   phi3: rope_factors_long / _short\n"
+    "  --swa N             gemma3 olmo2 phi3: attention.sliding_window (0 = none)\n"
+    "  --swa-pattern N     gemma3: pattern key (0 = absent, 6); olmo2: bool array period\n"
+    "  --rope-base-swa F   gemma3 olmo2: rope.freq_base_swa (0 = absent)\n"
+    "  --softcap F         gemma3: final_logit_softcapping (0 = absent)\n"
+    "  --embd-scale F  --residual-scale F  --attn-scale F  --logit-scale F   granite\n"
+    "  --attn-temp F       mistral3: attention.temperature_scale (0 = absent)\n"
+    "  --rms-eps F         attention.layer_norm_rms_epsilon (default 1e-5)\n"
+    "  --seed N  --pooled  --tinyllama  --help\n";
+
+static void print_help(void)
+{
+    fputs(USAGE, stdout);
+    printf("families (the vocabulary that suits each: ../shared/fixtures/vocab/...):\n");
+    for (size_t i = 0; testmodel_arch_name(i); i++) {
+        bool stand_in;
+        const char *v = testmodel_arch_vocab(testmodel_arch_name(i), &stand_in);
+        printf("  %-9s %s%s\n", testmodel_arch_name(i), v, stand_in ? " (stand-in)" : "");
+    }
+}
+
 int main(int argc, char **argv)
 {
-    testmodel_params p = testmodel_default_params();
+    const char *arch = "llama";
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--arch"))
+            arch = argv[++i];
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            print_help();
+            return 0;
+        }
+    testmodel_params p = testmodel_arch_params(arch);
+    if (!p.arch) {
+        fprintf(stderr, "bench_mkmodel: unknown architecture '%s' (--help lists them)\n", arch);
+        return 2;
+    }
     const char *out = NULL, *vocab = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -31,14 +82,58 @@ int main(int argc, char **argv)
         i++;                                              \
         continue;                                         \
     }
+#define FLT(opt, field)                                   \
+    if (!strcmp(a, opt) && v) {                           \
+        p.field = strtof(v, NULL);                        \
+        i++;                                              \
+        continue;                                         \
+    }
+#define FLAG(opt, field, value)                           \
+    if (!strcmp(a, opt)) {                                \
+        p.field = value;                                  \
+        continue;                                         \
+    }
         NUM("--embd", n_embd)
         NUM("--layers", n_layer)
         NUM("--ff", n_ff)
         NUM("--heads", n_head)
         NUM("--kv-heads", n_head_kv)
         NUM("--n-vocab", n_vocab)
+        NUM("--ctx", n_ctx)
+        NUM("--head-dim", head_dim)
+        NUM("--n-rot", n_rot)
+        NUM("--ctx-orig", n_ctx_orig)
+        NUM("--swa", sliding_window)
+        NUM("--swa-pattern", swa_pattern)
+        FLT("--rope-base", rope_freq_base)
+        FLT("--rope-linear", rope_scale_linear)
+        FLT("--rope-yarn", rope_scale_yarn)
+        FLT("--yarn-beta-fast", yarn_beta_fast)
+        FLT("--yarn-beta-slow", yarn_beta_slow)
+        FLT("--yarn-log-mul", yarn_log_mul)
+        FLT("--attn-factor", rope_attn_factor)
+        FLT("--rope-base-swa", rope_freq_base_swa)
+        FLT("--softcap", logit_softcap)
+        FLT("--embd-scale", embedding_scale)
+        FLT("--residual-scale", residual_scale)
+        FLT("--attn-scale", attention_scale)
+        FLT("--logit-scale", logit_scale)
+        FLT("--attn-temp", attn_temp_scale)
+        FLT("--rms-eps", rms_eps)
+        FLAG("--tied", tied, true)
+        FLAG("--untied", tied, false)
+        FLAG("--rope-freqs", rope_freqs, true)
+        FLAG("--rope-factors", rope_factors, true)
+        FLAG("--no-rope-factors", rope_factors, false)
+        FLAG("--bias", qkv_bias, true)
+        FLAG("--out-bias", out_bias, true)
+        FLAG("--no-out-bias", out_bias, false)
+        FLAG("--pooled", pooled_rows, true)
+#undef NUM
+#undef FLT
+#undef FLAG
         if (!strcmp(a, "--arch") && v) {
-            p.arch = argv[++i];
+            i++; /* read above */
         } else if ((!strcmp(a, "--type") || !strcmp(a, "--embd-type")) && v) {
             int t = ggtype_from_name(v);
             if (t < 0) {
@@ -54,18 +149,6 @@ int main(int argc, char **argv)
             vocab = argv[++i];
         } else if (!strcmp(a, "--seed") && v) {
             p.seed = strtoull(argv[++i], NULL, 10);
-        } else if (!strcmp(a, "--rope-base") && v) {
-            p.rope_freq_base = strtof(argv[++i], NULL);
-        } else if (!strcmp(a, "--rope-linear") && v) {
-            p.rope_scale_linear = strtof(argv[++i], NULL);
-        } else if (!strcmp(a, "--tied")) {
-            p.tied = true;
-        } else if (!strcmp(a, "--rope-freqs")) {
-            p.rope_freqs = true;
-        } else if (!strcmp(a, "--bias")) {
-            p.qkv_bias = true;
-        } else if (!strcmp(a, "--pooled")) {
-            p.pooled_rows = true;
         } else if (!strcmp(a, "--tinyllama")) {
             p.n_embd = 2048;
             p.n_layer = 22;
@@ -76,12 +159,12 @@ int main(int argc, char **argv)
         } else if (a[0] != '-' && !out) {
             out = a;
         } else {
-            fprintf(stderr, "bench_mkmodel: bad argument '%s'\n", a);
+            fprintf(stderr, "bench_mkmodel: bad argument '%s' (--help lists the options)\n", a);
             return 2;
         }
     }
     if (!out) {
-        fprintf(stderr, "usage: bench_mkmodel OUT.gguf [options] (see the source's header)\n");
+        fputs(USAGE, stderr);
         return 2;
     }
     gguf_file *vf = NULL;
