@@ -480,7 +480,9 @@ static void test_gelu_mul(void **state)
     }
     for (int i = 0; i < R * C; i++) {
         double xd = x[i];
-        double gd = xd <= -10 ? 0.0 : xd >= 10 ? xd : 0.5 * xd * (1 + tanh(sqrt(2 / M_PI) * xd * (1 + 0.044715 * xd * xd)));
+        double gd = xd <= -10  ? 0.0
+                    : xd >= 10 ? xd
+                               : 0.5 * xd * (1 + tanh(sqrt(2 / M_PI) * xd * (1 + 0.044715 * xd * xd)));
         want[i] = gd * y[i];
     }
     backend_buf *bx = buf_from(x, R * C), *by = buf_from(y, R * C);
@@ -622,7 +624,8 @@ static void test_rope_yarn(void **state)
                             old[(t * H + h) * D + i] *= 2.0f;
             for (int i = 0; i < T * H * D; i++)
                 if (memcmp(&out[i], &old[i], sizeof(float)) != 0)
-                    fail_msg("rope ext 0 mode %d attn_factor case %d: [%d] %.9g, old %.9g", mode, af_i, i, out[i], old[i]);
+                    fail_msg("rope ext 0 mode %d attn_factor case %d: [%d] %.9g, old %.9g", mode, af_i, i, out[i],
+                             old[i]);
             O->buf_free(B->ctx, b);
         }
 }
@@ -694,7 +697,8 @@ static void test_attention_window(void **state)
         backend_buf *bk = buf_from(kall, (size_t)NPOS * KD), *bv = buf_from(vall, (size_t)NPOS * KD);
         backend_buf *kc = O->buf_new(B->ctx, BACKEND_F16, (size_t)rows * KD);
         backend_buf *vc = O->buf_new(B->ctx, BACKEND_F16, (size_t)rows * KD);
-        backend_buf *bq = O->buf_new(B->ctx, BACKEND_F32, (size_t)T * QD), *bo = O->buf_new(B->ctx, BACKEND_F32, (size_t)T * QD);
+        backend_buf *bq = O->buf_new(B->ctx, BACKEND_F32, (size_t)T * QD);
+        backend_buf *bo = O->buf_new(B->ctx, BACKEND_F32, (size_t)T * QD);
         const backend_attn_params ap = {.scale = scale, .n_swa = cases[ci].sw, .n_cells = NC};
         /* positions written one after the other; with step, attention after each */
         const uint32_t first = cases[ci].step ? 0 : cases[ci].p0;
@@ -753,7 +757,8 @@ static void test_attention_ring_linear(void **state)
     for (size_t i = 0; i < (size_t)80 * QD; i++)
         q[i] = 2.0f * frand();
     backend_buf *bk = buf_from(kv, (size_t)NC * KD), *bv = buf_from(kv + NC * KD, (size_t)NC * KD);
-    backend_buf *kc = O->buf_new(B->ctx, BACKEND_F16, (size_t)NC * KD), *vc = O->buf_new(B->ctx, BACKEND_F16, (size_t)NC * KD);
+    backend_buf *kc = O->buf_new(B->ctx, BACKEND_F16, (size_t)NC * KD);
+    backend_buf *vc = O->buf_new(B->ctx, BACKEND_F16, (size_t)NC * KD);
     assert_int_equal(O->store_f16(B->ctx, V(bk), NC, KD, V(kc), 0), 0);
     assert_int_equal(O->store_f16(B->ctx, V(bv), NC, KD, V(vc), 0), 0);
     backend_buf *bq = buf_from(q, (size_t)80 * QD), *bo = O->buf_new(B->ctx, BACKEND_F32, (size_t)80 * QD);

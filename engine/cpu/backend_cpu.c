@@ -3,9 +3,11 @@
  * Plain C that follows ggml's CPU arithmetic operation by operation (the peer
  * oracle is llama.cpp; docs/engine.md lists the orders): RMS sums in double,
  * RoPE angles by repeated multiplication and a fused rotation, one-chunk and
- * tiled flash attention as ggml computes them, SwiGLU with ggml's vectorised
- * expf, F16 weights multiplied with F16-rounded activations, quantized weights
- * through kern_matmul (activations quantized on the fly). With the AVX2 or
+ * tiled flash attention as ggml computes them (sliding windows and ring
+ * caches in cell order), SwiGLU with ggml's vectorised expf, GeGLU through
+ * ggml's F16 GELU table, YaRN as ggml-cpu contracts it, F16 weights
+ * multiplied with F16-rounded activations, quantized weights through
+ * kern_matmul (activations quantized on the fly). With the AVX2 or
  * AVX-512 kernels, logits are bit-identical to llama.cpp's x86-64 build. */
 #include <math.h>
 #include <stdatomic.h>
@@ -345,7 +347,7 @@ static int cpu_rope(void *ctx, backend_view x, uint32_t n_tok, uint32_t n_head, 
         (p->mode != BACKEND_ROPE_NORMAL && p->mode != BACKEND_ROPE_NEOX))
         return BACKEND_EARG;
     float corr[2] = {0.0f, 0.0f};
-    if (p->ext_factor != 0.0f) /* (ggml computes them always; unused then) */
+    if (p->ext_factor != 0.0f) /* (ggml computes them always; unused without YaRN) */
         backend_cpu_yarn_corr_dims((int)p->n_rot, (int)p->n_ctx_orig, p->freq_base, p->beta_fast, p->beta_slow,
                                    corr);
     float *cs = malloc(sizeof(float) * p->n_rot);
