@@ -3,9 +3,11 @@
  * Plain C that follows ggml's CPU arithmetic operation by operation (the peer
  * oracle is llama.cpp; docs/engine.md lists the orders): RMS sums in double,
  * RoPE angles by repeated multiplication and a fused rotation, one-chunk and
- * tiled flash attention as ggml computes them, SwiGLU with ggml's vectorised
- * expf, F16 weights multiplied with F16-rounded activations, quantized weights
- * through kern_matmul (activations quantized on the fly). With the AVX2 or
+ * tiled flash attention as ggml computes them (sliding windows and ring
+ * caches in cell order), SwiGLU with ggml's vectorised expf, GeGLU through
+ * ggml's F16 GELU table, YaRN as ggml-cpu contracts it, F16 weights
+ * multiplied with F16-rounded activations, quantized weights through
+ * kern_matmul (activations quantized on the fly). With the AVX2 or
  * AVX-512 kernels, logits are bit-identical to llama.cpp's x86-64 build. */
 #include <math.h>
 #include <stdatomic.h>
@@ -27,6 +29,7 @@ struct backend_buf {
 };
 
 static float g_f16_table[65536];
+static float g_gelu_table[65536]; /* ggml_table_gelu_f16, as floats */
 static bool g_attn_simd;
 static bool g_haswell; /* llama.cpp's haswell build's orders (cpufeat.h) */
 static int g_f16_ready;
@@ -44,6 +47,8 @@ static void f16_table_init(void)
         return;
     for (uint32_t i = 0; i < 65536; i++)
         g_f16_table[i] = codec_f16_to_f32((uint16_t)i);
+    for (uint32_t i = 0; i < 65536; i++)
+        g_gelu_table[i] = codec_f16_to_f32(codec_f32_to_f16(backend_cpu_gelu_f32(g_f16_table[i])));
     g_attn_simd = backend_cpu_attn_simd_available() && cpufeat_level_allowed() > CPUFEAT_SCALAR;
     const kern_simd ks = kern_simd_get();
     g_haswell = cpufeat_llama_variant() == CPUFEAT_LLAMA_HASWELL &&
@@ -256,20 +261,60 @@ static int cpu_matmul(void *ctx, const backend_weight *w, backend_view x, uint32
     return backend_cpu_matmul(ctx, w, xs, n_tok, ys);
 }
 
-/* Angles exactly as ggml computes them: theta_i = p * base^(-2i/n_rot),
- * by repeated float multiplication, divided by the frequency factor, times
- * freq_scale (linear scaling). */
+/* ggml's MAX / MIN (ggml-impl.h), NaN and int operands included. */
+#define GG_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define GG_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+/* ggml_rope_yarn_corr_dims (ggml.c:4469-4481), in libggml-base: plain float
+ * operations (no fma there), left to right as written. */
+static float yarn_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base)
+{
+    return n_dims * logf(n_ctx_orig / (n_rot * 2 * (float)M_PI)) / (2 * logf(base));
+}
+
+void backend_cpu_yarn_corr_dims(int n_dims, int n_ctx_orig, float freq_base, float beta_fast, float beta_slow,
+                                float dims[2])
+{
+    float start = floorf(yarn_corr_dim(n_dims, n_ctx_orig, beta_fast, freq_base));
+    float end = ceilf(yarn_corr_dim(n_dims, n_ctx_orig, beta_slow, freq_base));
+    dims[0] = GG_MAX(0, start);
+    dims[1] = GG_MIN(n_dims - 1, end);
+}
+
+/* ggml's rope_yarn (ops.cpp:5951-5973) for pair i0 of angle theta_extrap
+ * (= theta / ff): cos and sin times mscale. The YaRN mix and mscale as
+ * llama.cpp's x86 builds contract them (fma). ext_factor 0: cosf(ti) *
+ * mscale, which for mscale 1 is exactly cosf(ti) (the engine before YaRN). */
+void backend_cpu_rope_yarn(float theta_extrap, float freq_scale, const float corr[2], uint32_t i0,
+                           float ext_factor, float mscale, float *c, float *s)
+{
+    const float theta_interp = freq_scale * theta_extrap;
+    float theta = theta_interp;
+    if (ext_factor != 0.0f) {
+        /* rope_yarn_ramp: i0 / 2 in int */
+        const float y = ((float)(int)(i0 / 2) - corr[0]) / GG_MAX(0.001f, corr[1] - corr[0]);
+        const float ramp_mix = (1 - GG_MIN(1, GG_MAX(0, y))) * ext_factor;
+        theta = fmaf(theta_interp, 1 - ramp_mix, theta_extrap * ramp_mix);
+        mscale *= fmaf(logf(1.0f / freq_scale), 0.1f, 1.0f);
+    }
+    *c = cosf(theta) * mscale;
+    *s = sinf(theta) * mscale;
+}
+
+/* Angles exactly as ggml computes them (ggml_rope_cache_init, ops.cpp
+ * 5975-5989): theta_i = p * base^(-2i/n_rot), by repeated float
+ * multiplication, divided by the frequency factor, then rope_yarn (times
+ * freq_scale; YaRN and mscale when asked). */
 static void rope_row(float *x, uint32_t n_head, uint32_t head_dim, float p,
-                     const backend_rope_params *rp, float *cs)
+                     const backend_rope_params *rp, const float corr[2], float *cs)
 {
     const uint32_t n_rot = rp->n_rot;
     const float theta_scale = powf(rp->freq_base, -2.0f / (float)n_rot);
+    const float mscale = rp->attn_factor == 0.0f ? 1.0f : rp->attn_factor;
     float theta = p;
     for (uint32_t i0 = 0; i0 < n_rot; i0 += 2) {
         float ff = rp->freq_factors ? rp->freq_factors[i0 / 2] : 1.0f;
-        float t = rp->freq_scale * (theta / ff);
-        cs[i0] = cosf(t);
-        cs[i0 + 1] = sinf(t);
+        backend_cpu_rope_yarn(theta / ff, rp->freq_scale, corr, i0, rp->ext_factor, mscale, &cs[i0], &cs[i0 + 1]);
         theta *= theta_scale;
     }
     for (uint32_t h = 0; h < n_head; h++) {
@@ -301,11 +346,15 @@ static int cpu_rope(void *ctx, backend_view x, uint32_t n_tok, uint32_t n_head, 
     if (!d || !p || (n_tok && !pos) || !p->n_rot || (p->n_rot & 1) || p->n_rot > head_dim ||
         (p->mode != BACKEND_ROPE_NORMAL && p->mode != BACKEND_ROPE_NEOX))
         return BACKEND_EARG;
+    float corr[2] = {0.0f, 0.0f};
+    if (p->ext_factor != 0.0f) /* (ggml computes them always; unused without YaRN) */
+        backend_cpu_yarn_corr_dims((int)p->n_rot, (int)p->n_ctx_orig, p->freq_base, p->beta_fast, p->beta_slow,
+                                   corr);
     float *cs = malloc(sizeof(float) * p->n_rot);
     if (!cs)
         return BACKEND_ENOMEM;
     for (uint32_t t = 0; t < n_tok; t++)
-        rope_row(d + t * row, n_head, head_dim, (float)pos[t], p, cs);
+        rope_row(d + t * row, n_head, head_dim, (float)pos[t], p, corr, cs);
     free(cs);
     return 0;
 }
@@ -331,6 +380,7 @@ typedef struct {
     const uint16_t *k, *v;
     float *out;
     uint32_t n_tok, pos0, n_head, n_head_kv, head_dim;
+    uint32_t n_swa, n_cells; /* backend_attn_params: window, ring (0: none) */
     float scale;
     bool simd;   /* AVX2/F16C inner loops (same results) */
     atomic_uint next; /* the next (token, head) pair to take */
@@ -345,7 +395,8 @@ static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *acc, floa
 {
     const uint32_t hd = j->head_dim, kvrow = j->n_head_kv * hd;
     const uint32_t kvh = h / (j->n_head / j->n_head_kv);
-    const uint32_t n_kv = j->pos0 + t + 1;
+    uint32_t r[4];
+    backend_cpu_attn_rows(j->pos0 + t, j->n_swa, j->n_cells, r);
     const float *q = j->q + ((size_t)t * j->n_head + h) * hd;
     for (uint32_t d = 0; d < hd; d++) {
         qh[d] = round_f16(q[d]);
@@ -353,31 +404,34 @@ static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *acc, floa
     }
     float S = 0.0f, M = -INFINITY;
     const bool simd = j->simd && hd % 8 == 0;
-    for (uint32_t p = 0; p < n_kv; p++) {
-        const uint16_t *k = j->k + (size_t)p * kvrow + (size_t)kvh * hd;
-        const uint16_t *v = j->v + (size_t)p * kvrow + (size_t)kvh * hd;
-        float sd = simd ? backend_cpu_dot_f16(qh, k, hd, g_haswell) : backend_cpu_dot_f16_ref(qh, k, hd, g_haswell);
-        float s = sd * j->scale;
-        float ms = 1.0f, vs = 1.0f;
-        bool rescale = false;
-        if (s > M) {
-            float Mold = M;
-            M = s;
-            ms = expf(Mold - M);
-            rescale = true;
-        } else {
-            vs = expf(s - M);
-        }
-        if (simd) {
-            backend_cpu_attn_mad(acc, v, ms, rescale, vs, hd);
-        } else {
-            for (uint32_t d = 0; d < hd; d++) {
-                if (rescale)
-                    acc[d] = round_f16(acc[d] * ms);
-                acc[d] = round_f16(fmaf(h2f(v[d]), vs, acc[d]));
+    /* the visible cells in cell order; ggml skips masked ones (ops.cpp 8734-8737) */
+    for (uint32_t seg = 0; seg < 4; seg += 2) {
+        for (uint32_t p = r[seg]; p < r[seg + 1]; p++) {
+            const uint16_t *k = j->k + (size_t)p * kvrow + (size_t)kvh * hd;
+            const uint16_t *v = j->v + (size_t)p * kvrow + (size_t)kvh * hd;
+            float sd = simd ? backend_cpu_dot_f16(qh, k, hd, g_haswell) : backend_cpu_dot_f16_ref(qh, k, hd, g_haswell);
+            float s = sd * j->scale;
+            float ms = 1.0f, vs = 1.0f;
+            bool rescale = false;
+            if (s > M) {
+                float Mold = M;
+                M = s;
+                ms = expf(Mold - M);
+                rescale = true;
+            } else {
+                vs = expf(s - M);
             }
+            if (simd) {
+                backend_cpu_attn_mad(acc, v, ms, rescale, vs, hd);
+            } else {
+                for (uint32_t d = 0; d < hd; d++) {
+                    if (rescale)
+                        acc[d] = round_f16(acc[d] * ms);
+                    acc[d] = round_f16(fmaf(h2f(v[d]), vs, acc[d]));
+                }
+            }
+            S = S * ms + vs; /* not fused in ggml's build either */
         }
-        S = S * ms + vs; /* not fused in ggml's build either */
     }
     float inv = S == 0.0f ? 0.0f : 1.0f / S;
     float *o = j->out + ((size_t)t * j->n_head + h) * hd;
@@ -393,7 +447,8 @@ static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *acc, floa
 static void attn_one_group(const attn_job *j, uint32_t t, uint32_t kvh, float *acc, float *qh, float *sm)
 {
     const uint32_t hd = j->head_dim, kvrow = j->n_head_kv * hd, G = j->n_head / j->n_head_kv;
-    const uint32_t n_kv = j->pos0 + t + 1;
+    uint32_t r[4];
+    backend_cpu_attn_rows(j->pos0 + t, j->n_swa, j->n_cells, r);
     float *S = sm, *M = sm + G;
     for (uint32_t g = 0; g < G; g++) {
         const float *q = j->q + ((size_t)t * j->n_head + (size_t)kvh * G + g) * hd;
@@ -404,23 +459,25 @@ static void attn_one_group(const attn_job *j, uint32_t t, uint32_t kvh, float *a
         S[g] = 0.0f;
         M[g] = -INFINITY;
     }
-    for (uint32_t p = 0; p < n_kv; p++) {
-        const uint16_t *k = j->k + (size_t)p * kvrow + (size_t)kvh * hd;
-        const uint16_t *v = j->v + (size_t)p * kvrow + (size_t)kvh * hd;
-        for (uint32_t g = 0; g < G; g++) {
-            float s = backend_cpu_dot_f16(qh + (size_t)g * hd, k, hd, g_haswell) * j->scale;
-            float ms = 1.0f, vs = 1.0f;
-            bool rescale = false;
-            if (s > M[g]) {
-                float Mold = M[g];
-                M[g] = s;
-                ms = expf(Mold - s);
-                rescale = true;
-            } else {
-                vs = expf(s - M[g]);
+    for (uint32_t seg = 0; seg < 4; seg += 2) {
+        for (uint32_t p = r[seg]; p < r[seg + 1]; p++) {
+            const uint16_t *k = j->k + (size_t)p * kvrow + (size_t)kvh * hd;
+            const uint16_t *v = j->v + (size_t)p * kvrow + (size_t)kvh * hd;
+            for (uint32_t g = 0; g < G; g++) {
+                float s = backend_cpu_dot_f16(qh + (size_t)g * hd, k, hd, g_haswell) * j->scale;
+                float ms = 1.0f, vs = 1.0f;
+                bool rescale = false;
+                if (s > M[g]) {
+                    float Mold = M[g];
+                    M[g] = s;
+                    ms = expf(Mold - s);
+                    rescale = true;
+                } else {
+                    vs = expf(s - M[g]);
+                }
+                backend_cpu_attn_mad(acc + (size_t)g * hd, v, ms, rescale, vs, hd);
+                S[g] = S[g] * ms + vs;
             }
-            backend_cpu_attn_mad(acc + (size_t)g * hd, v, ms, rescale, vs, hd);
-            S[g] = S[g] * ms + vs;
         }
     }
     for (uint32_t g = 0; g < G; g++) {
@@ -444,7 +501,7 @@ static void attn_one_task(attn_job *j)
 }
 
 /* Queries per work item of the grouped tiled attention. */
-#define ATTN_QB 16
+#define ATTN_QB BACKEND_CPU_ATTN_QB
 
 /* Tiled attention on AVX2: items of ATTN_QB queries x the heads of one KV
  * head (backend_cpu_attn_tiled_group: each key/value tile converted once). */
@@ -461,8 +518,8 @@ static void attn_group_task(attn_job *j)
         const uint32_t nq = j->n_tok - t0 < ATTN_QB ? j->n_tok - t0 : ATTN_QB;
         const size_t qo = ((size_t)t0 * j->n_head + (size_t)kvh * G) * hd;
         backend_cpu_attn_tiled_group(j->q + qo, j->n_head, j->k + (size_t)kvh * hd, j->v + (size_t)kvh * hd,
-                                     (size_t)j->n_head_kv * hd, j->pos0, t0, nq, G, hd, j->scale, work,
-                                     j->out + qo, g_haswell);
+                                     (size_t)j->n_head_kv * hd, j->pos0, j->n_swa, j->n_cells, t0, nq, G, hd,
+                                     j->scale, work, j->out + qo, g_haswell);
     }
     free(work);
 }
@@ -502,10 +559,12 @@ static void attn_task(void *arg, int ith, int nth)
         const float *q = j->q + ((size_t)t * j->n_head + h) * hd;
         float *o = j->out + ((size_t)t * j->n_head + h) * hd;
         const uint16_t *k = j->k + (size_t)kvh * hd, *v = j->v + (size_t)kvh * hd;
+        uint32_t r[4];
+        backend_cpu_attn_rows(j->pos0 + t, j->n_swa, j->n_cells, r);
         if (j->simd)
-            backend_cpu_attn_tiled(q, k, v, kvrow, j->pos0 + t + 1, hd, j->scale, sc, o, g_haswell);
+            backend_cpu_attn_tiled(q, k, v, kvrow, r, hd, j->scale, sc, o, g_haswell);
         else
-            backend_cpu_attn_tiled_ref(q, k, v, kvrow, j->pos0 + t + 1, hd, j->scale, sc, o, g_haswell);
+            backend_cpu_attn_tiled_ref(q, k, v, kvrow, r, hd, j->scale, sc, o, g_haswell);
     }
     free(sc);
 }
@@ -514,17 +573,21 @@ static int cpu_attention(void *ctx, backend_view q, backend_view k, backend_view
                          backend_view out, uint32_t n_tok, uint32_t pos0, uint32_t n_head,
                          uint32_t n_head_kv, uint32_t head_dim, const backend_attn_params *ap)
 {
-    if (!n_head || !n_head_kv || n_head % n_head_kv || !head_dim || !ap)
+    if (!n_head || !n_head_kv || n_head % n_head_kv || !head_dim || !ap || (uint64_t)pos0 + n_tok > UINT32_MAX)
         return BACKEND_EARG;
-    if (ap->n_swa || ap->n_cells)
-        return BACKEND_EUNSUPPORTED;
+    /* A ring must still hold every position its first query sees: the
+     * oldest, lo, not overwritten by the newest, pos0 + n_tok - 1 (the
+     * session sizes the ring as llama.cpp's SWA cache: >= n_swa + n_ubatch). */
+    const uint64_t lo = ap->n_swa && pos0 >= ap->n_swa ? pos0 + 1 - ap->n_swa : 0;
+    if (ap->n_cells && n_tok && (uint64_t)pos0 + n_tok - 1 - lo >= ap->n_cells)
+        return BACKEND_EARG;
     const float scale = ap->scale;
     size_t qn = (size_t)n_tok * n_head * head_dim;
-    size_t kvn = ((size_t)pos0 + n_tok) * n_head_kv * head_dim;
+    size_t kvn = (ap->n_cells ? (size_t)ap->n_cells : (size_t)pos0 + n_tok) * n_head_kv * head_dim;
     attn_job j = {
         .q = f32_at(q, qn), .k = f16_at(k, kvn), .v = f16_at(v, kvn), .out = f32_at(out, qn),
         .n_tok = n_tok, .pos0 = pos0, .n_head = n_head, .n_head_kv = n_head_kv,
-        .head_dim = head_dim, .scale = scale, .simd = g_attn_simd,
+        .head_dim = head_dim, .n_swa = ap->n_swa, .n_cells = ap->n_cells, .scale = scale, .simd = g_attn_simd,
     };
     if (!j.q || !j.k || !j.v || !j.out || q.buf == out.buf)
         return BACKEND_EARG;
@@ -568,6 +631,53 @@ static int cpu_silu_mul(void *ctx, backend_view gate, backend_view up, backend_v
     return 0;
 }
 
+/* ggml_gelu_f32 (vec.h:968) as llama.cpp's x86 builds compile it (GCC
+ * contracts 1 + A*x*x into an fma): the values of ggml's F16 GELU table. */
+float backend_cpu_gelu_f32(float x)
+{
+    const float GELU_COEF_A = 0.044715f, SQRT_2_OVER_PI = 0.79788456080286535587989211986876f;
+    return (0.5f * x) * (1.0f + tanhf((SQRT_2_OVER_PI * x) * fmaf(GELU_COEF_A * x, x, 1.0f)));
+}
+
+/* ggml_geglu_split on the CPU: ggml_vec_geglu_f32 (vec.h:1415-1428) with
+ * GGML_GELU_FP16 (always defined, vec.h:46), the whole row through the same
+ * loop (no SIMD part, so rows do not matter): 0 at or below -10, x * g at
+ * or above 10, else the table entry of x rounded to F16, times g. */
+static int cpu_gelu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
+                        uint32_t n_cols)
+{
+    (void)ctx;
+    size_t n = (size_t)n_rows * n_cols;
+    const float *g = f32_at(gate, n), *u = f32_at(up, n);
+    float *d = f32_at(dst, n);
+    if (!g || !u || !d)
+        return BACKEND_EARG;
+    for (size_t i = 0; i < n; i++) {
+        const float x = g[i];
+        if (x <= -10.0f)
+            d[i] = 0.0f;
+        else if (x >= 10.0f)
+            d[i] = x * u[i];
+        else
+            d[i] = g_gelu_table[codec_f32_to_f16(x)] * u[i];
+    }
+    return 0;
+}
+
+/* ggml_scale (bias 0): ggml_vec_scale_f32 (vec.h:703), y[i] * v whether its
+ * AVX2 loop or its scalar tail does it (one rounding either way). */
+static int cpu_scale(void *ctx, backend_view src, backend_view dst, size_t n, float s)
+{
+    (void)ctx;
+    const float *x = f32_at(src, n);
+    float *d = f32_at(dst, n);
+    if (!x || !d)
+        return BACKEND_EARG;
+    for (size_t i = 0; i < n; i++)
+        d[i] = x[i] * s;
+    return 0;
+}
+
 static int cpu_sync(void *ctx)
 {
     (void)ctx;
@@ -592,6 +702,8 @@ static const backend_ops CPU_OPS = {
     .store_f16 = cpu_store_f16,
     .attention = cpu_attention,
     .silu_mul = cpu_silu_mul,
+    .gelu_mul = cpu_gelu_mul,
+    .scale = cpu_scale,
     .sync = cpu_sync,
 };
 

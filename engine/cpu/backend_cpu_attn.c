@@ -135,18 +135,30 @@ float backend_cpu_dot_f16_ref(const float *q, const uint16_t *k, uint32_t n, boo
     return (float)s;
 }
 
+/* Cells past the last visible one of a tile's mask (1 + its highest bit). */
+static inline uint32_t mask_len(uint64_t m)
+{
+    return m ? 64u - (uint32_t)__builtin_clzll(m) : 0;
+}
+
 void backend_cpu_attn_tiled_ref(const float *q, const uint16_t *k, const uint16_t *v, size_t stride,
-                                uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out, bool hw)
+                                const uint32_t r[4], uint32_t hd, float scale, float *acc, float *out, bool hw)
 {
     for (uint32_t d = 0; d < hd; d++)
         acc[d] = 0.0f;
     float S = 0.0f, M = -INFINITY, kq[64], P[64];
-    for (uint32_t ic = 0; ic < n_kv; ic += 64) {
-        uint32_t nt = n_kv - ic < 64 ? n_kv - ic : 64;
+    const uint32_t end = r[3] > r[1] ? r[3] : r[1];
+    for (uint32_t ic = 0; ic < end; ic += 64) {
+        /* ggml skips a tile none of whose cells the query sees (ops.cpp
+         * 9027-9049 can_skip, 9080-9083 skip[tq]: its weights are zeroed) */
+        const uint64_t m = backend_cpu_attn_tile_mask(r, ic);
+        if (!m)
+            continue;
+        const uint32_t nt = mask_len(m);
         float tmax = -INFINITY;
         for (uint32_t t = 0; t < 64; t++) {
-            kq[t] = -INFINITY;
-            if (t >= nt)
+            kq[t] = -INFINITY; /* masked: score + (-inf) */
+            if (!(m >> t & 1))
                 continue;
             const uint16_t *kr = k + (size_t)(ic + t) * stride;
             float a = 0.0f;
@@ -352,8 +364,15 @@ TGT static inline void tile_softmax(const float *kq, uint32_t nt, uint32_t hd, f
     *Sp = (float)((double)S + sum);
 }
 
+/* Lanes l of 8 whose bit l is set in bits (one byte of a tile mask). */
+TGT static inline __m256i lanes_of(uint32_t bits)
+{
+    const __m256i sel = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)bits), sel), sel);
+}
+
 TGT void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_t *v, size_t stride,
-                                uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out, bool hw)
+                                const uint32_t r[4], uint32_t hd, float scale, float *acc, float *out, bool hw)
 {
     for (uint32_t d = 0; d < hd; d++)
         acc[d] = 0.0f;
@@ -361,17 +380,21 @@ TGT void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_
     float kq[64] __attribute__((aligned(32))), P[64] __attribute__((aligned(32)));
     const int32_t rs = (int32_t)(stride * 2); /* bytes between cells */
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    for (uint32_t ic = 0; ic < n_kv; ic += 64) {
-        uint32_t nt = n_kv - ic < 64 ? n_kv - ic : 64;
+    const uint32_t end = r[3] > r[1] ? r[3] : r[1];
+    for (uint32_t ic = 0; ic < end; ic += 64) {
+        const uint64_t m = backend_cpu_attn_tile_mask(r, ic);
+        if (!m)
+            continue; /* as backend_cpu_attn_tiled_ref */
+        const uint32_t nt = mask_len(m);
         /* scores, 8 cells at a time: lane c holds cell ic+g+c's fma chain;
          * two dimensions per 32-bit gather */
         for (uint32_t g = 0; g < 64; g += 8) {
-            if (g >= nt) {
+            const uint32_t bits = (uint32_t)(m >> g) & 0xFF;
+            if (!bits) {
                 _mm256_storeu_ps(kq + g, _mm256_set1_ps(-INFINITY));
                 continue;
             }
-            int nv = (int)(nt - g < 8 ? nt - g : 8);
-            __m256i valid = _mm256_cmpgt_epi32(_mm256_set1_epi32(nv), lane);
+            __m256i valid = lanes_of(bits);
             __m256i off = _mm256_mullo_epi32(lane, _mm256_set1_epi32(rs));
             const uint16_t *kb = k + (size_t)(ic + g) * stride;
             __m256 a = _mm256_setzero_ps();
@@ -408,29 +431,41 @@ TGT void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_
  * KV head, the same floats per (query, head) pair: each 64-cell tile of keys
  * and values is converted to F32 once (keys transposed, one cell per lane)
  * and serves every pair, instead of being gathered and converted again for
- * each of them. Pair (i, j) is query t0 + i (n_kv = pos0 + t0 + i + 1) and
- * head j: its query at q + (i * q_tok + j) * hd, its output at the same
+ * each of them. Pair (i, j) is query t0 + i (at position pos0 + t0 + i,
+ * its cells from backend_cpu_attn_rows) and head j: its query at q + (i * q_tok + j) * hd, its output at the same
  * place in out. work: backend_cpu_attn_group_work(nq * nh, hd) floats. */
 TGT void backend_cpu_attn_tiled_group(const float *q, size_t q_tok, const uint16_t *k, const uint16_t *v,
-                                      size_t stride, uint32_t pos0, uint32_t t0, uint32_t nq, uint32_t nh,
-                                      uint32_t hd, float scale, float *work, float *out, bool hw)
+                                      size_t stride, uint32_t pos0, uint32_t n_swa, uint32_t n_cells, uint32_t t0,
+                                      uint32_t nq, uint32_t nh, uint32_t hd, float scale, float *work, float *out,
+                                      bool hw)
 {
+    nq = nq < BACKEND_CPU_ATTN_QB ? nq : BACKEND_CPU_ATTN_QB;
     const uint32_t np = nq * nh;
     float *kt = work;                 /* [hd][64]: key tile, transposed */
     float *vt = kt + (size_t)64 * hd; /* [64][hd]: value tile */
     float *acc = vt + (size_t)64 * hd;
     float *Ms = acc + (size_t)np * hd, *Ss = Ms + np;
     float kq[64] __attribute__((aligned(32))), P[64] __attribute__((aligned(32)));
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (size_t i = 0; i < (size_t)np * hd; i++)
         acc[i] = 0.0f;
     for (uint32_t p = 0; p < np; p++) {
         Ms[p] = -INFINITY;
         Ss[p] = 0.0f;
     }
-    const uint32_t n_kv_max = pos0 + t0 + nq;
-    for (uint32_t ic = 0; ic < n_kv_max; ic += 64) {
-        const uint32_t ntile = n_kv_max - ic < 64 ? n_kv_max - ic : 64;
+    uint32_t end = 0, rows[BACKEND_CPU_ATTN_QB][4];
+    for (uint32_t i = 0; i < nq; i++) {
+        backend_cpu_attn_rows(pos0 + t0 + i, n_swa, n_cells, rows[i]);
+        end = rows[i][1] > end ? rows[i][1] : end;
+        end = rows[i][3] > end ? rows[i][3] : end;
+    }
+    for (uint32_t ic = 0; ic < end; ic += 64) {
+        /* the cells each query sees in this tile (a tile no query sees is skipped) */
+        uint64_t tm[BACKEND_CPU_ATTN_QB], any = 0;
+        for (uint32_t i = 0; i < nq; i++)
+            any |= tm[i] = backend_cpu_attn_tile_mask(rows[i], ic);
+        if (!any)
+            continue;
+        const uint32_t ntile = mask_len(any);
         for (uint32_t c = 0; c < 64; c++) {
             const uint16_t *kr = k + (size_t)(ic + c) * stride, *vr = v + (size_t)(ic + c) * stride;
             if (c < ntile) {
@@ -444,10 +479,9 @@ TGT void backend_cpu_attn_tiled_group(const float *q, size_t q_tok, const uint16
             }
         }
         for (uint32_t i = 0; i < nq; i++) {
-            const uint32_t n_kv = pos0 + t0 + i + 1;
-            if (ic >= n_kv)
+            if (!tm[i])
                 continue;
-            const uint32_t nt = n_kv - ic < 64 ? n_kv - ic : 64;
+            const uint32_t nt = mask_len(tm[i]);
             for (uint32_t j = 0; j < nh; j++) {
                 const uint32_t pi = i * nh + j;
                 const float *qp = q + ((size_t)i * q_tok + j) * hd;
@@ -470,8 +504,7 @@ TGT void backend_cpu_attn_tiled_group(const float *q, size_t q_tok, const uint16
                         _mm256_storeu_ps(kq + 8 * g, _mm256_set1_ps(-INFINITY));
                         continue;
                     }
-                    int nv = (int)(nt - 8 * g < 8 ? nt - 8 * g : 8);
-                    __m256i valid = _mm256_cmpgt_epi32(_mm256_set1_epi32(nv), lane);
+                    __m256i valid = lanes_of((uint32_t)(tm[i] >> (8 * g)) & 0xFF);
                     __m256 x = _mm256_mul_ps(a[g], _mm256_set1_ps(scale));
                     x = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), x, _mm256_castsi256_ps(valid));
                     _mm256_storeu_ps(kq + 8 * g, x);
@@ -540,19 +573,21 @@ float backend_cpu_dot_f16(const float *q, const uint16_t *k, uint32_t n, bool hw
     return backend_cpu_dot_f16_ref(q, k, n, hw);
 }
 void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_t *v, size_t stride,
-                            uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out, bool hw)
+                            const uint32_t r[4], uint32_t hd, float scale, float *acc, float *out, bool hw)
 {
-    backend_cpu_attn_tiled_ref(q, k, v, stride, n_kv, hd, scale, acc, out, hw);
+    backend_cpu_attn_tiled_ref(q, k, v, stride, r, hd, scale, acc, out, hw);
 }
 void backend_cpu_attn_mad(float *acc, const uint16_t *v, float ms, bool rescale, float vs, uint32_t n)
 {
     (void)acc, (void)v, (void)ms, (void)rescale, (void)vs, (void)n;
 }
 void backend_cpu_attn_tiled_group(const float *q, size_t q_tok, const uint16_t *k, const uint16_t *v,
-                                  size_t stride, uint32_t pos0, uint32_t t0, uint32_t nq, uint32_t nh,
-                                  uint32_t hd, float scale, float *work, float *out, bool hw)
+                                  size_t stride, uint32_t pos0, uint32_t n_swa, uint32_t n_cells, uint32_t t0,
+                                  uint32_t nq, uint32_t nh, uint32_t hd, float scale, float *work, float *out,
+                                  bool hw)
 {
     (void)q, (void)q_tok, (void)k, (void)v, (void)stride, (void)pos0, (void)t0, (void)nq, (void)nh, (void)hd;
+    (void)n_swa, (void)n_cells;
     (void)scale, (void)work, (void)out, (void)hw;
 }
 void backend_cpu_silu_mul(const float *g, const float *u, float *d, size_t n8, bool hw)

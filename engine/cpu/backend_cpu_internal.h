@@ -21,6 +21,53 @@ void backend_cpu_parallel(void *ctx, void (*fn)(void *arg, int ith, int nth), vo
 /* y (n_tok x w->ne1) = x (n_tok x w->ne0) . W^T. Arguments already checked. */
 int backend_cpu_matmul(void *ctx, const backend_weight *w, const float *x, uint32_t n_tok, float *y);
 
+/* The KV rows a query at position P sees (backend_attn_params): positions
+ * lo .. P with lo = max(0, P + 1 - n_swa) (0 when n_swa is 0), at row p
+ * (linear cache, n_cells 0) or row p % n_cells (ring; the caller has
+ * checked that no row of those positions was overwritten, i.e. P_max - lo <
+ * n_cells). In row order, as llama.cpp visits cells: [r[0], r[1]) then
+ * [r[2], r[3]) (an empty second range is [r[1], r[1])). */
+static inline void backend_cpu_attn_rows(uint32_t P, uint32_t n_swa, uint32_t n_cells, uint32_t r[4])
+{
+    const uint32_t lo = n_swa && P >= n_swa ? P + 1 - n_swa : 0;
+    uint32_t a = lo, b = P;
+    if (n_cells) {
+        a = lo % n_cells;
+        b = P % n_cells;
+    }
+    if (a <= b) {
+        r[0] = a;
+        r[1] = r[2] = r[3] = b + 1;
+    } else { /* wrapped: the newest positions sit in rows 0..b */
+        r[0] = 0;
+        r[1] = b + 1;
+        r[2] = a;
+        r[3] = n_cells;
+    }
+}
+
+/* Bit t set: row ic + t is among the rows r (backend_cpu_attn_rows). */
+static inline uint64_t backend_cpu_attn_range_bits(uint32_t a, uint32_t b, uint32_t ic)
+{
+    const uint32_t lo = a > ic ? a - ic : 0, hi = b > ic ? (b - ic < 64 ? b - ic : 64) : 0;
+    if (lo >= hi)
+        return 0;
+    return (hi == 64 ? ~(uint64_t)0 : ((uint64_t)1 << hi) - 1) & ~(((uint64_t)1 << lo) - 1);
+}
+static inline uint64_t backend_cpu_attn_tile_mask(const uint32_t r[4], uint32_t ic)
+{
+    return backend_cpu_attn_range_bits(r[0], r[1], ic) | backend_cpu_attn_range_bits(r[2], r[3], ic);
+}
+
+/* ggml_gelu_f32 as llama.cpp's x86 builds compute it (its F16 table's values). */
+float backend_cpu_gelu_f32(float x);
+/* ggml_rope_yarn_corr_dims: YaRN's correction range [dims[0], dims[1]]. */
+void backend_cpu_yarn_corr_dims(int n_dims, int n_ctx_orig, float freq_base, float beta_fast, float beta_slow,
+                                float dims[2]);
+/* ggml's rope_yarn: cos and sin of rotation pair i0 with YaRN / mscale. */
+void backend_cpu_rope_yarn(float theta_extrap, float freq_scale, const float corr[2], uint32_t i0,
+                           float ext_factor, float mscale, float *c, float *s);
+
 /* ggml's CPU arithmetic (backend_cpu_attn.c): each function in plain C
  * (_ref) and with AVX2/FMA/F16C, the same bits; the latter usable when
  * backend_cpu_attn_simd_available() and, for the two attention pieces, the
@@ -31,19 +78,24 @@ bool backend_cpu_attn_simd_available(void);
 float backend_cpu_dot_f16_ref(const float *q, const uint16_t *k, uint32_t n, bool hw);
 float backend_cpu_dot_f16(const float *q, const uint16_t *k, uint32_t n, bool hw);
 /* One query row of ggml's tiled flash attention (batches of 64+ queries):
- * keys/values k[c * stride + d], cells 0..n_kv-1, acc scratch of hd floats. */
+ * keys/values k[c * stride + d], the cells of rows r (backend_cpu_attn_rows)
+ * in tiles of 64 from cell 0, acc scratch of hd floats. */
 void backend_cpu_attn_tiled_ref(const float *q, const uint16_t *k, const uint16_t *v, size_t stride,
-                                uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out, bool hw);
+                                const uint32_t r[4], uint32_t hd, float scale, float *acc, float *out, bool hw);
 void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_t *v, size_t stride,
-                            uint32_t n_kv, uint32_t hd, float scale, float *acc, float *out, bool hw);
-/* backend_cpu_attn_tiled (SIMD) for nq consecutive queries t0.. (query i
- * attends to cells 0..pos0+t0+i) x nh heads of one KV head, each key/value
- * tile converted once for all of them; query (i, j) at q + (i*q_tok + j)*hd,
- * its output at the same offset of out. The same bits as calling
- * backend_cpu_attn_tiled per pair. work: backend_cpu_attn_group_work floats. */
+                            const uint32_t r[4], uint32_t hd, float scale, float *acc, float *out, bool hw);
+/* Queries per work item of the grouped tiled attention (at most). */
+#define BACKEND_CPU_ATTN_QB 16
+/* backend_cpu_attn_tiled (SIMD) for nq (<= BACKEND_CPU_ATTN_QB) consecutive queries t0.. (query i at
+ * position pos0+t0+i, its rows from backend_cpu_attn_rows with n_swa and
+ * n_cells) x nh heads of one KV head, each key/value tile converted once for
+ * all of them; query (i, j) at q + (i*q_tok + j)*hd, its output at the same
+ * offset of out. The same bits as calling backend_cpu_attn_tiled per pair.
+ * work: backend_cpu_attn_group_work floats. */
 void backend_cpu_attn_tiled_group(const float *q, size_t q_tok, const uint16_t *k, const uint16_t *v,
-                                  size_t stride, uint32_t pos0, uint32_t t0, uint32_t nq, uint32_t nh,
-                                  uint32_t hd, float scale, float *work, float *out, bool hw);
+                                  size_t stride, uint32_t pos0, uint32_t n_swa, uint32_t n_cells, uint32_t t0,
+                                  uint32_t nq, uint32_t nh, uint32_t hd, float scale, float *work, float *out,
+                                  bool hw);
 static inline size_t backend_cpu_attn_group_work(uint32_t n_pairs, uint32_t hd)
 {
     return (size_t)128 * hd + (size_t)n_pairs * (hd + 2);
