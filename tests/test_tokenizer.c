@@ -595,6 +595,181 @@ static void test_spm_word_split_equivalence(void **state)
     close_vocab(&o);
 }
 
+/* ---- the pre-tokenizers of the dense families ---- */
+
+/* llama.cpp's ids (the peer, node-llama-cpp 3.22.1) for Llama 3's vocabulary with
+ * tokenizer.ggml.pre replaced; strings from its test vectors and a few more. */
+#define PRE_NTEXTS 9
+#define PRE_MAXIDS 27
+static const char *const PRE_TEXTS[PRE_NTEXTS] = {
+    "ied 4 \xc2\xbd months",
+    "w048 7tuijk dsdfhu",
+    "Hello, y'all! How are you \xf0\x9f\x98\x81 ?\xe6\x88\x91\xe6\x83\xb3\xe5\x9c\xa8" "apple\xe5\xb7\xa5\xe4\xbd\x9c" "1314151\xe5\xa4\xa9\xef\xbd\x9e",
+    "C\xe1\xbb\xad" "a Vi\xe1\xbb\x87t",
+    "HTTPServer iPhone McDonald's",
+    "CAN'T won't I'M they'RE",
+    "path/to/file\n/usr/bin//x\r\n",
+    "1234567 89",
+    "snake_case camelCase PascalCase SCREAMING_CASE",
+};
+static const struct {
+    const char *pre;
+    int ids[PRE_NTEXTS][PRE_MAXIDS];   /* -1 ends a row */
+} PRE_WANT[] = {
+    {"tekken",
+     {{1142, 220, 19, 220, 27154, 4038, -1},
+      {86, 15, 19, 23, 220, 22, 83, 2005, 42908, 11729, 3013, 17156, -1},
+      {9906, 11, 379, 65948, 0, 2650, 527, 499, 27623, 223, 949, 37046, 101067, 19000, 23182, 102301, 16, 18, 16, 19, 16, 20, 16, 36827, 21909, -1},
+      {34, 91163, 101798, -1},
+      {9412, 5592, 602, 7084, 4584, 18735, 596, -1},
+      {43055, 17773, 2834, 956, 358, 28703, 814, 95253, -1},
+      {2398, 33529, 24849, 198, 55438, 8923, 322, 87, 319, -1},
+      {16, 17, 18, 19, 20, 21, 22, 220, 23, 24, -1},
+      {73239, 19640, 50252, 4301, 58459, 4301, 7683, 16294, 1753, 29640, -1}}},
+    {"gpt-4o",
+     {{1142, 220, 19, 220, 27154, 4038, -1},
+      {86, 23904, 220, 22, 83, 2005, 42908, 11729, 3013, 17156, -1},
+      {9906, 11, 379, 65948, 0, 2650, 527, 499, 27623, 223, 949, 37046, 101067, 19000, 23182, 102301, 9263, 18136, 16, 36827, 21909, -1},
+      {34, 91163, 11655, 26298, 83, -1},
+      {9412, 5592, 602, 7084, 4584, 18735, 596, -1},
+      {43055, 17773, 2834, 956, 358, 28703, 814, 95253, -1},
+      {2398, 33529, 24849, 198, 55438, 8923, 322, 87, 319, -1},
+      {4513, 10961, 22, 220, 4578, -1},
+      {73239, 19640, 50252, 4301, 58459, 4301, 7683, 16294, 1753, 29640, -1}}},
+    {"dbrx",
+     {{1142, 220, 19, 220, 27154, 4038, -1},
+      {86, 23904, 220, 22, 83, 2005, 42908, 11729, 3013, 17156, -1},
+      {9906, 11, 379, 65948, 0, 2650, 527, 499, 27623, 223, 949, 37046, 101067, 19000, 23182, 102301, 9263, 18136, 16, 36827, 21909, -1},
+      {34, 91163, 11655, 26298, 83, -1},
+      {9412, 5592, 12443, 32014, 596, -1},
+      {43055, 17773, 2834, 956, 358, 28703, 814, 95253, -1},
+      {2398, 33529, 24849, 198, 55438, 8923, 322, 87, 319, -1},
+      {4513, 10961, 22, 220, 4578, -1},
+      {73239, 19640, 50252, 4301, 58459, 4301, 7683, 16294, 1753, 29640, -1}}},
+    {"smaug-bpe",
+     {{1142, 220, 19, 220, 27154, 4038, -1},
+      {86, 23904, 220, 22, 83, 2005, 42908, 11729, 3013, 17156, -1},
+      {9906, 11, 379, 65948, 0, 2650, 527, 499, 27623, 223, 949, 37046, 101067, 19000, 23182, 102301, 9263, 18136, 16, 36827, 21909, -1},
+      {34, 91163, 11655, 26298, 83, -1},
+      {9412, 5592, 12443, 32014, 596, -1},
+      {43055, 17773, 2834, 956, 358, 28703, 814, 95253, -1},
+      {2398, 33529, 24849, 198, 55438, 8923, 322, 87, 319, -1},
+      {4513, 10961, 22, 220, 4578, -1},
+      {73239, 19640, 50252, 4301, 58459, 4301, 7683, 16294, 1753, 29640, -1}}},
+    {"olmo",
+     {{1142, 220, 19, 2188, 121, 4038, -1},
+      {86, 23904, 220, 22, 83, 2005, 42908, 11729, 3013, 17156, -1},
+      {9906, 11, 379, 6, 543, 0, 2650, 527, 499, 27623, 223, 949, 37046, 101067, 19000, 23182, 102301, 1032, 975, 9690, 36827, 21909, -1},
+      {34, 91163, 11655, 26298, 83, -1},
+      {9412, 5592, 12443, 32014, 596, -1},
+      {43055, 6, 51, 2834, 956, 358, 6, 44, 814, 6, 793, -1},
+      {2398, 14, 998, 14, 1213, 198, 14, 7208, 14, 7006, 322, 87, 319, -1},
+      {4513, 1774, 3080, 220, 4578, -1},
+      {73239, 62, 5756, 50252, 4301, 58459, 4301, 7683, 16294, 1753, 62, 41471, -1}}},
+    {"refact",
+     {{1142, 220, 19, 220, 27154, 4038, -1},
+      {86, 15, 19, 23, 220, 22, 83, 2005, 42908, 11729, 3013, 17156, -1},
+      {9906, 11, 379, 6, 543, 0, 2650, 527, 499, 27623, 223, 949, 37046, 101067, 19000, 23182, 102301, 16, 18, 16, 19, 16, 20, 16, 36827, 21909, -1},
+      {34, 91163, 11655, 26298, 83, -1},
+      {9412, 5592, 12443, 32014, 596, -1},
+      {43055, 6, 51, 2834, 956, 358, 6, 44, 814, 6, 793, -1},
+      {2398, 14, 998, 14, 1213, 198, 14, 7208, 14, 7006, 322, 87, 319, -1},
+      {16, 17, 18, 19, 20, 21, 22, 220, 23, 24, -1},
+      {73239, 62, 5756, 50252, 4301, 58459, 4301, 7683, 16294, 1753, 62, 41471, -1}}},
+    {"smollm",
+     {{1142, 220, 19, 220, 27154, 4038, -1},
+      {86, 15, 19, 23, 220, 22, 83, 2005, 42908, 11729, 3013, 17156, -1},
+      {9906, 11, 379, 6, 543, 0, 2650, 527, 499, 27623, 223, 949, 37046, 101067, 19000, 23182, 102301, 16, 18, 16, 19, 16, 20, 16, 36827, 21909, -1},
+      {34, 91163, 11655, 26298, 83, -1},
+      {9412, 5592, 12443, 32014, 596, -1},
+      {43055, 6, 51, 2834, 956, 358, 6, 44, 814, 6, 793, -1},
+      {2398, 14, 998, 14, 1213, 198, 14, 7208, 14, 7006, 322, 87, 319, -1},
+      {16, 17, 18, 19, 20, 21, 22, 220, 23, 24, -1},
+      {73239, 62, 5756, 50252, 4301, 58459, 4301, 7683, 16294, 1753, 62, 41471, -1}}},
+};
+
+/* Llama 3's vocabulary (../shared) with tokenizer.ggml.pre set to `pre` and
+ * without tokenizer.ggml.add_bos_token, so that the pre-tokenizer's own
+ * add_bos default shows; in memory (*mem: free it after gguf_close). */
+static gguf_file *with_pre(const gguf_file *base, const char *pre, uint8_t **mem)
+{
+    gguf_writer *w = gguf_writer_new(0);
+    assert_non_null(w);
+    const gguf_kv *skip_pre = gguf_find_kv(base, "tokenizer.ggml.pre");
+    const gguf_kv *skip_bos = gguf_find_kv(base, "tokenizer.ggml.add_bos_token");
+    for (uint64_t i = 0; gguf_kv_at(base, i); i++) {
+        const gguf_kv *kv = gguf_kv_at(base, i);
+        if (kv != skip_pre && kv != skip_bos)
+            assert_int_equal(gguf_writer_copy_kv(w, kv), GGUF_OK);
+    }
+    assert_int_equal(gguf_writer_set_str(w, "tokenizer.ggml.pre", pre), GGUF_OK);
+    size_t size;
+    assert_int_equal(gguf_writer_to_memory(w, mem, &size), GGUF_OK);
+    gguf_writer_free(w);
+    gguf_error ge;
+    gguf_file *f = gguf_open_memory(*mem, size, pre, &ge);
+    assert_non_null(f);
+    return f;
+}
+
+/* tekken (Mistral Small 3 / Ministral), gpt-4o (Phi-4-mini), dbrx (Phi-4,
+ * OLMo 2), smaug-bpe (SmolLM3 files), olmo, refact (Granite 3), smollm: the
+ * ids llama.cpp gives, its add_bos defaults, and its clean-up of spaces on
+ * detokenizing (on for refact, dbrx, smaug-bpe and olmo; off for the others). */
+static void test_family_pre_tokenizers(void **state)
+{
+    (void)state;
+    const char *path = tu_shared("fixtures/vocab/ggml-vocab-llama-bpe.gguf");
+    if (!path)
+        TU_SKIP_NO_SHARED();
+    gguf_error ge;
+    gguf_file *base = gguf_open(path, &ge);
+    assert_non_null(base);
+    int fails = 0;
+    for (size_t k = 0; k < sizeof PRE_WANT / sizeof PRE_WANT[0]; k++) {
+        uint8_t *mem;
+        gguf_file *f = with_pre(base, PRE_WANT[k].pre, &mem);
+        tok_error te;
+        tok_vocab *v = tok_open(f, &te);
+        assert_non_null(v);
+        assert_null(tok_warning(v));   /* a known name */
+        for (int t = 0; t < PRE_NTEXTS; t++) {
+            const int *want = PRE_WANT[k].ids[t];
+            size_t nw = 0;
+            while (want[nw] >= 0)
+                nw++;
+            tok_id *got;
+            size_t ng;
+            assert_int_equal(tok_tokenize(v, PRE_TEXTS[t], strlen(PRE_TEXTS[t]), 0, &got, &ng), TOK_OK);
+            bool same = ng == nw;
+            for (size_t i = 0; same && i < nw; i++)
+                same = got[i] == want[i];
+            if (!same) {
+                fails++;
+                print_message("%s: '%s': got", PRE_WANT[k].pre, PRE_TEXTS[t]);
+                for (size_t i = 0; i < ng; i++)
+                    print_message(" %d", got[i]);
+                print_message("\n");
+            }
+            free(got);
+        }
+        /* llama.cpp: tekken (like llama-bpe) adds BOS unless the file says otherwise */
+        assert_int_equal(tok_add_bos(v), !strcmp(PRE_WANT[k].pre, "tekken"));
+        static const tok_id ids[] = {9906, 1174, 1917, 364, 274, 662, 7566, 949, 1541, 364, 83};
+        bool clean = !strcmp(PRE_WANT[k].pre, "refact") || !strcmp(PRE_WANT[k].pre, "dbrx") ||
+                     !strcmp(PRE_WANT[k].pre, "smaug-bpe") || !strcmp(PRE_WANT[k].pre, "olmo");
+        char *text;
+        assert_int_equal(tok_detokenize(v, ids, 11, TOK_DETOK_CLEAN, &text, NULL), TOK_OK);
+        assert_string_equal(text, clean ? "Hello, world's. Yes? don 't" : "Hello , world ' s . Yes ? don 't");
+        free(text);
+        tok_close(v);
+        gguf_close(f);
+        free(mem);
+    }
+    gguf_close(base);
+    assert_int_equal(fails, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -606,6 +781,7 @@ int main(void)
         cmocka_unit_test(test_spm_word_split_equivalence),
         cmocka_unit_test(test_random_bytes),
         cmocka_unit_test(test_vocab_vectors),
+        cmocka_unit_test(test_family_pre_tokenizers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
