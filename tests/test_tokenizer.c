@@ -770,6 +770,136 @@ static void test_family_pre_tokenizers(void **state)
     assert_int_equal(fails, 0);
 }
 
+/* Gemma 3's SentencePiece setup on Llama 2's vocabulary (../shared): no
+ * space prefix (tokenizer.ggml.add_space_prefix = false), control tokens
+ * <start_of_turn> <end_of_turn> <start_of_image> and user-defined tokens
+ * <table> <h1> "\\n\\n\\n" <br> appended (ids 32000..32006). Ids from llama.cpp
+ * (the peer), without and with parsing special tokens: user-defined tokens
+ * are matched either way, control tokens only when parsing them. */
+static void test_gemma_style_spm(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        int plain[32], special[32];   /* -1 ends */
+    } W[] = {
+        {"<start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\n",
+         {29966, 2962, 29918, 974, 29918, 685, 29958, 1792, 13, 10994, 29966, 355, 29918, 974, 29918, 685, 29958, 13, 29966, 2962, 29918, 974, 29918, 685, 29958, 4299, 13, -1},
+         {32000, 1792, 13, 10994, 32001, 13, 32000, 4299, 13, -1}},
+        {"a<table>b <h1>Title</h1>",
+         {29874, 32003, 29890, 29871, 32004, 7030, 829, 29882, 29896, 29958, -1},
+         {29874, 32003, 29890, 29871, 32004, 7030, 829, 29882, 29896, 29958, -1}},
+        {"x\n\n\ny",
+         {29916, 32005, 29891, -1},
+         {29916, 32005, 29891, -1}},
+        {"    four spaces",
+         {1678, 3023, 8162, -1},
+         {1678, 3023, 8162, -1}},
+        {"<start_of_image> img",
+         {29966, 2962, 29918, 974, 29918, 3027, 29958, 10153, -1},
+         {32002, 10153, -1}},
+        {" leading space",
+         {8236, 2913, -1},
+         {8236, 2913, -1}},
+        {"Hello world",
+         {10994, 3186, -1},
+         {10994, 3186, -1}},
+        {"<end_of_turn>",
+         {29966, 355, 29918, 974, 29918, 685, 29958, -1},
+         {32001, -1}},
+        {"\n\n\n\n\n\n",
+         {32005, 32005, -1},
+         {32005, 32005, -1}},
+        {"<unk><s></s>",
+         {29966, 2960, 5299, 29879, 2565, 29879, 29958, -1},
+         {0, 1, 2, -1}},
+    };
+    const char *path = tu_shared("fixtures/vocab/ggml-vocab-llama-spm.gguf");
+    if (!path)
+        TU_SKIP_NO_SHARED();
+    gguf_error ge;
+    gguf_file *base = gguf_open(path, &ge);
+    assert_non_null(base);
+    const gguf_value *toks, *sc, *tt;
+    assert_int_equal(gguf_get_arr(base, "tokenizer.ggml.tokens", &toks), GGUF_OK);
+    assert_int_equal(gguf_get_arr(base, "tokenizer.ggml.scores", &sc), GGUF_OK);
+    assert_int_equal(gguf_get_arr(base, "tokenizer.ggml.token_type", &tt), GGUF_OK);
+    static const char *const extra[] = {"<start_of_turn>", "<end_of_turn>", "<start_of_image>", "<table>",
+                                        "<h1>", "\n\n\n", "<br>"};
+    static const int32_t extra_type[] = {3, 3, 3, 4, 4, 4, 4};   /* control, user-defined */
+    size_t n = (size_t)toks->arr_len, m = n + 7;
+    char **text = calloc(m, sizeof *text);
+    float *score = calloc(m, sizeof *score);
+    int32_t *type = calloc(m, sizeof *type);
+    assert_true(text && score && type);
+    for (size_t i = 0; i < n; i++) {
+        gguf_str g;
+        double x;
+        int64_t t;
+        assert_int_equal(gguf_arr_str(toks, i, &g), GGUF_OK);
+        text[i] = strndup(g.ptr, (size_t)g.len);
+        assert_int_equal(gguf_arr_f64(sc, i, &x), GGUF_OK);
+        assert_int_equal(gguf_arr_i64(tt, i, &t), GGUF_OK);
+        score[i] = (float)x;
+        type[i] = (int32_t)t;
+    }
+    for (size_t k = 0; k < 7; k++) {
+        text[n + k] = strdup(extra[k]);
+        type[n + k] = extra_type[k];
+    }
+    gguf_writer *w = gguf_writer_new(0);
+    assert_int_equal(gguf_writer_set_str(w, "tokenizer.ggml.model", "llama"), GGUF_OK);
+    assert_int_equal(gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)text, m), GGUF_OK);
+    assert_int_equal(gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_VT_FLOAT32, score, m), GGUF_OK);
+    assert_int_equal(gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_VT_INT32, type, m), GGUF_OK);
+    assert_int_equal(gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix", false), GGUF_OK);
+    uint8_t *mem;
+    size_t size;
+    assert_int_equal(gguf_writer_to_memory(w, &mem, &size), GGUF_OK);
+    gguf_writer_free(w);
+    for (size_t i = 0; i < m; i++)
+        free(text[i]);
+    free(text);
+    free(score);
+    free(type);
+    gguf_close(base);
+
+    gguf_file *f = gguf_open_memory(mem, size, "gemma-style", &ge);
+    assert_non_null(f);
+    tok_error te;
+    tok_vocab *v = tok_open(f, &te);
+    assert_non_null(v);
+    assert_false(tok_add_space_prefix(v));
+    assert_true(tok_add_bos(v));   /* SPM's default */
+    int fails = 0;
+    for (size_t k = 0; k < sizeof W / sizeof W[0]; k++) {
+        for (int sp = 0; sp < 2; sp++) {
+            const int *want = sp ? W[k].special : W[k].plain;
+            tok_id *got;
+            size_t ng, nw = 0;
+            while (want[nw] >= 0)
+                nw++;
+            assert_int_equal(tok_tokenize(v, W[k].text, strlen(W[k].text), sp ? TOK_PARSE_SPECIAL : 0, &got, &ng),
+                             TOK_OK);
+            bool same = ng == nw;
+            for (size_t i = 0; same && i < nw; i++)
+                same = got[i] == want[i];
+            if (!same) {
+                fails++;
+                print_message("'%s' (special %d): got", W[k].text, sp);
+                for (size_t i = 0; i < ng; i++)
+                    print_message(" %d", got[i]);
+                print_message("\n");
+            }
+            free(got);
+        }
+    }
+    tok_close(v);
+    gguf_close(f);
+    free(mem);
+    assert_int_equal(fails, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -782,6 +912,7 @@ int main(void)
         cmocka_unit_test(test_random_bytes),
         cmocka_unit_test(test_vocab_vectors),
         cmocka_unit_test(test_family_pre_tokenizers),
+        cmocka_unit_test(test_gemma_style_spm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
