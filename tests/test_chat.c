@@ -563,16 +563,17 @@ static void test_from_gguf(void **state)
 }
 
 /* A tokenizer-only model in memory: general.architecture `arch` (NULL:
- * none), tokenizer.ggml.pre `pre` (NULL: none), the given extra tokens. */
-static gguf_file *arch_model(const char *arch, const char *pre, const char *tok, uint8_t **mem)
+ * none), tokenizer.ggml.pre `pre` (NULL: none), the extra tokens tok and
+ * tok2 (NULL: none). */
+static gguf_file *arch_model(const char *arch, const char *pre, const char *tok, const char *tok2, uint8_t **mem)
 {
     gguf_writer *w = gguf_writer_new(0);
-    const char *toks[] = {"<unk>", "<s>", "</s>", tok ? tok : "hello"};
+    const char *toks[] = {"<unk>", "<s>", "</s>", tok ? tok : "hello", tok2 ? tok2 : "world"};
     if (arch)
         assert_int_equal(gguf_writer_set_str(w, "general.architecture", arch), GGUF_OK);
     if (pre)
         assert_int_equal(gguf_writer_set_str(w, "tokenizer.ggml.pre", pre), GGUF_OK);
-    assert_int_equal(gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, 4), GGUF_OK);
+    assert_int_equal(gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, 5), GGUF_OK);
     assert_int_equal(gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1), GGUF_OK);
     assert_int_equal(gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2), GGUF_OK);
     size_t size;
@@ -589,26 +590,27 @@ static void test_default_format(void **state)
 {
     (void)state;
     static const struct {
-        const char *arch, *pre, *tok;
+        const char *arch, *pre, *tok, *tok2;
         chat_format f;
     } T[] = {
-        {"gemma3", NULL, "<start_of_turn>", CHAT_FORMAT_GEMMA},
-        {"gemma2", NULL, NULL, CHAT_FORMAT_GEMMA},
-        {"phi3", NULL, "<|end|>", CHAT_FORMAT_PHI3},
-        {"phi3", "dbrx", "<|im_sep|>", CHAT_FORMAT_PHI4},
-        {"granite", "refact", "<|start_of_role|>", CHAT_FORMAT_GRANITE},
-        {"mistral3", "tekken", "[INST]", CHAT_FORMAT_MISTRAL_V7_TEKKEN},
-        {"mistral3", NULL, "[INST]", CHAT_FORMAT_MISTRAL_V7},
-        {"olmo2", "dbrx", NULL, CHAT_FORMAT_OLMO2},
-        {"olmo2", "dbrx", "<|im_start|>", CHAT_FORMAT_CHATML},
-        {"qwen3", "qwen2", "<|im_start|>", CHAT_FORMAT_CHATML},
-        {"smollm3", "llama-bpe", "<|im_start|>", CHAT_FORMAT_CHATML},
-        {"llama", "llama-bpe", NULL, CHAT_FORMAT_CHATML},
-        {NULL, NULL, NULL, CHAT_FORMAT_CHATML},
+        {"gemma3", NULL, "<start_of_turn>", NULL, CHAT_FORMAT_GEMMA},
+        {"gemma2", NULL, NULL, NULL, CHAT_FORMAT_GEMMA},
+        {"phi3", NULL, "<|assistant|>", "<|end|>", CHAT_FORMAT_PHI3},                 /* Phi-3 */
+        {"phi3", "dbrx", "<|im_start|>", "<|im_sep|>", CHAT_FORMAT_PHI4},            /* Phi-4 */
+        {"phi3", "gpt-4o", "<|im_sep|>", "<|assistant|>", CHAT_FORMAT_PHI3},         /* Phi-4-mini */
+        {"granite", "refact", "<|start_of_role|>", NULL, CHAT_FORMAT_GRANITE},
+        {"mistral3", "tekken", "[INST]", "[SYSTEM_PROMPT]", CHAT_FORMAT_MISTRAL_V7_TEKKEN},
+        {"mistral3", NULL, "[INST]", NULL, CHAT_FORMAT_MISTRAL_V7},
+        {"olmo2", "dbrx", NULL, NULL, CHAT_FORMAT_OLMO2},
+        {"olmo2", "dbrx", "<|im_start|>", NULL, CHAT_FORMAT_CHATML},
+        {"qwen3", "qwen2", "<|im_start|>", NULL, CHAT_FORMAT_CHATML},
+        {"smollm3", "llama-bpe", "<|im_start|>", NULL, CHAT_FORMAT_CHATML},
+        {"llama", "llama-bpe", NULL, NULL, CHAT_FORMAT_CHATML},
+        {NULL, NULL, NULL, NULL, CHAT_FORMAT_CHATML},
     };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
         uint8_t *mem;
-        gguf_file *g = arch_model(T[i].arch, T[i].pre, T[i].tok, &mem);
+        gguf_file *g = arch_model(T[i].arch, T[i].pre, T[i].tok, T[i].tok2, &mem);
         chat_format f = chat_default_format(g);
         if (f != T[i].f)
             fail_msg("%s/%s: %s, expected %s", T[i].arch ? T[i].arch : "-", T[i].tok ? T[i].tok : "-",
@@ -620,7 +622,7 @@ static void test_default_format(void **state)
 
     /* through chat_template_from_gguf: a Gemma 3 file without a template */
     uint8_t *mem;
-    gguf_file *g = arch_model("gemma3", NULL, "<start_of_turn>", &mem);
+    gguf_file *g = arch_model("gemma3", NULL, "<start_of_turn>", "<end_of_turn>", &mem);
     chat_template *ct = chat_template_from_gguf(g, NULL, NULL);
     assert_non_null(ct);
     assert_string_equal(chat_template_describe(ct), "no template (fallback Gemma)");

@@ -103,8 +103,9 @@ chat_format chat_default_format(const gguf_file *g)
         return CHAT_FORMAT_CHATML;
     if (!strncmp(arch, "gemma", 5))
         return CHAT_FORMAT_GEMMA;
+    /* Phi-4 (14B) has <|im_sep|>; Phi-3/3.5 and Phi-4-mini have <|assistant|> */
     if (!strcmp(arch, "phi3"))
-        return has_token(g, "<|im_sep|>") ? CHAT_FORMAT_PHI4 : CHAT_FORMAT_PHI3;
+        return has_token(g, "<|im_sep|>") && !has_token(g, "<|assistant|>") ? CHAT_FORMAT_PHI4 : CHAT_FORMAT_PHI3;
     if (!strncmp(arch, "granite", 7))
         return CHAT_FORMAT_GRANITE;
     if (!strcmp(arch, "mistral3")) {

@@ -93,7 +93,7 @@ chat_format chat_detect_format(const char *template_text, const char *eos);
 
 /* The built-in format for a model without a chat template, by its
  * `general.architecture`: gemma* -> Gemma, phi3 -> Phi-3 (Phi-4 when the
- * vocabulary has `<|im_sep|>`), granite* -> Granite, mistral3 -> Mistral v7
+ * vocabulary has `<|im_sep|>` and no `<|assistant|>`), granite* -> Granite, mistral3 -> Mistral v7
  * Tekken (v7 when `tokenizer.ggml.pre` is not "tekken"), olmo2 -> OLMo 2
  * (ChatML when the vocabulary has `<|im_start|>`: OLMo 3); ChatML for the
  * others (qwen3, smollm3, ...) and when g is NULL. */

@@ -117,7 +117,8 @@ static const pre_def PRE_DEFS[] = {
 const char *const tok__pre_names[] = {
     "default", "gpt-2", "llama-bpe", "qwen2", "deepseek-llm", "deepseek-coder", "falcon", "mpt",
     "starcoder", "refact", "command-r", "smollm", "gpt-neox", "qwen35", "deepseek-v3", "dbrx",
-    "stablelm2", "olmo", "poro-chat", "viking", "chatglm-bpe", "seed-coder", "bailingmoe", "tekken", "gpt-4o", "smaug-bpe", NULL,
+    "stablelm2", "olmo", "poro-chat", "viking", "chatglm-bpe", "seed-coder", "bailingmoe", "tekken",
+    "gpt-4o", "smaug-bpe", NULL,
 };
 
 enum { STEP_GPT2, STEP_LLAMA3, STEP_RX };
