@@ -602,12 +602,11 @@ static void test_spm_word_split_equivalence(void **state)
 #define PRE_NTEXTS 9
 #define PRE_MAXIDS 27
 static const char *const PRE_TEXTS[PRE_NTEXTS] = {
-    "ied 4 \xc2\xbd months",
+    "ied 4 \302\275 months",
     "w048 7tuijk dsdfhu",
-    "Hello, y'all! How are you \xf0\x9f\x98\x81 ?\xe6\x88\x91\xe6\x83\xb3\xe5\x9c\xa8"
-    "apple\xe5\xb7\xa5\xe4\xbd\x9c"
-    "1314151\xe5\xa4\xa9\xef\xbd\x9e",
-    "C\xe1\xbb\xad" "a Vi\xe1\xbb\x87t",
+    ("Hello, y'all! How are you \360\237\230\201 ?\346\210\221\346\203\263\345\234\250apple"
+     "\345\267\245\344\275\2341314151\345\244\251\357\275\236"),
+    "C\341\273\255a Vi\341\273\207t",
     "HTTPServer iPhone McDonald's",
     "CAN'T won't I'M they'RE",
     "path/to/file\n/usr/bin//x\r\n",
