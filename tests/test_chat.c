@@ -16,6 +16,42 @@ static char *read_text(const char *path)
     return (char *)tu_read_file(path, &n);
 }
 
+/* Real templates of the families whose templates are not in ../shared, as
+ * their model authors ship them (tokenizer_config.json `chat_template`). */
+/* microsoft/phi-4 */
+static const char PHI4_TEMPLATE[] =
+    "{% for message in messages %}{% if (message['role'] == 'system') %}{{'<|im_start|>system<|im_sep|>' + "
+    "message['content'] + '<|im_end|>'}}{% elif (message['role'] == 'user') %}{{'<|im_start|>user<|im_sep|>' + "
+    "message['content'] + '<|im_end|>'}}{% elif (message['role'] == 'assistant') %}{{'<|im_start|>assistant<|im_sep|>' "
+    "+ message['content'] + '<|im_end|>'}}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ "
+    "'<|im_start|>assistant<|im_sep|>' }}{% endif %}";
+/* allenai/OLMo-2-1124-7B-Instruct (Tülu 3's template with BOS) */
+static const char OLMO2_TEMPLATE[] =
+    "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'system' %}{{ '<|system|>\n' + "
+    "message['content'] + '\n' }}{% elif message['role'] == 'user' %}{{ '<|user|>\n' + message['content'] + "
+    "'\n' }}{% elif message['role'] == 'assistant' %}{% if not loop.last %}{{ '<|assistant|>\n'  + "
+    "message['content'] + eos_token + '\n' }}{% else %}{{ '<|assistant|>\n'  + message['content'] + eos_token "
+    "}}{% endif %}{% endif %}{% if loop.last and add_generation_prompt %}{{ '<|assistant|>\n' }}{% endif %}{% "
+    "endfor %}";
+/* mistralai/Mistral-Small-3.2-24B-Instruct-2506 (v7-tekken; its default
+ * system message shortened, unused here) */
+static const char MISTRAL_SMALL3_TEMPLATE[] =
+    "{%- set default_system_message = \"You are Mistral Small 3, a Large Language Model (LLM) created by Mistral "
+    "AI.\" %}\n\n{{- bos_token }}\n\n{%- if messages[0]['role'] == 'system' %}\n    {%- set system_message = "
+    "messages[0]['content'] %}\n    {%- set loop_messages = messages[1:] %}\n{%- else %}\n    {%- set "
+    "system_message = default_system_message %}\n    {%- set loop_messages = messages %}\n{%- endif %}\n{{- "
+    "'[SYSTEM_PROMPT]' + system_message + '[/SYSTEM_PROMPT]' }}\n\n{%- for message in loop_messages %}\n    {%- "
+    "if message['role'] == 'user' %}\n\t    {%- if message['content'] is string %}\n            {{- '[INST]' + "
+    "message['content'] + '[/INST]' }}\n\t    {%- else %}\n\t\t    {{- '[INST]' }}\n\t\t    {%- for block in "
+    "message['content'] %}\n\t\t\t    {%- if block['type'] == 'text' %}\n\t\t\t\t    {{- block['text'] }}\n"
+    "\t\t\t    {%- elif block['type'] == 'image' or block['type'] == 'image_url' %}\n\t\t\t\t    {{- '[IMG]' "
+    "}}\n\t\t\t\t{%- else %}\n\t\t\t\t    {{- raise_exception('Only text and image blocks are supported in "
+    "message content!') }}\n\t\t\t\t{%- endif %}\n\t\t\t{%- endfor %}\n\t\t    {{- '[/INST]' }}\n\t\t{%- "
+    "endif %}\n    {%- elif message['role'] == 'system' %}\n        {{- '[SYSTEM_PROMPT]' + message['content'] + "
+    "'[/SYSTEM_PROMPT]' }}\n    {%- elif message['role'] == 'assistant' %}\n        {{- message['content'] + "
+    "eos_token }}\n    {%- else %}\n        {{- raise_exception('Only user, system and assistant roles are "
+    "supported!') }}\n    {%- endif %}\n{%- endfor %}\n";
+
 /* ---- detection ---- */
 
 static void test_detect(void **state)
@@ -33,6 +69,12 @@ static void test_detect(void **state)
         {"{{ '<|user|>\n' + content + eos_token }}", CHAT_FORMAT_ZEPHYR},
         {"[INST] <<SYS>>\n{{ s }}\n<</SYS>>\n\n{{ u }} [/INST]", CHAT_FORMAT_LLAMA2},
         {"{{ bos_token }}[INST]{{ u }}[/INST]", CHAT_FORMAT_MISTRAL},
+        {PHI4_TEMPLATE, CHAT_FORMAT_PHI4},
+        {OLMO2_TEMPLATE, CHAT_FORMAT_OLMO2},
+        {"{{ '<|user|>\\n' + message['content'] + '\\n' }}", CHAT_FORMAT_OLMO2},
+        {MISTRAL_SMALL3_TEMPLATE, CHAT_FORMAT_MISTRAL_V7_TEKKEN},
+        {"{{ '[SYSTEM_PROMPT] ' + s + '[/SYSTEM_PROMPT]' }}{{ '[INST] ' + u + '[/INST]' }}", CHAT_FORMAT_MISTRAL_V7},
+        {"<|start_of_role|>{{ role }}<|end_of_role|>", CHAT_FORMAT_GRANITE},
         {"{{ messages }}", CHAT_FORMAT_CHATML},
         {NULL, CHAT_FORMAT_CHATML},
     };
@@ -44,6 +86,7 @@ static void test_detect(void **state)
     }
     assert_string_equal(chat_format_name(CHAT_FORMAT_PHI3), "Phi-3");
     assert_string_equal(chat_format_name(CHAT_FORMAT_LLAMA3), "Llama 3");
+    assert_string_equal(chat_format_name(CHAT_FORMAT_MISTRAL_V7_TEKKEN), "Mistral v7 Tekken");
 
     /* the real templates in ../shared */
     if (!tu_shared("fixtures/templates"))
@@ -56,6 +99,7 @@ static void test_detect(void **state)
         {"HuggingFaceTB-SmolLM3-3B", CHAT_FORMAT_CHATML},        {"meta-llama-Llama-3.1-8B-Instruct", CHAT_FORMAT_LLAMA3},
         {"google-gemma-2-2b-it", CHAT_FORMAT_GEMMA},             {"microsoft-Phi-3.5-mini-instruct", CHAT_FORMAT_PHI3},
         {"mistralai-Mistral-Nemo-Instruct-2407", CHAT_FORMAT_MISTRAL},
+        {"ibm-granite-granite-3.3-2B-Instruct", CHAT_FORMAT_GRANITE},
     };
     for (size_t i = 0; i < sizeof R / sizeof R[0]; i++) {
         char rel[256];
@@ -123,7 +167,26 @@ static void test_builtin_formats(void **state)
     expect_builtin(CHAT_FORMAT_GEMMA, "<bos>", "<eos>", true,
                    "<bos><start_of_turn>user\nBe brief.\n\nHi!<end_of_turn>\n<start_of_turn>model\nHello.<end_of_turn>\n"
                    "<start_of_turn>user\nWhy?<end_of_turn>\n<start_of_turn>model\n");
+    /* llama.cpp's llm_chat_apply_template, with BOS where the models' templates write it */
+    expect_builtin(CHAT_FORMAT_PHI4, "<|endoftext|>", "<|im_end|>", true,
+                   "<|im_start|>system<|im_sep|>Be brief.<|im_end|><|im_start|>user<|im_sep|>Hi!<|im_end|>"
+                   "<|im_start|>assistant<|im_sep|>Hello.<|im_end|><|im_start|>user<|im_sep|>Why?<|im_end|>"
+                   "<|im_start|>assistant<|im_sep|>");
+    expect_builtin(CHAT_FORMAT_GRANITE, "<|end_of_text|>", "<|end_of_text|>", true,
+                   "<|start_of_role|>system<|end_of_role|>Be brief.<|end_of_text|>\n"
+                   "<|start_of_role|>user<|end_of_role|>Hi!<|end_of_text|>\n"
+                   "<|start_of_role|>assistant<|end_of_role|>Hello.<|end_of_text|>\n"
+                   "<|start_of_role|>user<|end_of_role|>Why?<|end_of_text|>\n"
+                   "<|start_of_role|>assistant<|end_of_role|>");
+    expect_builtin(CHAT_FORMAT_MISTRAL_V7, "<s>", "</s>", true,
+                   "<s>[SYSTEM_PROMPT] Be brief.[/SYSTEM_PROMPT][INST] Hi![/INST] Hello.</s>[INST] Why?[/INST]");
+    expect_builtin(CHAT_FORMAT_MISTRAL_V7_TEKKEN, "<s>", "</s>", false,
+                   "<s>[SYSTEM_PROMPT]Be brief.[/SYSTEM_PROMPT][INST]Hi![/INST]Hello.</s>[INST]Why?[/INST]");
+    expect_builtin(CHAT_FORMAT_OLMO2, "<|endoftext|>", "<|endoftext|>", true,
+                   "<|endoftext|><|system|>\nBe brief.\n<|user|>\nHi!\n<|assistant|>\nHello.<|endoftext|>\n"
+                   "<|user|>\nWhy?\n<|assistant|>\n");
     assert_null(chat_template_new_builtin(CHAT_FORMAT_TEMPLATE, "", ""));
+    assert_null(chat_template_new_builtin(CHAT_FORMAT_COUNT, "", ""));
 }
 
 /* The built-in Phi-3, Gemma and Mistral formats must render exactly what the
@@ -138,11 +201,13 @@ static void test_builtin_vs_templates(void **state)
         const char *file;
         chat_format f;
         bool with_system;
+        bool only_system;   /* the template writes a dated default system turn otherwise */
     } R[] = {
-        {"microsoft-Phi-3.5-mini-instruct", CHAT_FORMAT_PHI3, true},
-        {"google-gemma-2-2b-it", CHAT_FORMAT_GEMMA, false},
-        {"mistralai-Mistral-Nemo-Instruct-2407", CHAT_FORMAT_MISTRAL, false},
-        {"Qwen-Qwen3-0.6B", CHAT_FORMAT_CHATML, true},
+        {"microsoft-Phi-3.5-mini-instruct", CHAT_FORMAT_PHI3, true, false},
+        {"google-gemma-2-2b-it", CHAT_FORMAT_GEMMA, false, false},
+        {"mistralai-Mistral-Nemo-Instruct-2407", CHAT_FORMAT_MISTRAL, false, false},
+        {"Qwen-Qwen3-0.6B", CHAT_FORMAT_CHATML, true, false},
+        {"ibm-granite-granite-3.3-2B-Instruct", CHAT_FORMAT_GRANITE, true, true},
     };
     int compared = 0;
     for (size_t i = 0; i < sizeof R / sizeof R[0]; i++) {
@@ -164,7 +229,7 @@ static void test_builtin_vs_templates(void **state)
                 has_system |= !strcmp(role, "system");
                 ends_with_assistant = !strcmp(role, "assistant");
             }
-            if (has_system && !R[i].with_system)
+            if ((has_system && !R[i].with_system) || (!has_system && R[i].only_system))
                 continue;
             /* Qwen3 wraps the answer after the last question in <think> tags */
             if (R[i].f == CHAT_FORMAT_CHATML && ends_with_assistant)
@@ -185,7 +250,59 @@ static void test_builtin_vs_templates(void **state)
         free(txt);
     }
     print_message("%d golden renders reproduced by built-in formats\n", compared);
-    assert_true(compared >= 20);
+    assert_true(compared >= 24);
+}
+
+/* The built-in Phi-4, OLMo 2 and Mistral v7 Tekken formats render what the
+ * models' own templates (above) render, for conversations with a system
+ * turn (Mistral Small 3 writes a default one otherwise), with and without a
+ * generation prompt, ending on a user or an assistant turn. */
+static void test_builtin_vs_family_templates(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        chat_format f;
+        const char *bos, *eos;
+    } R[] = {
+        {PHI4_TEMPLATE, CHAT_FORMAT_PHI4, "<|endoftext|>", "<|im_end|>"},
+        {OLMO2_TEMPLATE, CHAT_FORMAT_OLMO2, "<|endoftext|>", "<|endoftext|>"},
+        {MISTRAL_SMALL3_TEMPLATE, CHAT_FORMAT_MISTRAL_V7_TEKKEN, "<s>", "</s>"},
+    };
+    static const chat_message more[] = {
+        {"system", "Answer briefly."}, {"user", "  spaces \n\nand\ttabs  "}, {"assistant", "Blue."},
+        {"user", "Translate 'cat' to \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e"}, {"assistant", "\xe7\x8c\xab"},
+    };
+    int compared = 0;
+    for (size_t i = 0; i < sizeof R / sizeof R[0]; i++) {
+        chat_template *tpl = chat_template_new(R[i].text, R[i].bos, R[i].eos);
+        chat_template *bi = chat_template_new_builtin(R[i].f, R[i].bos, R[i].eos);
+        assert_null(chat_template_parse_error(tpl));
+        for (int conv = 0; conv < 2; conv++) {
+            const chat_message *m = conv ? more : CONV;
+            size_t maxn = conv ? 5 : 4;
+            for (size_t n = 2; n <= maxn; n++) {
+                for (int gen = 0; gen < 2; gen++) {
+                    chat_opts o = {.add_generation_prompt = gen};
+                    chat_result r1, r2;
+                    char *want = chat_render(tpl, m, n, &o, NULL, &r1);
+                    char *got = chat_render(bi, m, n, &o, NULL, &r2);
+                    assert_non_null(want);
+                    assert_non_null(got);
+                    assert_int_equal(r1.format, CHAT_FORMAT_TEMPLATE);
+                    if (strcmp(got, want))
+                        fail_msg("%s (%zu turns, gen %d): built-in\n[%s]\ntemplate\n[%s]", chat_format_name(R[i].f), n,
+                                 gen, got, want);
+                    free(want);
+                    free(got);
+                    compared++;
+                }
+            }
+        }
+        chat_template_free(tpl);
+        chat_template_free(bi);
+    }
+    assert_int_equal(compared, 3 * 2 * (3 + 4));
 }
 
 /* ---- the model's template through the chat API ---- */
@@ -445,6 +562,85 @@ static void test_from_gguf(void **state)
     gguf_close(g);
 }
 
+/* A tokenizer-only model in memory: general.architecture `arch` (NULL:
+ * none), tokenizer.ggml.pre `pre` (NULL: none), the extra tokens tok and
+ * tok2 (NULL: none). */
+static gguf_file *arch_model(const char *arch, const char *pre, const char *tok, const char *tok2, uint8_t **mem)
+{
+    gguf_writer *w = gguf_writer_new(0);
+    const char *toks[] = {"<unk>", "<s>", "</s>", tok ? tok : "hello", tok2 ? tok2 : "world"};
+    if (arch)
+        assert_int_equal(gguf_writer_set_str(w, "general.architecture", arch), GGUF_OK);
+    if (pre)
+        assert_int_equal(gguf_writer_set_str(w, "tokenizer.ggml.pre", pre), GGUF_OK);
+    assert_int_equal(gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, 5), GGUF_OK);
+    assert_int_equal(gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1), GGUF_OK);
+    assert_int_equal(gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2), GGUF_OK);
+    size_t size;
+    assert_int_equal(gguf_writer_to_memory(w, mem, &size), GGUF_OK);
+    gguf_writer_free(w);
+    gguf_error ge;
+    gguf_file *g = gguf_open_memory(*mem, size, "mem.gguf", &ge);
+    assert_non_null(g);
+    return g;
+}
+
+/* A model without a template gets its architecture's format. */
+static void test_default_format(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *arch, *pre, *tok, *tok2;
+        chat_format f;
+    } T[] = {
+        {"gemma3", NULL, "<start_of_turn>", NULL, CHAT_FORMAT_GEMMA},
+        {"gemma2", NULL, NULL, NULL, CHAT_FORMAT_GEMMA},
+        {"phi3", NULL, "<|assistant|>", "<|end|>", CHAT_FORMAT_PHI3},                 /* Phi-3 */
+        {"phi3", "dbrx", "<|im_start|>", "<|im_sep|>", CHAT_FORMAT_PHI4},            /* Phi-4 */
+        {"phi3", "gpt-4o", "<|im_sep|>", "<|assistant|>", CHAT_FORMAT_PHI3},         /* Phi-4-mini */
+        {"granite", "refact", "<|start_of_role|>", NULL, CHAT_FORMAT_GRANITE},
+        {"mistral3", "tekken", "[INST]", "[SYSTEM_PROMPT]", CHAT_FORMAT_MISTRAL_V7_TEKKEN},
+        {"mistral3", NULL, "[INST]", NULL, CHAT_FORMAT_MISTRAL_V7},
+        {"olmo2", "dbrx", NULL, NULL, CHAT_FORMAT_OLMO2},
+        {"olmo2", "dbrx", "<|im_start|>", NULL, CHAT_FORMAT_CHATML},
+        {"qwen3", "qwen2", "<|im_start|>", NULL, CHAT_FORMAT_CHATML},
+        {"smollm3", "llama-bpe", "<|im_start|>", NULL, CHAT_FORMAT_CHATML},
+        {"llama", "llama-bpe", NULL, NULL, CHAT_FORMAT_CHATML},
+        {NULL, NULL, NULL, NULL, CHAT_FORMAT_CHATML},
+    };
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+        uint8_t *mem;
+        gguf_file *g = arch_model(T[i].arch, T[i].pre, T[i].tok, T[i].tok2, &mem);
+        chat_format f = chat_default_format(g);
+        if (f != T[i].f)
+            fail_msg("%s/%s: %s, expected %s", T[i].arch ? T[i].arch : "-", T[i].tok ? T[i].tok : "-",
+                     chat_format_name(f), chat_format_name(T[i].f));
+        gguf_close(g);
+        free(mem);
+    }
+    assert_int_equal(chat_default_format(NULL), CHAT_FORMAT_CHATML);
+
+    /* through chat_template_from_gguf: a Gemma 3 file without a template */
+    uint8_t *mem;
+    gguf_file *g = arch_model("gemma3", NULL, "<start_of_turn>", "<end_of_turn>", &mem);
+    chat_template *ct = chat_template_from_gguf(g, NULL, NULL);
+    assert_non_null(ct);
+    assert_string_equal(chat_template_describe(ct), "no template (fallback Gemma)");
+    const chat_message conv[] = {{"system", "Be brief."}, {"user", "Hi!"}};
+    chat_opts gen = {.add_generation_prompt = true};
+    chat_result r;
+    char *out = chat_render(ct, conv, 2, &gen, NULL, &r);
+    assert_non_null(out);
+    assert_string_equal(out, "<s><start_of_turn>user\nBe brief.\n\nHi!<end_of_turn>\n<start_of_turn>model\n");
+    assert_true(r.fallback);
+    assert_int_equal(r.format, CHAT_FORMAT_GEMMA);
+    assert_non_null(strstr(r.status, "Gemma (built-in; the model has no chat template)"));
+    free(out);
+    chat_template_free(ct);
+    gguf_close(g);
+    free(mem);
+}
+
 static void test_common_prefix(void **state)
 {
     (void)state;
@@ -465,7 +661,8 @@ int main(void)
         cmocka_unit_test(test_builtin_vs_templates), cmocka_unit_test(test_template_via_chat),
         cmocka_unit_test(test_fallbacks),       cmocka_unit_test(test_system_prompt_and_json),
         cmocka_unit_test(test_delta),           cmocka_unit_test(test_common_prefix),
-        cmocka_unit_test(test_from_gguf),
+        cmocka_unit_test(test_from_gguf),       cmocka_unit_test(test_builtin_vs_family_templates),
+        cmocka_unit_test(test_default_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

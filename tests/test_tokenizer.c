@@ -595,6 +595,320 @@ static void test_spm_word_split_equivalence(void **state)
     close_vocab(&o);
 }
 
+/* ---- the pre-tokenizers of the dense families ---- */
+
+/* llama.cpp's ids (the peer, node-llama-cpp 3.22.1) for Llama 3's vocabulary with
+ * tokenizer.ggml.pre replaced; strings from its test vectors and a few more. */
+#define PRE_NTEXTS 9
+#define PRE_MAXIDS 27
+static const char *const PRE_TEXTS[PRE_NTEXTS] = {
+    "ied 4 \302\275 months",
+    "w048 7tuijk dsdfhu",
+    ("Hello, y'all! How are you \360\237\230\201 ?\346\210\221\346\203\263\345\234\250apple"
+     "\345\267\245\344\275\2341314151\345\244\251\357\275\236"),
+    "C\341\273\255a Vi\341\273\207t",
+    "HTTPServer iPhone McDonald's",
+    "CAN'T won't I'M they'RE",
+    "path/to/file\n/usr/bin//x\r\n",
+    "1234567 89",
+    "snake_case camelCase PascalCase SCREAMING_CASE",
+};
+static const struct {
+    const char *pre;
+    int ids[PRE_NTEXTS][PRE_MAXIDS];   /* -1 ends a row */
+} PRE_WANT[] = {
+    {"tekken",
+     {{1142, 220, 19, 220, 27154, 4038, -1},
+      {86, 15, 19, 23, 220, 22, 83, 2005, 42908, 11729, 3013, 17156, -1},
+      {9906, 11, 379, 65948, 0, 2650, 527, 499, 27623, 223, 949, 37046, 101067, 19000, 23182, 102301, 16, 18,
+       16, 19, 16, 20, 16, 36827, 21909, -1},
+      {34, 91163, 101798, -1},
+      {9412, 5592, 602, 7084, 4584, 18735, 596, -1},
+      {43055, 17773, 2834, 956, 358, 28703, 814, 95253, -1},
+      {2398, 33529, 24849, 198, 55438, 8923, 322, 87, 319, -1},
+      {16, 17, 18, 19, 20, 21, 22, 220, 23, 24, -1},
+      {73239, 19640, 50252, 4301, 58459, 4301, 7683, 16294, 1753, 29640, -1}}},
+    {"gpt-4o",
+     {{1142, 220, 19, 220, 27154, 4038, -1},
+      {86, 23904, 220, 22, 83, 2005, 42908, 11729, 3013, 17156, -1},
+      {9906, 11, 379, 65948, 0, 2650, 527, 499, 27623, 223, 949, 37046, 101067, 19000, 23182, 102301, 9263,
+       18136, 16, 36827, 21909, -1},
+      {34, 91163, 11655, 26298, 83, -1},
+      {9412, 5592, 602, 7084, 4584, 18735, 596, -1},
+      {43055, 17773, 2834, 956, 358, 28703, 814, 95253, -1},
+      {2398, 33529, 24849, 198, 55438, 8923, 322, 87, 319, -1},
+      {4513, 10961, 22, 220, 4578, -1},
+      {73239, 19640, 50252, 4301, 58459, 4301, 7683, 16294, 1753, 29640, -1}}},
+    {"dbrx",
+     {{1142, 220, 19, 220, 27154, 4038, -1},
+      {86, 23904, 220, 22, 83, 2005, 42908, 11729, 3013, 17156, -1},
+      {9906, 11, 379, 65948, 0, 2650, 527, 499, 27623, 223, 949, 37046, 101067, 19000, 23182, 102301, 9263,
+       18136, 16, 36827, 21909, -1},
+      {34, 91163, 11655, 26298, 83, -1},
+      {9412, 5592, 12443, 32014, 596, -1},
+      {43055, 17773, 2834, 956, 358, 28703, 814, 95253, -1},
+      {2398, 33529, 24849, 198, 55438, 8923, 322, 87, 319, -1},
+      {4513, 10961, 22, 220, 4578, -1},
+      {73239, 19640, 50252, 4301, 58459, 4301, 7683, 16294, 1753, 29640, -1}}},
+    {"smaug-bpe",
+     {{1142, 220, 19, 220, 27154, 4038, -1},
+      {86, 23904, 220, 22, 83, 2005, 42908, 11729, 3013, 17156, -1},
+      {9906, 11, 379, 65948, 0, 2650, 527, 499, 27623, 223, 949, 37046, 101067, 19000, 23182, 102301, 9263,
+       18136, 16, 36827, 21909, -1},
+      {34, 91163, 11655, 26298, 83, -1},
+      {9412, 5592, 12443, 32014, 596, -1},
+      {43055, 17773, 2834, 956, 358, 28703, 814, 95253, -1},
+      {2398, 33529, 24849, 198, 55438, 8923, 322, 87, 319, -1},
+      {4513, 10961, 22, 220, 4578, -1},
+      {73239, 19640, 50252, 4301, 58459, 4301, 7683, 16294, 1753, 29640, -1}}},
+    {"olmo",
+     {{1142, 220, 19, 2188, 121, 4038, -1},
+      {86, 23904, 220, 22, 83, 2005, 42908, 11729, 3013, 17156, -1},
+      {9906, 11, 379, 6, 543, 0, 2650, 527, 499, 27623, 223, 949, 37046, 101067, 19000, 23182, 102301, 1032,
+       975, 9690, 36827, 21909, -1},
+      {34, 91163, 11655, 26298, 83, -1},
+      {9412, 5592, 12443, 32014, 596, -1},
+      {43055, 6, 51, 2834, 956, 358, 6, 44, 814, 6, 793, -1},
+      {2398, 14, 998, 14, 1213, 198, 14, 7208, 14, 7006, 322, 87, 319, -1},
+      {4513, 1774, 3080, 220, 4578, -1},
+      {73239, 62, 5756, 50252, 4301, 58459, 4301, 7683, 16294, 1753, 62, 41471, -1}}},
+    {"refact",
+     {{1142, 220, 19, 220, 27154, 4038, -1},
+      {86, 15, 19, 23, 220, 22, 83, 2005, 42908, 11729, 3013, 17156, -1},
+      {9906, 11, 379, 6, 543, 0, 2650, 527, 499, 27623, 223, 949, 37046, 101067, 19000, 23182, 102301, 16, 18,
+       16, 19, 16, 20, 16, 36827, 21909, -1},
+      {34, 91163, 11655, 26298, 83, -1},
+      {9412, 5592, 12443, 32014, 596, -1},
+      {43055, 6, 51, 2834, 956, 358, 6, 44, 814, 6, 793, -1},
+      {2398, 14, 998, 14, 1213, 198, 14, 7208, 14, 7006, 322, 87, 319, -1},
+      {16, 17, 18, 19, 20, 21, 22, 220, 23, 24, -1},
+      {73239, 62, 5756, 50252, 4301, 58459, 4301, 7683, 16294, 1753, 62, 41471, -1}}},
+    {"smollm",
+     {{1142, 220, 19, 220, 27154, 4038, -1},
+      {86, 15, 19, 23, 220, 22, 83, 2005, 42908, 11729, 3013, 17156, -1},
+      {9906, 11, 379, 6, 543, 0, 2650, 527, 499, 27623, 223, 949, 37046, 101067, 19000, 23182, 102301, 16, 18,
+       16, 19, 16, 20, 16, 36827, 21909, -1},
+      {34, 91163, 11655, 26298, 83, -1},
+      {9412, 5592, 12443, 32014, 596, -1},
+      {43055, 6, 51, 2834, 956, 358, 6, 44, 814, 6, 793, -1},
+      {2398, 14, 998, 14, 1213, 198, 14, 7208, 14, 7006, 322, 87, 319, -1},
+      {16, 17, 18, 19, 20, 21, 22, 220, 23, 24, -1},
+      {73239, 62, 5756, 50252, 4301, 58459, 4301, 7683, 16294, 1753, 62, 41471, -1}}},
+};
+
+/* Llama 3's vocabulary (../shared) with tokenizer.ggml.pre set to `pre` and
+ * without tokenizer.ggml.add_bos_token, so that the pre-tokenizer's own
+ * add_bos default shows; in memory (*mem: free it after gguf_close). */
+static gguf_file *with_pre(const gguf_file *base, const char *pre, uint8_t **mem)
+{
+    gguf_writer *w = gguf_writer_new(0);
+    assert_non_null(w);
+    const gguf_kv *skip_pre = gguf_find_kv(base, "tokenizer.ggml.pre");
+    const gguf_kv *skip_bos = gguf_find_kv(base, "tokenizer.ggml.add_bos_token");
+    for (uint64_t i = 0; gguf_kv_at(base, i); i++) {
+        const gguf_kv *kv = gguf_kv_at(base, i);
+        if (kv != skip_pre && kv != skip_bos)
+            assert_int_equal(gguf_writer_copy_kv(w, kv), GGUF_OK);
+    }
+    assert_int_equal(gguf_writer_set_str(w, "tokenizer.ggml.pre", pre), GGUF_OK);
+    size_t size;
+    assert_int_equal(gguf_writer_to_memory(w, mem, &size), GGUF_OK);
+    gguf_writer_free(w);
+    gguf_error ge;
+    gguf_file *f = gguf_open_memory(*mem, size, pre, &ge);
+    assert_non_null(f);
+    return f;
+}
+
+/* tekken (Mistral Small 3 / Ministral), gpt-4o (Phi-4-mini), dbrx (Phi-4,
+ * OLMo 2), smaug-bpe (SmolLM3 files), olmo, refact (Granite 3), smollm: the
+ * ids llama.cpp gives, its add_bos defaults, and its clean-up of spaces on
+ * detokenizing (on for refact, dbrx, smaug-bpe and olmo; off for the others). */
+static void test_family_pre_tokenizers(void **state)
+{
+    (void)state;
+    const char *path = tu_shared("fixtures/vocab/ggml-vocab-llama-bpe.gguf");
+    if (!path)
+        TU_SKIP_NO_SHARED();
+    gguf_error ge;
+    gguf_file *base = gguf_open(path, &ge);
+    assert_non_null(base);
+    int fails = 0;
+    for (size_t k = 0; k < sizeof PRE_WANT / sizeof PRE_WANT[0]; k++) {
+        uint8_t *mem;
+        gguf_file *f = with_pre(base, PRE_WANT[k].pre, &mem);
+        tok_error te;
+        tok_vocab *v = tok_open(f, &te);
+        assert_non_null(v);
+        assert_null(tok_warning(v));   /* a known name */
+        for (int t = 0; t < PRE_NTEXTS; t++) {
+            const int *want = PRE_WANT[k].ids[t];
+            size_t nw = 0;
+            while (want[nw] >= 0)
+                nw++;
+            tok_id *got;
+            size_t ng;
+            assert_int_equal(tok_tokenize(v, PRE_TEXTS[t], strlen(PRE_TEXTS[t]), 0, &got, &ng), TOK_OK);
+            bool same = ng == nw;
+            for (size_t i = 0; same && i < nw; i++)
+                same = got[i] == want[i];
+            if (!same) {
+                fails++;
+                print_message("%s: '%s': got", PRE_WANT[k].pre, PRE_TEXTS[t]);
+                for (size_t i = 0; i < ng; i++)
+                    print_message(" %d", got[i]);
+                print_message("\n");
+            }
+            free(got);
+        }
+        /* llama.cpp: tekken (like llama-bpe) adds BOS unless the file says otherwise */
+        assert_int_equal(tok_add_bos(v), !strcmp(PRE_WANT[k].pre, "tekken"));
+        static const tok_id ids[] = {9906, 1174, 1917, 364, 274, 662, 7566, 949, 1541, 364, 83};
+        bool clean = !strcmp(PRE_WANT[k].pre, "refact") || !strcmp(PRE_WANT[k].pre, "dbrx") ||
+                     !strcmp(PRE_WANT[k].pre, "smaug-bpe") || !strcmp(PRE_WANT[k].pre, "olmo");
+        char *text;
+        assert_int_equal(tok_detokenize(v, ids, 11, TOK_DETOK_CLEAN, &text, NULL), TOK_OK);
+        assert_string_equal(text, clean ? "Hello, world's. Yes? don 't" : "Hello , world ' s . Yes ? don 't");
+        free(text);
+        tok_close(v);
+        gguf_close(f);
+        free(mem);
+    }
+    gguf_close(base);
+    assert_int_equal(fails, 0);
+}
+
+/* Gemma 3's SentencePiece setup on Llama 2's vocabulary (../shared): no
+ * space prefix (tokenizer.ggml.add_space_prefix = false), control tokens
+ * <start_of_turn> <end_of_turn> <start_of_image> and user-defined tokens
+ * <table> <h1> "\\n\\n\\n" <br> appended (ids 32000..32006). Ids from llama.cpp
+ * (the peer), without and with parsing special tokens: user-defined tokens
+ * are matched either way, control tokens only when parsing them. */
+static void test_gemma_style_spm(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        int plain[32], special[32];   /* -1 ends */
+    } W[] = {
+        {"<start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\n",
+         {29966, 2962, 29918, 974, 29918, 685, 29958, 1792, 13, 10994, 29966, 355, 29918, 974, 29918, 685,
+          29958, 13, 29966, 2962, 29918, 974, 29918, 685, 29958, 4299, 13, -1},
+         {32000, 1792, 13, 10994, 32001, 13, 32000, 4299, 13, -1}},
+        {"a<table>b <h1>Title</h1>",
+         {29874, 32003, 29890, 29871, 32004, 7030, 829, 29882, 29896, 29958, -1},
+         {29874, 32003, 29890, 29871, 32004, 7030, 829, 29882, 29896, 29958, -1}},
+        {"x\n\n\ny",
+         {29916, 32005, 29891, -1},
+         {29916, 32005, 29891, -1}},
+        {"    four spaces",
+         {1678, 3023, 8162, -1},
+         {1678, 3023, 8162, -1}},
+        {"<start_of_image> img",
+         {29966, 2962, 29918, 974, 29918, 3027, 29958, 10153, -1},
+         {32002, 10153, -1}},
+        {" leading space",
+         {8236, 2913, -1},
+         {8236, 2913, -1}},
+        {"Hello world",
+         {10994, 3186, -1},
+         {10994, 3186, -1}},
+        {"<end_of_turn>",
+         {29966, 355, 29918, 974, 29918, 685, 29958, -1},
+         {32001, -1}},
+        {"\n\n\n\n\n\n",
+         {32005, 32005, -1},
+         {32005, 32005, -1}},
+        {"<unk><s></s>",
+         {29966, 2960, 5299, 29879, 2565, 29879, 29958, -1},
+         {0, 1, 2, -1}},
+    };
+    const char *path = tu_shared("fixtures/vocab/ggml-vocab-llama-spm.gguf");
+    if (!path)
+        TU_SKIP_NO_SHARED();
+    gguf_error ge;
+    gguf_file *base = gguf_open(path, &ge);
+    assert_non_null(base);
+    const gguf_value *toks, *sc, *tt;
+    assert_int_equal(gguf_get_arr(base, "tokenizer.ggml.tokens", &toks), GGUF_OK);
+    assert_int_equal(gguf_get_arr(base, "tokenizer.ggml.scores", &sc), GGUF_OK);
+    assert_int_equal(gguf_get_arr(base, "tokenizer.ggml.token_type", &tt), GGUF_OK);
+    static const char *const extra[] = {"<start_of_turn>", "<end_of_turn>", "<start_of_image>", "<table>",
+                                        "<h1>", "\n\n\n", "<br>"};
+    static const int32_t extra_type[] = {3, 3, 3, 4, 4, 4, 4};   /* control, user-defined */
+    size_t n = (size_t)toks->arr_len, m = n + 7;
+    char **text = calloc(m, sizeof *text);
+    float *score = calloc(m, sizeof *score);
+    int32_t *type = calloc(m, sizeof *type);
+    assert_true(text && score && type);
+    for (size_t i = 0; i < n; i++) {
+        gguf_str g;
+        double x;
+        int64_t t;
+        assert_int_equal(gguf_arr_str(toks, i, &g), GGUF_OK);
+        text[i] = strndup(g.ptr, (size_t)g.len);
+        assert_int_equal(gguf_arr_f64(sc, i, &x), GGUF_OK);
+        assert_int_equal(gguf_arr_i64(tt, i, &t), GGUF_OK);
+        score[i] = (float)x;
+        type[i] = (int32_t)t;
+    }
+    for (size_t k = 0; k < 7; k++) {
+        text[n + k] = strdup(extra[k]);
+        type[n + k] = extra_type[k];
+    }
+    gguf_writer *w = gguf_writer_new(0);
+    assert_int_equal(gguf_writer_set_str(w, "tokenizer.ggml.model", "llama"), GGUF_OK);
+    assert_int_equal(gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)text, m), GGUF_OK);
+    assert_int_equal(gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_VT_FLOAT32, score, m), GGUF_OK);
+    assert_int_equal(gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_VT_INT32, type, m), GGUF_OK);
+    assert_int_equal(gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix", false), GGUF_OK);
+    uint8_t *mem;
+    size_t size;
+    assert_int_equal(gguf_writer_to_memory(w, &mem, &size), GGUF_OK);
+    gguf_writer_free(w);
+    for (size_t i = 0; i < m; i++)
+        free(text[i]);
+    free(text);
+    free(score);
+    free(type);
+    gguf_close(base);
+
+    gguf_file *f = gguf_open_memory(mem, size, "gemma-style", &ge);
+    assert_non_null(f);
+    tok_error te;
+    tok_vocab *v = tok_open(f, &te);
+    assert_non_null(v);
+    assert_false(tok_add_space_prefix(v));
+    assert_true(tok_add_bos(v));   /* SPM's default */
+    int fails = 0;
+    for (size_t k = 0; k < sizeof W / sizeof W[0]; k++) {
+        for (int sp = 0; sp < 2; sp++) {
+            const int *want = sp ? W[k].special : W[k].plain;
+            tok_id *got;
+            size_t ng, nw = 0;
+            while (want[nw] >= 0)
+                nw++;
+            assert_int_equal(tok_tokenize(v, W[k].text, strlen(W[k].text), sp ? TOK_PARSE_SPECIAL : 0, &got, &ng),
+                             TOK_OK);
+            bool same = ng == nw;
+            for (size_t i = 0; same && i < nw; i++)
+                same = got[i] == want[i];
+            if (!same) {
+                fails++;
+                print_message("'%s' (special %d): got", W[k].text, sp);
+                for (size_t i = 0; i < ng; i++)
+                    print_message(" %d", got[i]);
+                print_message("\n");
+            }
+            free(got);
+        }
+    }
+    tok_close(v);
+    gguf_close(f);
+    free(mem);
+    assert_int_equal(fails, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -606,6 +920,8 @@ int main(void)
         cmocka_unit_test(test_spm_word_split_equivalence),
         cmocka_unit_test(test_random_bytes),
         cmocka_unit_test(test_vocab_vectors),
+        cmocka_unit_test(test_family_pre_tokenizers),
+        cmocka_unit_test(test_gemma_style_spm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

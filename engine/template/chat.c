@@ -39,6 +39,11 @@ const char *chat_format_name(chat_format f)
     case CHAT_FORMAT_MISTRAL: return "Mistral";
     case CHAT_FORMAT_GEMMA: return "Gemma";
     case CHAT_FORMAT_ZEPHYR: return "Zephyr";
+    case CHAT_FORMAT_PHI4: return "Phi-4";
+    case CHAT_FORMAT_GRANITE: return "Granite";
+    case CHAT_FORMAT_MISTRAL_V7: return "Mistral v7";
+    case CHAT_FORMAT_MISTRAL_V7_TEKKEN: return "Mistral v7 Tekken";
+    case CHAT_FORMAT_OLMO2: return "OLMo 2";
     case CHAT_FORMAT_COUNT: break;
     }
     return "unknown";
@@ -49,21 +54,66 @@ chat_format chat_detect_format(const char *t, const char *eos)
     if (!t)
         return CHAT_FORMAT_CHATML;
     if (strstr(t, "<|im_start|>"))
-        return CHAT_FORMAT_CHATML;
+        return strstr(t, "<|im_sep|>") ? CHAT_FORMAT_PHI4 : CHAT_FORMAT_CHATML;
     if (strstr(t, "<|start_header_id|>"))
         return CHAT_FORMAT_LLAMA3;
     if (strstr(t, "<start_of_turn>"))
         return CHAT_FORMAT_GEMMA;
+    if (strstr(t, "<|start_of_role|>"))
+        return CHAT_FORMAT_GRANITE;
     /* Phi-3/4 end turns with <|end|> (some build '<|' + role + '|>' and only
      * name <|assistant|> or <|system|> literally); Zephyr with the EOS token */
     if ((strstr(t, "<|user|>") || strstr(t, "<|assistant|>") || strstr(t, "<|system|>")) && strstr(t, "<|end|>"))
         return CHAT_FORMAT_PHI3;
+    /* OLMo 2 (Tülu 3) ends a user turn with a newline, Zephyr with EOS */
+    if (strstr(t, "'<|user|>\n' + message['content'] + '\n'") ||
+        strstr(t, "'<|user|>\\n' + message['content'] + '\\n'"))
+        return CHAT_FORMAT_OLMO2;
     if (strstr(t, "<|user|>")) {
         (void)eos;
         return CHAT_FORMAT_ZEPHYR;
     }
+    /* llama.cpp: [SYSTEM_PROMPT] means v7; Mistral Small 3's "v7-tekken"
+     * templates write no space after [INST] (llama.cpp renders v7 for both) */
+    if (strstr(t, "[INST]") && strstr(t, "[SYSTEM_PROMPT]"))
+        return strstr(t, "[INST] ") ? CHAT_FORMAT_MISTRAL_V7 : CHAT_FORMAT_MISTRAL_V7_TEKKEN;
     if (strstr(t, "[INST]"))
         return strstr(t, "<<SYS>>") ? CHAT_FORMAT_LLAMA2 : CHAT_FORMAT_MISTRAL;
+    return CHAT_FORMAT_CHATML;
+}
+
+/* Whether the vocabulary of g has a token with text s. */
+static bool has_token(const gguf_file *g, const char *s)
+{
+    const gguf_value *toks;
+    if (gguf_get_arr(g, "tokenizer.ggml.tokens", &toks) != GGUF_OK || toks->arr_type != GGUF_VT_STRING)
+        return false;
+    for (uint64_t i = 0; i < toks->arr_len; i++) {
+        gguf_str t;
+        if (gguf_arr_str(toks, i, &t) == GGUF_OK && gguf_str_eq(t, s))
+            return true;
+    }
+    return false;
+}
+
+chat_format chat_default_format(const gguf_file *g)
+{
+    char arch[64] = "", pre[64] = "";
+    if (!g || gguf_get_cstr(g, "general.architecture", arch, sizeof arch) != GGUF_OK)
+        return CHAT_FORMAT_CHATML;
+    if (!strncmp(arch, "gemma", 5))
+        return CHAT_FORMAT_GEMMA;
+    /* Phi-4 (14B) has <|im_sep|>; Phi-3/3.5 and Phi-4-mini have <|assistant|> */
+    if (!strcmp(arch, "phi3"))
+        return has_token(g, "<|im_sep|>") && !has_token(g, "<|assistant|>") ? CHAT_FORMAT_PHI4 : CHAT_FORMAT_PHI3;
+    if (!strncmp(arch, "granite", 7))
+        return CHAT_FORMAT_GRANITE;
+    if (!strcmp(arch, "mistral3")) {
+        gguf_get_cstr(g, "tokenizer.ggml.pre", pre, sizeof pre);
+        return strcmp(pre, "tekken") ? CHAT_FORMAT_MISTRAL_V7 : CHAT_FORMAT_MISTRAL_V7_TEKKEN;
+    }
+    if (!strcmp(arch, "olmo2"))
+        return has_token(g, "<|im_start|>") ? CHAT_FORMAT_CHATML : CHAT_FORMAT_OLMO2;
     return CHAT_FORMAT_CHATML;
 }
 
@@ -145,6 +195,11 @@ chat_template *chat_template_from_gguf(const gguf_file *g, const char *bos, cons
     e = eos ? dupstr(eos) : gguf_token_text(g, "tokenizer.ggml.eos_token_id");
     if (b && e)
         ct = chat_template_new(text, b, e);
+    if (ct && !ct->text) {
+        /* no template: the format of the model's architecture */
+        ct->fallback = chat_default_format(g);
+        snprintf(ct->describe, sizeof ct->describe, "no template (fallback %s)", chat_format_name(ct->fallback));
+    }
 done:
     free(text);
     free(b);
@@ -334,6 +389,63 @@ static char *render_builtin(const chat_template *ct, chat_format f, const chat_m
         }
         break;
     }
+    case CHAT_FORMAT_PHI4:
+        for (size_t i = 0; i < n; i++) {
+            sb_adds(&b, "<|im_start|>");
+            sb_adds(&b, m[i].role);
+            sb_adds(&b, "<|im_sep|>");
+            sb_adds(&b, m[i].content);
+            sb_adds(&b, "<|im_end|>");
+        }
+        if (gen)
+            sb_adds(&b, "<|im_start|>assistant<|im_sep|>");
+        break;
+    case CHAT_FORMAT_GRANITE:
+        for (size_t i = 0; i < n; i++) {
+            sb_adds(&b, "<|start_of_role|>");
+            sb_adds(&b, m[i].role);
+            sb_adds(&b, "<|end_of_role|>");
+            if (role_is(&m[i], "assistant_tool_call"))
+                sb_adds(&b, "<|tool_call|>");
+            sb_adds(&b, m[i].content);
+            sb_adds(&b, "<|end_of_text|>\n");
+        }
+        if (gen)
+            sb_adds(&b, "<|start_of_role|>assistant<|end_of_role|>");
+        break;
+    case CHAT_FORMAT_MISTRAL_V7:
+    case CHAT_FORMAT_MISTRAL_V7_TEKKEN: {
+        /* the models' templates start with BOS and end answers with EOS */
+        const char *sp = f == CHAT_FORMAT_MISTRAL_V7 ? " " : "";
+        sb_adds(&b, bos);
+        for (size_t i = 0; i < n; i++) {
+            bool sys = role_is(&m[i], "system"), model = role_is(&m[i], "assistant");
+            sb_adds(&b, sys ? "[SYSTEM_PROMPT]" : model ? "" : "[INST]");
+            sb_adds(&b, sp);
+            sb_adds(&b, m[i].content);
+            sb_adds(&b, sys ? "[/SYSTEM_PROMPT]" : model ? (*eos ? eos : "</s>") : "[/INST]");
+        }
+        break;
+    }
+    case CHAT_FORMAT_OLMO2:
+        /* OLMo 2's template (Tülu 3's with BOS in front) */
+        sb_adds(&b, bos);
+        for (size_t i = 0; i < n; i++) {
+            if (role_is(&m[i], "assistant")) {
+                sb_adds(&b, "<|assistant|>\n");
+                sb_adds(&b, m[i].content);
+                sb_adds(&b, eos);
+                if (i + 1 < n)
+                    sb_adds(&b, "\n");
+            } else {
+                sb_adds(&b, role_is(&m[i], "system") ? "<|system|>\n" : "<|user|>\n");
+                sb_adds(&b, m[i].content);
+                sb_adds(&b, "\n");
+            }
+        }
+        if (gen && n)
+            sb_adds(&b, "<|assistant|>\n");
+        break;
     case CHAT_FORMAT_MISTRAL: {
         sb_adds(&b, bos);
         const char *sys = NULL;

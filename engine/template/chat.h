@@ -4,10 +4,17 @@
  * it parses and renders. When it is missing, fails to parse, or fails to
  * render (including a template that raises, e.g. Gemma refusing a system
  * turn), a built-in format is used instead: the one whose markers appear in
- * the template text (`<|im_start|>` -> ChatML, `<|start_header_id|>` ->
- * Llama 3, `<start_of_turn>` -> Gemma, `<|user|>`/`<|assistant|>` + `<|end|>` -> Phi-3,
- * `<|user|>` -> Zephyr, `[INST]` + `<<SYS>>` -> Llama 2, `[INST]` ->
- * Mistral; ChatML when nothing matches). Every result says which was used. */
+ * the template text (`<|im_start|>` -> ChatML, or Phi-4 with `<|im_sep|>`;
+ * `<|start_header_id|>` -> Llama 3, `<start_of_turn>` -> Gemma,
+ * `<|start_of_role|>` -> Granite, `<|user|>`/`<|assistant|>` + `<|end|>` ->
+ * Phi-3, OLMo 2's `'<|user|>\n' + message['content'] + '\n'` -> OLMo 2,
+ * `<|user|>` -> Zephyr, `[INST]` + `[SYSTEM_PROMPT]` -> Mistral v7 (v7 Tekken
+ * when no `[INST] ` has a space after it), `[INST]` + `<<SYS>>` -> Llama 2,
+ * `[INST]` -> Mistral; ChatML when nothing matches). A GGUF model without a
+ * template gets the format of its architecture (chat_default_format). The
+ * formats follow llama.cpp's llm_chat_apply_template, with the BOS text
+ * written where the models' own templates write it. Every result says which
+ * was used. */
 #ifndef GGSCOPE_CHAT_H
 #define GGSCOPE_CHAT_H
 
@@ -26,6 +33,11 @@ typedef enum {
     CHAT_FORMAT_MISTRAL,
     CHAT_FORMAT_GEMMA,
     CHAT_FORMAT_ZEPHYR,
+    CHAT_FORMAT_PHI4,              /* <|im_start|>role<|im_sep|>...<|im_end|> (Phi-4) */
+    CHAT_FORMAT_GRANITE,           /* <|start_of_role|>role<|end_of_role|>... (Granite 3.x) */
+    CHAT_FORMAT_MISTRAL_V7,        /* [SYSTEM_PROMPT] ...[/SYSTEM_PROMPT][INST] ...[/INST] */
+    CHAT_FORMAT_MISTRAL_V7_TEKKEN, /* the same without the spaces (Mistral Small 3, Ministral) */
+    CHAT_FORMAT_OLMO2,             /* <|user|>\n...\n<|assistant|>\n... (OLMo 2, Tülu 3) */
     CHAT_FORMAT_COUNT
 } chat_format;
 
@@ -79,7 +91,16 @@ void chat_template_free(chat_template *ct);
  * CHATML when no marker matches or text is NULL). `eos` may be NULL. */
 chat_format chat_detect_format(const char *template_text, const char *eos);
 
+/* The built-in format for a model without a chat template, by its
+ * `general.architecture`: gemma* -> Gemma, phi3 -> Phi-3 (Phi-4 when the
+ * vocabulary has `<|im_sep|>` and no `<|assistant|>`), granite* -> Granite, mistral3 -> Mistral v7
+ * Tekken (v7 when `tokenizer.ggml.pre` is not "tekken"), olmo2 -> OLMo 2
+ * (ChatML when the vocabulary has `<|im_start|>`: OLMo 3); ChatML for the
+ * others (qwen3, smollm3, ...) and when g is NULL. */
+chat_format chat_default_format(const struct gguf_file *g);
+
 /* "ChatML", "Llama 2", "Llama 3", "Phi-3", "Mistral", "Gemma", "Zephyr",
+ * "Phi-4", "Granite", "Mistral v7", "Mistral v7 Tekken", "OLMo 2";
  * "template" for CHAT_FORMAT_TEMPLATE. */
 const char *chat_format_name(chat_format f);
 

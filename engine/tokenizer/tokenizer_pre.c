@@ -29,6 +29,19 @@
 #define RX_BAILINGMOE                                                                    \
     "'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?" \
     "[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"
+/* Tekken (Mistral NeMo / Small 3 / Ministral) and GPT-4o (o200k: Phi-4-mini,
+ * Llama 4): llama.cpp rewrites the upper/lower-case letter classes of the
+ * original patterns as lookaheads, which the collapsed subject turns into
+ * "ASCII upper or any non-ASCII letter" / "ASCII lower or any non-ASCII letter". */
+#define RX_CASED_WORD(tail)                                                            \
+    "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+" tail "|"       \
+    "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*" tail
+#define RX_CONTRACTION_OPT "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?"
+#define RX_TEKKEN                                                                        \
+    RX_CASED_WORD("") "|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+#define RX_GPT4O                                                                                 \
+    RX_CASED_WORD(RX_CONTRACTION_OPT) "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|" \
+    "\\s+(?!\\S)|\\s+"
 #define RX_CJK "[\xe4\xb8\x80-\xe9\xbe\xa5\xe0\xa0\x80-\xe4\xb8\x80\xea\xb0\x80-\xed\x9f\xbf]+"
 #define RX_PORO " ?[^(\\s|.,!?\xe2\x80\xa6\xe3\x80\x82\xef\xbc\x8c\xe3\x80\x81\xe0\xa5\xa4\xdb\x94\xd8\x8c)]+"
 
@@ -96,13 +109,16 @@ static const pre_def PRE_DEFS[] = {
     {"viking", F_NO_CLEAN, {RX_PORO, "\\p{N}"}},
     {"seed-coder", F_NO_CLEAN, {RX_SEED_CODER}},
     {"bailingmoe bailingmoe2 llada-moe", F_NO_CLEAN, {RX_BAILINGMOE}},
+    {"tekken", F_NO_CLEAN | F_IGNORE_MERGES | F_ADD_BOS, {RX_TEKKEN}},
+    {"gpt-4o llama4 kanana2 talkie minimax-m2", F_NO_CLEAN, {RX_GPT4O}},
 };
 #define N_DEFS (sizeof PRE_DEFS / sizeof PRE_DEFS[0])
 
 const char *const tok__pre_names[] = {
     "default", "gpt-2", "llama-bpe", "qwen2", "deepseek-llm", "deepseek-coder", "falcon", "mpt",
     "starcoder", "refact", "command-r", "smollm", "gpt-neox", "qwen35", "deepseek-v3", "dbrx",
-    "stablelm2", "olmo", "poro-chat", "viking", "chatglm-bpe", "seed-coder", "bailingmoe", NULL,
+    "stablelm2", "olmo", "poro-chat", "viking", "chatglm-bpe", "seed-coder", "bailingmoe", "tekken",
+    "gpt-4o", "smaug-bpe", NULL,
 };
 
 enum { STEP_GPT2, STEP_LLAMA3, STEP_RX };
