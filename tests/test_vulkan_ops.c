@@ -306,7 +306,7 @@ static void test_get_rows(void **state)
 
 /* ---- element-wise ops and norms ---- */
 
-typedef enum { OP_ADDW, OP_ADD, OP_SILU, OP_RMS_MULW } eop;
+typedef enum { OP_ADDW, OP_ADD, OP_SILU, OP_RMS_MULW, OP_GELU, OP_SCALE } eop;
 
 static void run_elem(fixture *f, eop op, uint32_t rows, uint32_t cols, bool in_place)
 {
@@ -329,16 +329,19 @@ static void run_elem(fixture *f, eop op, uint32_t rows, uint32_t cols, bool in_p
         case OP_RMS_MULW: /* as the session does it (one dispatch on Vulkan) */
             assert_int_equal(b->ops->rms_norm_mul(c, va, &w, vd, rows, cols, 1e-5f), 0);
             break;
+        case OP_GELU: assert_int_equal(b->ops->gelu_mul(c, va, vb, vd, rows, cols), 0); break;
+        case OP_SCALE: assert_int_equal(b->ops->scale(c, va, vd, n, 0.0883883476f), 0); break;
         }
         res[k] = download(b, vd.buf, vd.off, n);
         b->ops->buf_free(c, ba);
         b->ops->buf_free(c, bb);
         b->ops->buf_free(c, bd);
     }
-    static const char *names[] = {"add_w", "add", "silu_mul", "rms_norm_mul"};
+    static const char *names[] = {"add_w", "add", "silu_mul", "rms_norm_mul", "gelu_mul", "scale"};
     char what[80];
     snprintf(what, sizeof what, "%s %ux%u%s", names[op], rows, cols, in_place ? " in place" : "");
-    check(what, res[0], res[1], n, NMSE_ELEM);
+    /* the CPU's GELU is ggml's table: the input and the value rounded to F16 */
+    check(what, res[0], res[1], n, op == OP_GELU ? 1e-5 : NMSE_ELEM);
     release(f, &w);
     free(res[0]);
     free(res[1]);
@@ -352,7 +355,7 @@ static void test_elementwise(void **state)
     fixture *f = *state;
     NEED_DEVICE(f);
     static const uint32_t shapes[][2] = {{1, 64}, {3, 70}, {2, 1000}, {5, 257}, {1, 4099}};
-    for (int op = OP_ADDW; op <= OP_RMS_MULW; op++)
+    for (int op = OP_ADDW; op <= OP_SCALE; op++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             run_elem(f, (eop)op, shapes[s][0], shapes[s][1], s % 2 == 1);
     no_validation_errors(f);

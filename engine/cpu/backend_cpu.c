@@ -686,6 +686,7 @@ static int cpu_sync(void *ctx)
 
 static const backend_ops CPU_OPS = {
     .name = "cpu",
+    .caps = BACKEND_CAP_ROPE_EXT | BACKEND_CAP_ATTN_SWA,
     .free = backend_cpu_ctx_free,
     .buf_new = cpu_buf_new,
     .buf_free = cpu_buf_free,
