@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Compare ggscope's logits and greedy generation with the peer oracle
 # (llama.cpp, ../shared/peer/peer) on the shared models and on random-weight
-# Llama / Qwen2 models made by bench_mkmodel (real vocabularies), for a
+# models of every supported architecture made by bench_mkmodel (real
+# vocabularies, stand-ins where ../shared has none), for a
 # 64-token prompt: relative RMS error of the logits at every position
 # (< 1e-3 for F32/F16, < 1e-2 quantized) and greedy generation of 64 tokens
 # (identical, or identical up to the first step where the peer's two best
@@ -34,32 +35,56 @@ compare() { # MODEL TOL [PEER_MODEL]
   fi
 }
 
+# PARTS="shared dense families" chooses what runs (default all); ARCHS and TYPES narrow the families
+PARTS=${PARTS:-shared dense families}
 M=$shared/models
-compare "$M/stories260K.gguf" 1e-3
-compare "$M/llama-2-tiny-random.gguf" 1e-3
-# GGUF v1: llama.cpp no longer reads v1, so the peer evaluates the v3 file with the same weights
-compare "$M/tinyllamas-stories-260k-f32.gguf" 1e-3 "$M/stories260K.gguf"
-# the v2 Q8_0 sibling is malformed (a 172-wide tensor in 32-element blocks): llama.cpp
-# refuses it ("failed to read tensor info") and ggscope must refuse it too, with exit 2
-if "$bin" logits "$M/tinyllamas-stories-260k-q8_0.gguf" 1,2 >/dev/null 2>"$work/err.txt"; then
-  echo '{"model": "tinyllamas-stories-260k-q8_0.gguf", "pass": false, "error": "accepted a malformed file"}'; fail=1
-else
-  echo "{\"model\": \"tinyllamas-stories-260k-q8_0.gguf\", \"refused\": \"$(head -c 200 "$work/err.txt" | tr -d '"\n')\", \"pass\": true}"
+if [[ $PARTS == *shared* ]]; then
+  compare "$M/stories260K.gguf" 1e-3
+  compare "$M/llama-2-tiny-random.gguf" 1e-3
+  # GGUF v1: llama.cpp no longer reads v1, so the peer evaluates the v3 file with the same weights
+  compare "$M/tinyllamas-stories-260k-f32.gguf" 1e-3 "$M/stories260K.gguf"
+  # the v2 Q8_0 sibling is malformed (a 172-wide tensor in 32-element blocks): llama.cpp
+  # refuses it ("failed to read tensor info") and ggscope must refuse it too, with exit 2
+  if "$bin" logits "$M/tinyllamas-stories-260k-q8_0.gguf" 1,2 >/dev/null 2>"$work/err.txt"; then
+    echo '{"model": "tinyllamas-stories-260k-q8_0.gguf", "pass": false, "error": "accepted a malformed file"}'; fail=1
+  else
+    echo "{\"model\": \"tinyllamas-stories-260k-q8_0.gguf\", \"refused\": \"$(head -c 200 "$work/err.txt" | tr -d '"\n')\", \"pass\": true}"
+  fi
+  # real trained weights, quantized by ggscope's reference quantizers
+  for t in q8_0 q4_0; do
+    f=$work/stories260K-$t.gguf
+    [[ -f $f ]] || "$bin" quantize "$M/stories260K.gguf" "$f" --type $t >/dev/null || { fail=1; continue; }
+    compare "$f" 1e-2
+  done
+
 fi
-# real trained weights, quantized by ggscope's reference quantizers
-for t in q8_0 q4_0; do
-  f=$work/stories260K-$t.gguf
-  [[ -f $f ]] || "$bin" quantize "$M/stories260K.gguf" "$f" --type $t >/dev/null || { fail=1; continue; }
-  compare "$f" 1e-2
-done
-for arch in llama qwen2; do
-  case $arch in llama) v=$vocab/ggml-vocab-llama-spm.gguf ;; qwen2) v=$vocab/ggml-vocab-qwen2.gguf ;; esac
-  for t in f32 f16 q8_0 q4_0 q4_K q6_K; do
+vocab_of() {
+  case $1 in
+    llama|gemma3|mistral3) echo "$vocab/ggml-vocab-llama-spm.gguf" ;;
+    qwen2|qwen3) echo "$vocab/ggml-vocab-qwen2.gguf" ;;
+    phi3) echo "$vocab/ggml-vocab-phi-3.gguf" ;;
+    smollm3) echo "$vocab/ggml-vocab-llama-bpe.gguf" ;;
+    olmo2|granite) echo "$vocab/ggml-vocab-gpt-2.gguf" ;;
+  esac
+}
+run_arch() { # ARCH TYPES...
+  local arch=$1 t f tol; shift
+  for t in "$@"; do
     f=$work/$arch-$t.gguf
-    [[ -f $f ]] || "$mk" "$f" --arch $arch --type $t --vocab "$v" --seed 7 || { fail=1; continue; }
+    [[ -f $f ]] || "$mk" "$f" --arch $arch --type $t --vocab "$(vocab_of $arch)" --seed 7 || { fail=1; continue; }
     case $t in f32|f16) tol=1e-3 ;; *) tol=1e-2 ;; esac
     compare "$f" $tol
   done
-done
+}
+if [[ $PARTS == *dense* ]]; then
+  for arch in llama qwen2; do run_arch $arch f32 f16 q8_0 q4_0 q4_K q6_K; done
+fi
+if [[ $PARTS == *families* ]]; then
+  # the dense families of docs/engine.md (stand-in vocabularies where ../shared has none)
+  for arch in ${ARCHS:-qwen3 gemma3 phi3 smollm3 olmo2 granite mistral3}; do
+    # shellcheck disable=SC2086
+    run_arch $arch ${TYPES:-f32 f16 q8_0 q4_K}
+  done
+fi
 [[ -z ${WORK:-} ]] && rm -rf "$work"
 exit $fail

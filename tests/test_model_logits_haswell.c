@@ -1,7 +1,8 @@
 /* Model logits against llama.cpp's AVX2 build ("haswell", the CPU library
  * llama.cpp loads on AVX2 machines without AVX-512): small random-weight
  * models made by testmodel_write (the shapes of test_model_logits) are
- * evaluated with GGSCOPE_LLAMA_VARIANT=haswell on the AVX2 path and must give
+ * (llama and qwen2; the shapes of testmodel_arch_params for the other
+ * families) evaluated with GGSCOPE_LLAMA_VARIANT=haswell on the AVX2 path and must give
  * exactly the logits the peer computed on an AVX2-only machine
  * (tests/data/model_logits_haswell/NAME.txt), bit for bit. Skipped, visibly,
  * on a CPU without AVX2 + FMA + F16C.
@@ -43,6 +44,13 @@ static const hw_case CASES[] = {
     {"llama_q4_0_long", "llama", GGTYPE_Q4_0, 29, 70, 6},
     {"qwen2_q4_K_long", "qwen2", GGTYPE_Q4_K, 31, 69, 5},
     {"llama_f16_long", "llama", GGTYPE_F16, 37, 66, 4},
+    /* the dense families (testmodel_arch_params' shapes), 64-token prompts */
+#define FAMILY(a, s)                                                                      \
+    {a "_f32", a, GGTYPE_F32, s, 64, 8}, {a "_f16", a, GGTYPE_F16, s + 1, 64, 8},         \
+        {a "_q8_0", a, GGTYPE_Q8_0, s + 2, 64, 8}, {a "_q4_K", a, GGTYPE_Q4_K, s + 3, 64, 8}
+    FAMILY("qwen3", 41), FAMILY("gemma3", 45), FAMILY("phi3", 49), FAMILY("smollm3", 53),
+    FAMILY("olmo2", 57), FAMILY("granite", 61), FAMILY("mistral3", 65),
+#undef FAMILY
 };
 #define N_CASES (sizeof CASES / sizeof CASES[0])
 #define MAX_TOK 72
@@ -51,6 +59,13 @@ static const hw_case CASES[] = {
 static testmodel_params params_of(const hw_case *c)
 {
     testmodel_params p = testmodel_default_params();
+    if (strcmp(c->arch, "llama") && strcmp(c->arch, "qwen2")) { /* a family's own small shapes */
+        p = testmodel_arch_params(c->arch);
+        p.n_vocab = N_VOCAB;
+        p.wtype = c->wtype;
+        p.seed = c->seed;
+        return p;
+    }
     p.arch = c->arch;
     p.n_embd = 256;
     p.n_layer = 2;
