@@ -30,8 +30,10 @@ def logits(cmd_prefix, seq, m):
 prompt = [int(x) for x in ids.split(",")]
 # greedy generation, both engines
 peer_gen = json.loads(run([peer, "generate", peer_model, ids, "-n", str(n_gen)]))
+# the peer's generate context (max(256, prompt + n + 8)): it decides LongRoPE's factors
+ctx = max(256, len(ids.split(",")) + n_gen + 8)
 ours_txt = run([ggscope, "run", model, "--tokens", ids, "-n", str(n_gen), "--temp", "0",
-                "--repeat-penalty", "1", "--ids", "--ignore-eos", "--threads", "2"]).strip()
+                "--repeat-penalty", "1", "--ids", "--ignore-eos", "--threads", "2", "--ctx", str(ctx)]).strip()
 ours_gen = [int(x) for x in ours_txt.split(",") if x]
 n = min(len(peer_gen), len(ours_gen))
 first_diff = next((i for i in range(n) if peer_gen[i] != ours_gen[i]), None)
