@@ -14,6 +14,7 @@
 
 #include "ggtype.h"
 #include "gguf.h"
+#include "rfile.h"
 #include "testmodel.h"
 
 static const char USAGE[] =
@@ -44,6 +45,7 @@ static const char USAGE[] =
     "  --embd-scale F  --residual-scale F  --attn-scale F  --logit-scale F   granite\n"
     "  --attn-temp F       mistral3: attention.temperature_scale (0 = absent)\n"
     "  --rms-eps F         attention.layer_norm_rms_epsilon (default 1e-5)\n"
+    "  --template FILE     tokenizer.chat_template from FILE (a Jinja chat template)\n"
     "  --seed N  --pooled  --tinyllama  --help\n";
 
 static void print_help(void)
@@ -73,7 +75,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_mkmodel: unknown architecture '%s' (--help lists them)\n", arch);
         return 2;
     }
-    const char *out = NULL, *vocab = NULL;
+    const char *out = NULL, *vocab = NULL, *template_path = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define NUM(opt, field)                                   \
@@ -147,6 +149,8 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--vocab") && v) {
             vocab = argv[++i];
+        } else if (!strcmp(a, "--template") && v) {
+            template_path = argv[++i];
         } else if (!strcmp(a, "--seed") && v) {
             p.seed = strtoull(argv[++i], NULL, 10);
         } else if (!strcmp(a, "--tinyllama")) {
@@ -178,9 +182,22 @@ int main(int argc, char **argv)
         }
         p.vocab = vf;
     }
+    char *tpl = NULL;
+    if (template_path) {
+        rfile_status rs;
+        int e;
+        tpl = rfile_read(template_path, 1 << 20, 0, NULL, &rs, &e);
+        if (!tpl) {
+            fprintf(stderr, "bench_mkmodel: %s: %s\n", template_path, rfile_strerror(rs, e));
+            gguf_close(vf);
+            return 2;
+        }
+        p.chat_template = tpl;
+    }
     char msg[512];
     int rc = testmodel_write(&p, out, msg, sizeof msg);
     gguf_close(vf);
+    free(tpl);
     if (rc) {
         fprintf(stderr, "bench_mkmodel: %s\n", msg);
         return 1;

@@ -590,6 +590,9 @@ int testmodel_write(const testmodel_params *p, const char *path, char *msg, size
     if (p->vocab) {
         for (uint64_t i = 0; i < gguf_kv_count(p->vocab); i++) {
             const gguf_kv *kv = gguf_kv_at(p->vocab, i);
+            static const char tpl[] = "tokenizer.chat_template";
+            if (p->chat_template && kv->key.len == sizeof tpl - 1 && !memcmp(kv->key.ptr, tpl, sizeof tpl - 1))
+                continue; /* replaced below */
             if (kv->key.len > 10 && !memcmp(kv->key.ptr, "tokenizer.", 10) &&
                 (st = gguf_writer_copy_kv(w, kv)))
                 FAIL("copying the vocabulary: %s", gguf_strerror(st));
@@ -597,6 +600,8 @@ int testmodel_write(const testmodel_params *p, const char *path, char *msg, size
     } else if ((st = synth_vocab(w, n_vocab))) {
         FAIL("writing the vocabulary: %s", gguf_strerror(st));
     }
+    if (p->chat_template && (st = gguf_writer_set_str(w, "tokenizer.chat_template", p->chat_template)))
+        FAIL("writing the chat template: %s", gguf_strerror(st));
 
     const float s_e = 1.0f / sqrtf((float)p->n_embd);
     add(&mk, "token_embd.weight", etype, p->n_embd, n_vocab, K_MATRIX, 1.0f);

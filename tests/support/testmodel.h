@@ -34,6 +34,8 @@ typedef struct {
     /* Fill rows from a pool of 64 random rows per tensor shape (fast: for
      * the big benchmark model); false = every row drawn anew. */
     bool pooled_rows;
+    /* tokenizer.chat_template (NULL: the vocabulary file's, if any) */
+    const char *chat_template;
 
     /* Family fields: testmodel_arch_params fills them per family; llama and
      * qwen2 take none (they must stay 0 / false there), the other families
