@@ -30,7 +30,8 @@ static void template_usage(FILE *out)
             "  --eos S          the EOS token text (default: the model's, or empty)\n"
             "  --system S       a system prompt, prepended unless the first turn is one\n"
             "  --format NAME    use a built-in format instead of the template: chatml, llama2,\n"
-            "                   llama3, phi3, mistral, gemma, zephyr\n"
+            "                   llama3, phi3, mistral, gemma, zephyr, phi4, granite, mistral-v7,\n"
+            "                   mistral-v7-tekken, olmo2\n"
             "  --strict         fail (exit 1) instead of falling back to a built-in format\n"
             "  --date D         the date strftime_now() sees (YYYY-MM-DD; default: today)\n"
             "  -h, --help       this help\n");
@@ -53,7 +54,9 @@ static const struct {
 } FORMATS[] = {
     {"chatml", CHAT_FORMAT_CHATML}, {"llama2", CHAT_FORMAT_LLAMA2}, {"llama3", CHAT_FORMAT_LLAMA3},
     {"phi3", CHAT_FORMAT_PHI3},     {"mistral", CHAT_FORMAT_MISTRAL}, {"gemma", CHAT_FORMAT_GEMMA},
-    {"zephyr", CHAT_FORMAT_ZEPHYR},
+    {"zephyr", CHAT_FORMAT_ZEPHYR}, {"phi4", CHAT_FORMAT_PHI4}, {"granite", CHAT_FORMAT_GRANITE},
+    {"mistral-v7", CHAT_FORMAT_MISTRAL_V7}, {"mistral-v7-tekken", CHAT_FORMAT_MISTRAL_V7_TEKKEN},
+    {"olmo2", CHAT_FORMAT_OLMO2},
 };
 
 int cmd_template(int argc, char **argv)
@@ -94,7 +97,8 @@ int cmd_template(int argc, char **argv)
             if (!strcmp(format, FORMATS[i].name))
                 builtin = FORMATS[i].f;
         if (builtin == CHAT_FORMAT_TEMPLATE) {
-            app_error("unknown format '%s' (chatml, llama2, llama3, phi3, mistral, gemma, zephyr)", format);
+            app_error("unknown format '%s' (chatml, llama2, llama3, phi3, mistral, gemma, zephyr, phi4, granite, "
+                      "mistral-v7, mistral-v7-tekken, olmo2)", format);
             return APP_BADINPUT;
         }
     }

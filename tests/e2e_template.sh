@@ -74,5 +74,12 @@ if ! "$bin" template "$vocab" - <"$data/conv.json" | cmp -s - "$data/phi3.conv.e
 else
   echo "ok   stdin messages"
 fi
+# --format names every built-in format, the families' ones too
+for f in phi4:'<|im_start|>user<|im_sep|>' granite:'<|start_of_role|>user<|end_of_role|>' \
+         mistral-v7:'[INST] ' mistral-v7-tekken:'[INST]' olmo2:'<|user|>'; do
+  out=$("$bin" template "$vocab" "$data/conv.json" --format "${f%%:*}" 2>&1)
+  if [[ $? == 0 && $out == *"${f#*:}"* ]]; then echo "ok   --format ${f%%:*}"; else echo "FAIL --format ${f%%:*}: $out" | head -3; fail=1; fi
+done
+if "$bin" template "$vocab" "$data/conv.json" --format nope >/dev/null 2>&1; then echo "FAIL --format nope accepted"; fail=1; else echo "ok   --format nope refused"; fi
 
 exit $fail
