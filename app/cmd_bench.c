@@ -1,5 +1,6 @@
 /* ggscope bench FILE [-p 512] [-n 128] [--json]: prompt processing and
  * generation speed, measured as the peer oracle's `bench` does. */
+#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -105,12 +106,26 @@ int cmd_bench(int argc, char **argv)
     }
     const backend *be = runner_backend(e.r);
     int threads = backend_cpu_threads(be);
+    const double kv_mib = runner_kv_bytes(e.r) / 1048576.0;
     if (json) {
-        printf("{\"model\":\"%s\",\"backend\":\"%s\",\"threads\":%d,\"pp_tokens\":%ld,"
-               "\"pp_tok_s\":%.2f,\"tg_tokens\":%ld,\"tg_tok_s\":%.2f}\n",
-               path, be->ops->name, threads, np, best_pp, ng, best_tg);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToObject(o, "model", app_json_text(path, strlen(path)));
+        cJSON_AddStringToObject(o, "backend", be->ops->name);
+        cJSON_AddNumberToObject(o, "threads", threads);
+        cJSON_AddNumberToObject(o, "pp_tokens", (double)np);
+        cJSON_AddNumberToObject(o, "pp_tok_s", (double)(long)(best_pp * 100 + 0.5) / 100);
+        cJSON_AddNumberToObject(o, "tg_tokens", (double)ng);
+        cJSON_AddNumberToObject(o, "tg_tok_s", (double)(long)(best_tg * 100 + 0.5) / 100);
+        cJSON_AddNumberToObject(o, "n_ctx", runner_n_ctx(e.r));
+        cJSON_AddNumberToObject(o, "kv_mib", (double)(long)(kv_mib * 100 + 0.5) / 100);
+        char *t = cJSON_PrintUnformatted(o);
+        if (t)
+            printf("%s\n", t);
+        free(t);
+        cJSON_Delete(o);
     } else {
-        printf("backend %s, %d threads\n", be->ops->name, threads);
+        printf("backend %s, %d threads, context %u (KV cache %.1f MiB)\n", be->ops->name, threads,
+               runner_n_ctx(e.r), kv_mib);
         printf("prompt processing (%ld tokens): %8.2f tok/s\n", np, best_pp);
         printf("generation        (%ld tokens): %8.2f tok/s\n", ng, best_tg);
     }
