@@ -21,6 +21,7 @@
 #   LOAD_MAX=0.3  LOAD_WAIT=120    seconds to wait for a quiet machine (then run anyway, flagged)
 #   BUSY=0                         1: one competing busy process during every run
 #   WORK=dir                       keep the model files there (about 5 GB; default: a temporary folder)
+#   MODELS="A.gguf B.gguf"         bench these files instead of the TinyLlama types
 #   OUT=file                       also write the raw results (JSON lines) there
 set -uo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,11 +43,17 @@ raw=$(mktemp); trap 'rm -f "$raw"; [[ -z ${WORK:-} ]] && rm -rf "$work"' EXIT
 
 # ---- the model files ----
 f16=$work/tinyllama-f16.gguf
-if [[ ! -f $f16 ]]; then
+if [[ -z ${MODELS:-} && ! -f $f16 ]]; then
     echo "writing $f16 ..." >&2
     "$mk" "$f16.tmp" --tinyllama --type f16 --embd-type f16 --vocab "$vocab" --seed 7 && mv "$f16.tmp" "$f16" || exit 1
 fi
 model() { echo "$work/tinyllama-$1.gguf"; }
+if [[ -n ${MODELS:-} ]]; then   # MODELS="A.gguf B.gguf": these files instead (labelled by name)
+    declare -A path_of
+    TYPES=""
+    for f in $MODELS; do l=$(basename "$f" .gguf); path_of[$l]=$f; TYPES+="$l "; done
+    model() { echo "${path_of[$1]}"; }
+fi
 for t in $TYPES; do
     f=$(model "$t")
     [[ -f $f ]] && continue
