@@ -370,8 +370,7 @@ static int cpu_store_f16(void *ctx, backend_view src, uint32_t n_rows, uint32_t 
     uint16_t *d = f16_at(dv, n);
     if (!s || !d)
         return BACKEND_EARG;
-    for (size_t i = 0; i < n; i++)
-        d[i] = codec_f32_to_f16(s[i]);
+    kern_f32_to_f16(s, d, (int64_t)n); /* round to nearest even (F16C where there is one) */
     return 0;
 }
 

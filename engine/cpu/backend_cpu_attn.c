@@ -217,6 +217,26 @@ TGT static inline __m256 ld8h(const uint16_t *p)
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 }
 
+/* r[l][j] <- r[j][l]: an 8x8 transpose of floats */
+TGT static inline void transpose8(__m256 r[8])
+{
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x20);
+        r[4 + i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x31);
+    }
+}
+
 TGT static inline float hsum8(__m256 x)
 {
     __m128 c = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
@@ -466,11 +486,24 @@ TGT void backend_cpu_attn_tiled_group(const float *q, size_t q_tok, const uint16
         if (!any)
             continue;
         const uint32_t ntile = mask_len(any);
+        /* K transposed (dimension-major) eight cells x eight dimensions at a
+         * time: F16C conversion (exact) and an 8x8 transpose in registers */
+        uint32_t c8 = ntile & ~7u;
+        for (uint32_t c = 0; c < c8; c += 8)
+            for (uint32_t d = 0; d < hd; d += 8) {
+                __m256 r[8];
+                for (int l = 0; l < 8; l++)
+                    r[l] = ld8h(k + (size_t)(ic + c + (uint32_t)l) * stride + d);
+                transpose8(r);
+                for (int l = 0; l < 8; l++)
+                    _mm256_storeu_ps(kt + (size_t)(d + (uint32_t)l) * 64 + c, r[l]);
+            }
         for (uint32_t c = 0; c < 64; c++) {
             const uint16_t *kr = k + (size_t)(ic + c) * stride, *vr = v + (size_t)(ic + c) * stride;
             if (c < ntile) {
-                for (uint32_t d = 0; d < hd; d++)
-                    kt[(size_t)d * 64 + c] = h2f(kr[d]);
+                if (c >= c8)
+                    for (uint32_t d = 0; d < hd; d++)
+                        kt[(size_t)d * 64 + c] = h2f(kr[d]);
                 for (uint32_t d = 0; d < hd; d += 8)
                     _mm256_storeu_ps(vt + (size_t)c * hd + d, ld8h(vr + d));
             } else {
