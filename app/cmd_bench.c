@@ -23,6 +23,9 @@ static void help(FILE *out)
             "  -n N                  generated tokens (default 128)\n"
             "  -r N                  repetitions; the best of each is reported (default 1)\n"
             "  --json                one JSON object: pp_tok_s, tg_tok_s, ...\n"
+            "  --no-logits           compute no logits (no output head, and the last layer's\n"
+            "                        feed-forward skipped, as llama.cpp does when no output is\n"
+            "                        asked for): what ../shared/peer/peer bench measures\n"
             ECLI_COMMON_HELP
             "  -h, --help            this help\n");
 }
@@ -32,9 +35,10 @@ int cmd_bench(int argc, char **argv)
     ecli_opts o = {.backend = "auto"};
     const char *path = NULL;
     long np = 512, ng = 128, reps = 1;
-    bool json = false;
+    bool json = false, no_logits = false;
     static const struct option lo[] = {
-        {"help", no_argument, 0, 'h'}, {"json", no_argument, 0, 'J'}, ECLI_COMMON_LONGOPTS,
+        {"help", no_argument, 0, 'h'}, {"json", no_argument, 0, 'J'},
+        {"no-logits", no_argument, 0, 'L'}, ECLI_COMMON_LONGOPTS,
         {0, 0, 0, 0}};
     cliopt p;
     cliopt_init(&p, argc, argv, "hp:n:r:" ECLI_COMMON_SHORTOPTS, lo);
@@ -51,6 +55,7 @@ int cmd_bench(int argc, char **argv)
                 return APP_BADINPUT;
             break;
         case 'J': json = true; break;
+        case 'L': no_logits = true; break;
         case CLIOPT_ARG:
             if (path) {
                 app_error("bench: unexpected argument '%s'", p.arg);
@@ -83,19 +88,20 @@ int cmd_bench(int argc, char **argv)
         prompt[i] = (int32_t)((uint64_t)(i * 7919 + 13) % nv);
     double best_pp = 0, best_tg = 0;
     char msg[640];
+    float *out = no_logits ? NULL : lg;
     for (long r = 0; r < reps; r++) {
         runner_truncate(e.r, 0);
         double t0 = clock_now_s();
-        if (runner_eval(e.r, prompt, (uint32_t)np, 0, lg, false, msg, sizeof msg))
+        if (runner_eval(e.r, prompt, (uint32_t)np, 0, out, false, msg, sizeof msg))
             goto fail_eval;
         double pp = np / (clock_now_s() - t0);
         runner_truncate(e.r, 0);
-        if (runner_eval(e.r, prompt, 16, 0, lg, false, msg, sizeof msg))
+        if (runner_eval(e.r, prompt, 16, 0, out, false, msg, sizeof msg))
             goto fail_eval;
         t0 = clock_now_s();
         for (long i = 0; i < ng; i++) {
             int32_t tok = prompt[16 + i % (np - 16)];
-            if (runner_eval(e.r, &tok, 1, (uint32_t)(16 + i), lg, false, msg, sizeof msg))
+            if (runner_eval(e.r, &tok, 1, (uint32_t)(16 + i), out, false, msg, sizeof msg))
                 goto fail_eval;
         }
         double tg = ng / (clock_now_s() - t0);
@@ -118,6 +124,7 @@ int cmd_bench(int argc, char **argv)
         cJSON_AddNumberToObject(o, "tg_tok_s", (double)(long)(best_tg * 100 + 0.5) / 100);
         cJSON_AddNumberToObject(o, "n_ctx", runner_n_ctx(e.r));
         cJSON_AddNumberToObject(o, "kv_mib", (double)(long)(kv_mib * 100 + 0.5) / 100);
+        cJSON_AddBoolToObject(o, "logits", !no_logits);
         char *t = cJSON_PrintUnformatted(o);
         if (t)
             printf("%s\n", t);

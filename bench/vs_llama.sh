@@ -22,6 +22,10 @@
 #   BUSY=0                         1: one competing busy process during every run
 #   WORK=dir                       keep the model files there (about 5 GB; default: a temporary folder)
 #   MODELS="A.gguf B.gguf"         bench these files instead of the TinyLlama types
+#   LOGITS=0                       1: ggscope computes the logits of every step; the default
+#                                  (0, --no-logits) matches the peer, whose bench evaluates
+#                                  tokens without asking for logits, so that llama.cpp skips
+#                                  the output head (and the last layer's feed-forward)
 #   OUT=file                       also write the raw results (JSON lines) there
 set -uo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -92,6 +96,7 @@ run() {
     local cmd
     if [[ $who == ggscope ]]; then
         cmd=("$bin" bench "$f" -p "$PP" -n "$TG" -t "$THREADS" --backend cpu --json)
+        [[ ${LOGITS:-0} == 1 ]] || cmd+=(--no-logits)
     else
         cmd=("$peer" bench "$f" -p "$PP" -n "$TG" -t "$THREADS")
     fi
