@@ -65,17 +65,23 @@ for t in $TYPES; do
     "$bin" quantize "$f16" "$f" --type "$t" >/dev/null || exit 1
 done
 
-# the weight bytes one token reads, per type
+# the weight bytes one token reads, per type (without logits: no output head
+# and no feed-forward in the last layer)
 tok_bytes() {
     "$bin" info "$(model "$1")" --json | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 t = {x["name"]: x for x in d["tensors"]}
 e = t["token_embd.weight"]
-n = sum(x["bytes"] for k, x in t.items() if k != "token_embd.weight")
+logits = sys.argv[1] == "1"
+last = max(int(k.split(".")[1]) for k in t if k.startswith("blk."))
+skip = {"token_embd.weight"}
+if not logits:  # no output head, no feed-forward in the last layer (llama.cpp without outputs)
+    skip |= {"output.weight"} | {k for k in t if k.startswith("blk.%d.ffn_" % last)}
+n = sum(x["bytes"] for k, x in t.items() if k not in skip)
 n += e["bytes"] // e["shape"][1]
-if "output.weight" not in t: n += e["bytes"]
-print(n)'
+if logits and "output.weight" not in t: n += e["bytes"]
+print(n)' "${LOGITS:-0}"
 }
 
 # ---- helpers ----
