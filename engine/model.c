@@ -244,25 +244,29 @@ static const model_arch_row *load_hparams(loader *L, model_hparams *hp)
         fail(L, MODEL_EPARAM, "rope scaling factor out of range");
         return NULL;
     }
-    float attn_factor, log_mul = 0.0f;
+    float attn_factor;
     hp->yarn_beta_fast = 32.0f;
     hp->yarn_beta_slow = 1.0f;
+    hp->kq_scale = 1.0f / sqrtf((float)hp->head_dim);
     if (!model_hp_u32(L, arch, "rope.scaling.original_context_length", hp->n_ctx_train, &hp->n_ctx_orig) ||
         !model_hp_f32(L, arch, "rope.scaling.attn_factor", 1.0f, &attn_factor))
         return NULL;
-    if (row->arch == MODEL_ARCH_MISTRAL3 &&
-        (!model_hp_f32(L, arch, "rope.scaling.yarn_beta_fast", 32.0f, &hp->yarn_beta_fast) ||
-         !model_hp_f32(L, arch, "rope.scaling.yarn_beta_slow", 1.0f, &hp->yarn_beta_slow) ||
-         !model_hp_f32(L, arch, "rope.scaling.yarn_log_multiplier", 0.0f, &log_mul)))
+    /* sliding-window attention, for the families that have it */
+    if (row->swa_pattern && !model_hp_u32(L, arch, "attention.sliding_window", UINT32_MAX, &hp->n_swa))
         return NULL;
-    /* llama_context's YaRN attention factor, in plain float (libllama has no FMA) */
+    if (hp->n_swa == UINT32_MAX)
+        hp->n_swa = 0;
+    if (row->hparams && !row->hparams(L, hp))
+        return NULL;
+    /* llama_context's YaRN attention factor (after the family's YaRN keys),
+     * in plain float (libllama has no FMA) */
     hp->rope_ext_factor = yarn ? 1.0f : 0.0f;
     float af = 1.0f;
     if (yarn) {
         const float f = 1.0f / hp->rope_freq_scale;
         const float m1 = f <= 1.0f ? 1.0f : 0.1f * 1.0f * logf(f) + 1.0f;
-        if (log_mul != 0.0f) {
-            const float m2 = f <= 1.0f ? 1.0f : 0.1f * log_mul * logf(f) + 1.0f;
+        if (hp->yarn_log_mul != 0.0f) {
+            const float m2 = f <= 1.0f ? 1.0f : 0.1f * hp->yarn_log_mul * logf(f) + 1.0f;
             af = m1 / m2;
         } else {
             af = m1;
@@ -274,15 +278,6 @@ static const model_arch_row *load_hparams(loader *L, model_hparams *hp)
         fail(L, MODEL_EPARAM, "rope scaling parameters out of range");
         return NULL;
     }
-    hp->kq_scale = 1.0f / sqrtf((float)hp->head_dim);
-
-    /* sliding-window attention, for the families that have it */
-    if (row->swa_pattern && !model_hp_u32(L, arch, "attention.sliding_window", UINT32_MAX, &hp->n_swa))
-        return NULL;
-    if (hp->n_swa == UINT32_MAX)
-        hp->n_swa = 0;
-    if (row->hparams && !row->hparams(L, hp))
-        return NULL;
     return row;
 }
 

@@ -67,7 +67,8 @@ typedef struct {
     backend_rope_mode rope_mode; /* NORMAL (llama, smollm3, granite, mistral3) or NEOX */
     float rope_ext_factor;     /* 1 with YaRN scaling, else 0 */
     float rope_attn_factor;    /* YaRN / LongRoPE mscale (1 = none) */
-    float yarn_beta_fast, yarn_beta_slow;
+    float yarn_beta_fast, yarn_beta_slow; /* YaRN correction range (32, 1; mistral3 reads keys) */
+    float yarn_log_mul;        /* mistral3: rope.scaling.yarn_log_multiplier (0 = none) */
     uint32_t n_ctx_orig;       /* {arch}.rope.scaling.original_context_length (default n_ctx_train) */
     uint32_t n_swa;            /* sliding window of the sliding layers (0 = none) */
     float rope_freq_base_swa;  /* RoPE base of gemma3's sliding layers */

@@ -93,11 +93,15 @@ static bool granite_hparams(model_loader *L, model_hparams *hp)
     return true;
 }
 
-/* mistral3: YaRN betas and log multiplier were read with the common keys;
- * the Llama-4-style attention temperature. */
+/* mistral3: its YaRN keys (the loader then computes the attention factor)
+ * and the Llama-4-style attention temperature. */
 static bool mistral3_hparams(model_loader *L, model_hparams *hp)
 {
-    return model_hp_f32(L, hp->arch_name, "attention.temperature_scale", 0.0f, &hp->attn_temp_scale);
+    const char *a = hp->arch_name;
+    return model_hp_f32(L, a, "rope.scaling.yarn_beta_fast", 32.0f, &hp->yarn_beta_fast) &&
+           model_hp_f32(L, a, "rope.scaling.yarn_beta_slow", 1.0f, &hp->yarn_beta_slow) &&
+           model_hp_f32(L, a, "rope.scaling.yarn_log_multiplier", 0.0f, &hp->yarn_log_mul) &&
+           model_hp_f32(L, a, "attention.temperature_scale", 0.0f, &hp->attn_temp_scale);
 }
 
 static const model_arch_row g_rows[] = {
