@@ -354,7 +354,7 @@ static void test_attention_grouped_bitwise(void **state)
     (void)state;
     static const struct { uint32_t t, p0, h, hkv, d, sw, nc; } cases[] = {
         {64, 0, 4, 2, 32, 0, 0}, {70, 5, 8, 2, 64, 0, 0}, {130, 3, 4, 4, 32, 0, 0}, {65, 100, 6, 1, 16, 0, 0},
-        {96, 63, 4, 2, 128, 0, 0},
+        {96, 63, 4, 2, 128, 0, 0}, {72, 9, 10, 2, 40, 0, 0}, {67, 30, 14, 2, 24, 0, 0},
         /* one chunk (fewer than 64 queries): heads of a group side by side */
         {1, 40, 8, 2, 64, 0, 0}, {1, 300, 4, 1, 32, 0, 0}, {5, 17, 6, 3, 16, 0, 0}, {63, 0, 4, 2, 64, 0, 0},
         /* sliding window (linear cache), ring caches wrapped (all rows written) */

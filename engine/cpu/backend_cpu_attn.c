@@ -447,6 +447,102 @@ TGT void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_
         _mm256_storeu_ps(out + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), vinv));
 }
 
+/* The pairs of a grouped tile go six at a time through register tiles of
+ * 6 pairs x 16 lanes (llama.cpp's simd_gemm on AVX2 is 6 x 2 vectors too):
+ * 12 accumulators, the two vectors of the tile loaded once for six fmas. */
+#define ATTN_NP 6
+
+/* Scores of NP pairs over 16 cells of the transposed key tile kt (row d at
+ * kt + 64 d): each cell's fma chain over d in order from +0. */
+TGT static inline __attribute__((always_inline)) void sc_tile(const float *kt, uint32_t hd,
+                                                               const float *const *qs, float *const *ss,
+                                                               const int NP)
+{
+    __m256 a[ATTN_NP][2];
+    for (int p = 0; p < NP; p++)
+        a[p][0] = a[p][1] = _mm256_setzero_ps();
+    for (uint32_t d = 0; d < hd; d++) {
+        const __m256 k0 = _mm256_loadu_ps(kt + (size_t)d * 64), k1 = _mm256_loadu_ps(kt + (size_t)d * 64 + 8);
+        for (int p = 0; p < NP; p++) {
+            const __m256 x = _mm256_broadcast_ss(qs[p] + d);
+            a[p][0] = _mm256_fmadd_ps(x, k0, a[p][0]);
+            a[p][1] = _mm256_fmadd_ps(x, k1, a[p][1]);
+        }
+    }
+    for (int p = 0; p < NP; p++) {
+        _mm256_storeu_ps(ss[p], a[p][0]);
+        _mm256_storeu_ps(ss[p] + 8, a[p][1]);
+    }
+}
+
+/* a_p[0..8 NV) += sum over cells t < nt of P_p[t] * vt[t hd + 0..8 NV) for
+ * NP pairs (NV = 1 or 2 vectors): each output's fma chain over the cells in
+ * order. */
+TGT static inline __attribute__((always_inline)) void v_tile(float *const *as, const float *vt, uint32_t hd,
+                                                              const float *const *ps, uint32_t nt, const int NP,
+                                                              const int NV)
+{
+    __m256 o[ATTN_NP][2];
+    for (int p = 0; p < NP; p++)
+        for (int c = 0; c < NV; c++)
+            o[p][c] = _mm256_loadu_ps(as[p] + 8 * c);
+    for (uint32_t t = 0; t < nt; t++) {
+        const __m256 w0 = _mm256_loadu_ps(vt + (size_t)t * hd);
+        const __m256 w1 = NV == 2 ? _mm256_loadu_ps(vt + (size_t)t * hd + 8) : w0;
+        for (int p = 0; p < NP; p++) {
+            const __m256 x = _mm256_broadcast_ss(ps[p] + t);
+            o[p][0] = _mm256_fmadd_ps(x, w0, o[p][0]);
+            if (NV == 2)
+                o[p][1] = _mm256_fmadd_ps(x, w1, o[p][1]);
+        }
+    }
+    for (int p = 0; p < NP; p++)
+        for (int c = 0; c < NV; c++)
+            _mm256_storeu_ps(as[p] + 8 * c, o[p][c]);
+}
+
+/* sc_tile / v_tile with a constant pair count (1..ATTN_NP) */
+TGT static void sc_tile_n(const float *kt, uint32_t hd, const float *const *qs, float *const *ss, int np)
+{
+    switch (np) {
+    case 6: sc_tile(kt, hd, qs, ss, 6); break;
+    case 5: sc_tile(kt, hd, qs, ss, 5); break;
+    case 4: sc_tile(kt, hd, qs, ss, 4); break;
+    case 3: sc_tile(kt, hd, qs, ss, 3); break;
+    case 2: sc_tile(kt, hd, qs, ss, 2); break;
+    default: sc_tile(kt, hd, qs, ss, 1); break;
+    }
+}
+
+TGT static void v_tile_n(float *const *as, const float *vt, uint32_t hd, const float *const *ps, uint32_t nt,
+                         int np, int nv)
+{
+    if (nv == 1) {
+        for (int p = 0; p < np; p++) /* a head dimension of 8 (mod 16): its last 8 outputs */
+            v_tile(as + p, vt, hd, ps + p, nt, 1, 1);
+        return;
+    }
+    switch (np) {
+    case 6: v_tile(as, vt, hd, ps, nt, 6, 2); break;
+    case 5: v_tile(as, vt, hd, ps, nt, 5, 2); break;
+    case 4: v_tile(as, vt, hd, ps, nt, 4, 2); break;
+    case 3: v_tile(as, vt, hd, ps, nt, 3, 2); break;
+    case 2: v_tile(as, vt, hd, ps, nt, 2, 2); break;
+    default: v_tile(as, vt, hd, ps, nt, 1, 2); break;
+    }
+}
+
+/* The next n <= ATTN_NP pairs from *cur on whose query sees the tile (tm:
+ * each query's cells, nh pairs per query). */
+static int next_pairs(const uint64_t *tm, uint32_t nh, uint32_t np, uint32_t *cur, uint32_t out[ATTN_NP])
+{
+    int n = 0;
+    for (; *cur < np && n < ATTN_NP; (*cur)++)
+        if (tm[*cur / nh])
+            out[n++] = *cur;
+    return n;
+}
+
 /* backend_cpu_attn_tiled for nq consecutive queries x nh heads sharing one
  * KV head, the same floats per (query, head) pair: each 64-cell tile of keys
  * and values is converted to F32 once (keys transposed, one cell per lane)
@@ -465,7 +561,7 @@ TGT void backend_cpu_attn_tiled_group(const float *q, size_t q_tok, const uint16
     float *vt = kt + (size_t)64 * hd; /* [64][hd]: value tile */
     float *acc = vt + (size_t)64 * hd;
     float *Ms = acc + (size_t)np * hd, *Ss = Ms + np;
-    float kq[64] __attribute__((aligned(32))), P[64] __attribute__((aligned(32)));
+    float *sc = Ss + np; /* [np][64]: the scores, then the weights, of the tile */
     for (size_t i = 0; i < (size_t)np * hd; i++)
         acc[i] = 0.0f;
     for (uint32_t p = 0; p < np; p++) {
@@ -511,56 +607,56 @@ TGT void backend_cpu_attn_tiled_group(const float *q, size_t q_tok, const uint16
                     kt[(size_t)d * 64 + c] = 0.0f; /* as the masked gather's lanes */
             }
         }
-        for (uint32_t i = 0; i < nq; i++) {
-            if (!tm[i])
+        /* the scores of the pairs whose query sees the tile, ATTN_NP pairs
+         * x 16 cells at a time (the slice of the key tile stays in L1 while
+         * the pairs walk over it) */
+        uint32_t pp[ATTN_NP], cur;
+        int n;
+        for (uint32_t c0 = 0; c0 < ntile; c0 += 16)
+            for (cur = 0; (n = next_pairs(tm, nh, np, &cur, pp)) > 0;) {
+                const float *qs[ATTN_NP];
+                float *ss[ATTN_NP];
+                for (int p = 0; p < n; p++) {
+                    qs[p] = q + ((size_t)(pp[p] / nh) * q_tok + pp[p] % nh) * hd;
+                    ss[p] = sc + (size_t)pp[p] * 64 + c0;
+                }
+                sc_tile_n(kt + c0, hd, qs, ss, n);
+            }
+        /* per pair: the scaled scores (cells not seen: -inf) and the tile's
+         * softmax, the weights P (exactly 0 for cells not seen) written over
+         * the scores */
+        for (uint32_t pi = 0; pi < np; pi++) {
+            const uint64_t m = tm[pi / nh];
+            if (!m)
                 continue;
-            const uint32_t nt = mask_len(tm[i]);
-            for (uint32_t j = 0; j < nh; j++) {
-                const uint32_t pi = i * nh + j;
-                const float *qp = q + ((size_t)i * q_tok + j) * hd;
-                float *ap = acc + (size_t)pi * hd;
-                float M = Ms[pi], S = Ss[pi];
-                /* each cell's chain over d in order, the groups of 8 cells
-                 * side by side (independent chains) */
-                const uint32_t ng = (nt + 7) / 8;
-                __m256 a[8];
-                for (uint32_t g = 0; g < 8; g++)
-                    a[g] = _mm256_setzero_ps();
-                for (uint32_t d = 0; d < hd; d++) {
-                    const __m256 qd = _mm256_set1_ps(qp[d]);
-                    const float *kd = kt + (size_t)d * 64;
-                    for (uint32_t g = 0; g < ng; g++)
-                        a[g] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kd + 8 * g), a[g]);
+            float *row = sc + (size_t)pi * 64;
+            for (uint32_t g = 0; g < 8; g++) {
+                __m256 x = _mm256_set1_ps(-INFINITY);
+                if (8 * g < ntile) {
+                    __m256i valid = lanes_of((uint32_t)(m >> (8 * g)) & 0xFF);
+                    x = _mm256_blendv_ps(x, _mm256_mul_ps(_mm256_loadu_ps(row + 8 * g), _mm256_set1_ps(scale)),
+                                         _mm256_castsi256_ps(valid));
                 }
-                for (uint32_t g = 0; g < 8; g++) {
-                    if (g >= ng) {
-                        _mm256_storeu_ps(kq + 8 * g, _mm256_set1_ps(-INFINITY));
-                        continue;
-                    }
-                    __m256i valid = lanes_of((uint32_t)(tm[i] >> (8 * g)) & 0xFF);
-                    __m256 x = _mm256_mul_ps(a[g], _mm256_set1_ps(scale));
-                    x = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), x, _mm256_castsi256_ps(valid));
-                    _mm256_storeu_ps(kq + 8 * g, x);
-                }
-                tile_softmax(kq, nt, hd, ap, P, &M, &S, hw);
-                /* each output's chain over the cells in order, 8 outputs of
-                 * 8 lanes side by side */
-                for (uint32_t d0 = 0; d0 < hd; d0 += 64) {
-                    const uint32_t nd = hd - d0 < 64 ? (hd - d0) / 8 : 8;
-                    __m256 o[8];
-                    for (uint32_t c = 0; c < nd; c++)
-                        o[c] = _mm256_loadu_ps(ap + d0 + 8 * c);
-                    for (uint32_t t = 0; t < nt; t++) {
-                        const __m256 pt = _mm256_set1_ps(P[t]);
-                        const float *vr = vt + (size_t)t * hd + d0;
-                        for (uint32_t c = 0; c < nd; c++)
-                            o[c] = _mm256_fmadd_ps(pt, _mm256_loadu_ps(vr + 8 * c), o[c]);
-                    }
-                    for (uint32_t c = 0; c < nd; c++)
-                        _mm256_storeu_ps(ap + d0 + 8 * c, o[c]);
-                }
-                Ms[pi] = M;
-                Ss[pi] = S;
+                _mm256_storeu_ps(row + 8 * g, x);
+            }
+            tile_softmax(row, mask_len(m), hd, acc + (size_t)pi * hd, row, Ms + pi, Ss + pi, hw);
+        }
+        /* the values, ATTN_NP pairs x 16 outputs at a time, over the cells
+         * the pairs' queries see (a cell a pair does not see has P = 0 there,
+         * as in llama.cpp's gemm over the whole tile) */
+        for (cur = 0; (n = next_pairs(tm, nh, np, &cur, pp)) > 0;) {
+            const float *ps[ATTN_NP];
+            float *as[ATTN_NP];
+            uint32_t nt = 0;
+            for (int p = 0; p < n; p++) {
+                const uint32_t l = mask_len(tm[pp[p] / nh]);
+                nt = l > nt ? l : nt;
+                ps[p] = sc + (size_t)pp[p] * 64;
+            }
+            for (uint32_t d0 = 0; d0 < hd; d0 += 16) {
+                for (int p = 0; p < n; p++)
+                    as[p] = acc + (size_t)pp[p] * hd + d0;
+                v_tile_n(as, vt + d0, hd, ps, nt, n, hd - d0 >= 16 ? 2 : 1);
             }
         }
     }

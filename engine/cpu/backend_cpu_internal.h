@@ -98,7 +98,7 @@ void backend_cpu_attn_tiled_group(const float *q, size_t q_tok, const uint16_t *
                                   bool hw);
 static inline size_t backend_cpu_attn_group_work(uint32_t n_pairs, uint32_t hd)
 {
-    return (size_t)128 * hd + (size_t)n_pairs * (hd + 2);
+    return (size_t)128 * hd + (size_t)n_pairs * (hd + 2 + 64);
 }
 /* Tests: with on, the CPU backend's attention goes (query, head) pair by
  * pair instead of by groups of heads sharing a KV head (both forms). */
