@@ -54,13 +54,15 @@ typedef struct {
     size_t off;
 } backend_view;
 
-/* A weight tensor (2-D, or 1-D with ne1 = 1) living in host memory. */
+/* A weight tensor (2-D, or 1-D with ne1 = 1; 3-D for the stacked experts of
+ * a mixture-of-experts layer) living in host memory. */
 typedef struct {
     uint32_t type;        /* ggml type id (ggtype.h) */
     uint64_t ne0;         /* elements per row (input dimension of a matmul) */
     uint64_t ne1;         /* rows (output dimension of a matmul) */
     uint64_t row_bytes;   /* bytes of one row */
-    const void *data;     /* ne1 * row_bytes bytes, e.g. in the file mapping */
+    uint64_t ne2;         /* experts of a 3-D tensor (expert e's ne1 rows start at byte e * ne1 * row_bytes); 0 or 1 otherwise */
+    const void *data;     /* max(ne2, 1) * ne1 * row_bytes bytes, e.g. in the file mapping */
     const char *name;     /* tensor name, for messages (may be NULL) */
     void *priv;           /* backend's private handle (weight_prepare), else NULL */
 } backend_weight;
@@ -93,13 +95,27 @@ typedef struct {
     float scale;               /* kq scale (1/sqrt(head_dim), or 1 when Q was pre-scaled) */
     uint32_t n_swa;            /* sliding window in positions, 0 = full causal attention */
     uint32_t n_cells;          /* ring size in rows, 0 = linear cache */
+    const float *sinks;        /* (optional) n_head logits, one per query head, that join each
+                                * head's softmax denominator without a value row (gpt-oss's
+                                * attention sinks, ggml_flash_attn_ext_add_sinks); host memory */
 } backend_attn_params;
 
 /* What a backend honours beyond plain RoPE and causal attention. */
 enum {
-    BACKEND_CAP_ROPE_EXT = 1u << 0, /* rope: ext_factor (YaRN) and attn_factor */
-    BACKEND_CAP_ATTN_SWA = 1u << 1, /* attention: n_swa and n_cells */
+    BACKEND_CAP_ROPE_EXT = 1u << 0,   /* rope: ext_factor (YaRN) and attn_factor */
+    BACKEND_CAP_ATTN_SWA = 1u << 1,   /* attention: n_swa and n_cells */
+    BACKEND_CAP_ATTN_SINKS = 1u << 2, /* attention: sinks */
+    BACKEND_CAP_MOE = 1u << 3,        /* moe_route, matmul_id, moe_combine (and add_id, swiglu_oai) */
 };
+
+/* How a mixture-of-experts router turns its logits into experts and weights
+ * (llama.cpp's build_moe_ffn gating). */
+typedef enum {
+    BACKEND_MOE_SOFTMAX = 0,      /* softmax over all experts, the top k of it and their
+                                   * probabilities (llama with experts, qwen3moe) */
+    BACKEND_MOE_TOPK_SOFTMAX = 1, /* the top k of the raw logits, then a softmax over
+                                   * those k (gpt-oss) */
+} backend_moe_gating;
 
 typedef struct backend_ops {
     const char *name;          /* "cpu", "vulkan" */
@@ -185,6 +201,42 @@ typedef struct backend_ops {
                     uint32_t n_cols);
     /* (optional) dst[i] = src[i] * s for n elements (ggml_scale). In place allowed. */
     int (*scale)(void *ctx, backend_view src, backend_view dst, size_t n, float s);
+
+    /* ---- mixture of experts (optional; all present with BACKEND_CAP_MOE) ---- */
+    /* The router: for each of n_tok rows of n_expert logits, the n_used
+     * experts chosen (ggml_argsort_top_k: libstdc++'s std::sort of the
+     * indices by descending score, ties as it leaves them) into ids (host
+     * memory, n_tok * n_used, best first) and their weights into `weights`
+     * (n_tok * n_used floats, same order): with BACKEND_MOE_SOFTMAX the
+     * softmax probabilities of the chosen (ggml_soft_max over all experts),
+     * divided by their sum (a double sum, clamped below at 6.103515625e-5)
+     * when `norm`; with BACKEND_MOE_TOPK_SOFTMAX the softmax of the chosen
+     * logits. */
+    int (*moe_route)(void *ctx, backend_view logits, uint32_t n_tok, uint32_t n_expert, uint32_t n_used,
+                     backend_moe_gating gating, bool norm, int32_t *ids, backend_view weights);
+    /* Expert products (ggml_mul_mat_id): for t < n_tok and slot s < n_used,
+     * with e = ids[t * n_used + s] (< w->ne2, checked by the caller),
+     * y[t * n_used + s][r] = sum_c W_e[r][c] * x[t * x_per_tok + (x_per_tok == 1 ? 0 : s)][c]
+     * (x_per_tok 1: every slot of a token reads the token's row; n_used: each
+     * slot its own row). Every output follows ggml's one-token order for the
+     * type, whatever n_tok; only the chosen experts' rows are read. */
+    int (*matmul_id)(void *ctx, const backend_weight *w, backend_view x, uint32_t x_per_tok,
+                     const int32_t *ids, uint32_t n_tok, uint32_t n_used, backend_view y);
+    /* dst[r][c] = src[r][c] + b[ids[r]][c] for n_rows rows of n_cols: b an F32
+     * weight of ne1 experts x ne0 = n_cols (ggml_add_id, the biases of
+     * gpt-oss's experts). In place allowed. */
+    int (*add_id)(void *ctx, backend_view src, const backend_weight *b, const int32_t *ids, backend_view dst,
+                  uint32_t n_rows, uint32_t n_cols);
+    /* dst[i] = x / (1 + expf(-alpha x)) * (y + 1) with x = min(gate[i], limit),
+     * y = clamp(up[i], -limit, limit) (ggml_swiglu_oai; libm expf, no fma).
+     * dst may alias gate or up. */
+    int (*swiglu_oai)(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
+                      uint32_t n_cols, float alpha, float limit);
+    /* dst[t][c] = y[t n_used][c] w[t n_used] + y[t n_used + 1][c] w[t n_used + 1] + ...:
+     * each product rounded, the sum from the first slot to the last
+     * (ggml_mul, then ggml_add slot after slot). dst must not alias y. */
+    int (*moe_combine)(void *ctx, backend_view y, backend_view w, uint32_t n_tok, uint32_t n_used,
+                       uint32_t n_cols, backend_view dst);
 
     /* (optional) Wait until all submitted ops are done. */
     int (*sync)(void *ctx);
