@@ -76,6 +76,32 @@ bool model_hp_f32(loader *L, const char *arch, const char *suffix, float dflt, f
     return true;
 }
 
+bool model_hp_u32_layer(loader *L, const char *arch, const char *suffix, uint32_t n_layer, uint32_t il,
+                        uint32_t dflt, uint32_t *out)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    const gguf_value *arr;
+    if (gguf_get_arr(L->f, key, &arr) != GGUF_OK)
+        return model_hp_u32(L, arch, suffix, dflt, out);
+    if (arr->arr_len != n_layer) {
+        fail(L, MODEL_EPARAM, "key %s has %llu entries for %u layers", key, (unsigned long long)arr->arr_len,
+             n_layer);
+        return false;
+    }
+    int64_t v;
+    if (gguf_arr_i64(arr, il, &v) != GGUF_OK) {
+        fail(L, MODEL_EPARAM, "key %s is not an array of unsigned integers", key);
+        return false;
+    }
+    if (v <= 0 || v > MAX_DIM) {
+        fail(L, MODEL_EPARAM, "key %s[%u] = %lld is out of range (1..%u)", key, il, (long long)v, MAX_DIM);
+        return false;
+    }
+    *out = (uint32_t)v;
+    return true;
+}
+
 bool model_hp_bool(loader *L, const char *arch, const char *suffix, bool dflt, bool *out)
 {
     char key[128];
@@ -143,12 +169,88 @@ static bool bind(loader *L, const char *name, uint64_t ne0, uint64_t ne1, bool r
     return true;
 }
 
+/* Bind the stacked experts `name` [ne0, ne1, ne2] (ne2 experts of ne1 rows):
+ * every dimension, the bytes of a row, of an expert and of the whole tensor
+ * checked against the file. */
+static bool bind3(loader *L, const char *name, uint64_t ne0, uint64_t ne1, uint64_t ne2, backend_weight *w)
+{
+    memset(w, 0, sizeof *w);
+    const gguf_tensor *t = gguf_find_tensor(L->f, name);
+    if (!t) {
+        fail(L, MODEL_EMISSING, "tensor %s is missing", name);
+        return false;
+    }
+    if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != ne2 || t->ne[3] != 1) {
+        fail(L, MODEL_ESHAPE, "tensor %s has shape [%llu, %llu, %llu, %llu], expected [%llu, %llu, %llu]", name,
+             (unsigned long long)t->ne[0], (unsigned long long)t->ne[1], (unsigned long long)t->ne[2],
+             (unsigned long long)t->ne[3], (unsigned long long)ne0, (unsigned long long)ne1,
+             (unsigned long long)ne2);
+        return false;
+    }
+    const ggtype_traits *tr = t->type_known && t->data ? ggtype_get(t->type) : NULL;
+    if (!tr) {
+        fail(L, MODEL_ETYPE, "tensor %s has unknown type %u", name, t->type);
+        return false;
+    }
+    if (tr->blck_size == 0 || t->type == GGTYPE_I8 || t->type == GGTYPE_I16 || t->type == GGTYPE_I32 ||
+        t->type == GGTYPE_I64 || t->type == GGTYPE_F64) {
+        fail(L, MODEL_ETYPE, "tensor %s has type %s, which cannot be a weight matrix", name, ggtype_name(t->type));
+        return false;
+    }
+    uint64_t rb = ggtype_row_size(t->type, ne0, NULL), eb, all;
+    if (!rb || __builtin_mul_overflow(rb, ne1, &eb) || __builtin_mul_overflow(eb, ne2, &all) ||
+        all != t->n_bytes) {
+        fail(L, MODEL_ESHAPE, "tensor %s: %llu experts of %llu rows of %llu elements do not fit type %s", name,
+             (unsigned long long)ne2, (unsigned long long)ne1, (unsigned long long)ne0, ggtype_name(t->type));
+        return false;
+    }
+    w->type = t->type;
+    w->ne0 = ne0;
+    w->ne1 = ne1;
+    w->ne2 = ne2;
+    w->row_bytes = rb;
+    w->data = t->data;
+    return true;
+}
+
 static bool bind_layer_t(loader *L, uint32_t il, const char *what, uint64_t ne0, uint64_t ne1,
                          bool required, bool vec, backend_weight *w)
 {
     char name[96];
     snprintf(name, sizeof name, "blk.%u.%s", il, what);
     return bind(L, name, ne0, ne1, required, vec, w);
+}
+
+/* The experts of a mixture-of-experts family: expert_count (<= 1024, as
+ * llama.cpp's LLAMA_MAX_EXPERTS) and expert_used_count (<= expert_count;
+ * layer 0's when per layer, as llama.cpp routes every layer with it). The
+ * family hook reads the experts' width; llama's experts are n_ff wide. */
+static bool load_moe_hparams(loader *L, const model_arch_row *row, model_hparams *hp)
+{
+    const char *a = hp->arch_name;
+    hp->moe_gating = BACKEND_MOE_SOFTMAX;
+    hp->moe_norm_w = true;
+    if (!(row->opts & (MODEL_A_MOE | MODEL_A_MOE_OPT)))
+        return true;
+    if (!model_hp_u32(L, a, "expert_count", row->opts & MODEL_A_MOE ? 0 : UINT32_MAX, &hp->n_expert))
+        return false;
+    if (hp->n_expert == UINT32_MAX) {
+        hp->n_expert = 0;
+        return true;
+    }
+    if (hp->n_expert > 1024) {
+        fail(L, MODEL_EPARAM, "%s.expert_count = %u is out of range (1..1024)", a, hp->n_expert);
+        return false;
+    }
+    if (!model_hp_u32_layer(L, a, "expert_used_count", hp->n_layer, 0, 0, &hp->n_expert_used))
+        return false;
+    if (hp->n_expert_used > hp->n_expert) {
+        fail(L, MODEL_EPARAM, "%s.expert_used_count = %u is more than expert_count %u", a, hp->n_expert_used,
+             hp->n_expert);
+        return false;
+    }
+    hp->n_ff_exp = hp->n_ff;
+    return true;
 }
 
 static const model_arch_row *load_hparams(loader *L, model_hparams *hp)
@@ -170,16 +272,22 @@ static const model_arch_row *load_hparams(loader *L, model_hparams *hp)
     hp->flags = row->flags;
     memcpy(hp->arch_name, arch, strlen(arch) + 1); /* a table name: shorter than arch_name */
 
+    /* a family that has only experts may leave out the dense width */
+    const uint32_t ff_dflt = row->opts & MODEL_A_MOE ? UINT32_MAX : 0;
     if (!model_hp_u32(L, arch, "embedding_length", 0, &hp->n_embd) ||
         !model_hp_u32(L, arch, "block_count", 0, &hp->n_layer) ||
-        !model_hp_u32(L, arch, "feed_forward_length", 0, &hp->n_ff) ||
+        !model_hp_u32(L, arch, "feed_forward_length", ff_dflt, &hp->n_ff) ||
         !model_hp_u32(L, arch, "attention.head_count", 0, &hp->n_head) ||
         !model_hp_u32(L, arch, "context_length", 2048, &hp->n_ctx_train))
         return NULL;
+    if (hp->n_ff == UINT32_MAX)
+        hp->n_ff = 0;
     if (hp->n_layer > MAX_LAYERS) {
         fail(L, MODEL_EPARAM, "%s.block_count = %u is too large", arch, hp->n_layer);
         return NULL;
     }
+    if (!load_moe_hparams(L, row, hp))
+        return NULL;
     if (!model_hp_u32(L, arch, "attention.head_count_kv", hp->n_head, &hp->n_head_kv))
         return NULL;
     if (hp->n_head % hp->n_head_kv) {
@@ -322,6 +430,62 @@ static bool load_swa_layers(loader *L, const model_arch_row *row, model *m)
     return true;
 }
 
+/* Whether blk.il.what exists. */
+static bool has_layer_t(const loader *L, uint32_t il, const char *what)
+{
+    char name[96];
+    snprintf(name, sizeof name, "blk.%u.%s", il, what);
+    return gguf_find_tensor(L->f, name) != NULL;
+}
+
+/* A mixture-of-experts layer: the router, the stacked experts (3-D, one
+ * matrix per expert), gpt-oss's biases, and the count of experts it sums.
+ * Layouts the engine does not run are refused by name: one tensor per
+ * expert (old Mixtral conversions), expert scales, fused gate+up experts. */
+static bool bind_moe_layer(loader *L, const model *m, uint32_t opts, uint32_t il, model_layer *ly)
+{
+    const model_hparams *hp = &m->hp;
+    const uint64_t E = hp->n_embd, FX = hp->n_ff_exp, NE = hp->n_expert;
+    static const char *const refused[][2] = {
+        {"ffn_gate.0.weight", "one tensor per expert (an old conversion; convert the model again)"},
+        {"ffn_up.0.weight", "one tensor per expert (an old conversion; convert the model again)"},
+        {"ffn_down.0.weight", "one tensor per expert (an old conversion; convert the model again)"},
+        {"ffn_gate_exps.scale", "expert scales"},
+        {"ffn_up_exps.scale", "expert scales"},
+        {"ffn_down_exps.scale", "expert scales"},
+        {"ffn_gate_up_exps.weight", "fused gate and up experts"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        if (has_layer_t(L, il, refused[i][0])) {
+            fail(L, MODEL_ETYPE, "tensor blk.%u.%s: %s are not supported", il, refused[i][0], refused[i][1]);
+            return false;
+        }
+    char name[96];
+    static const char *const exps[3] = {"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"};
+    backend_weight *const w[3] = {&ly->ffn_gate_exps, &ly->ffn_up_exps, &ly->ffn_down_exps};
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof name, "blk.%u.%s", il, exps[i]);
+        if (!bind3(L, name, i == 2 ? FX : E, i == 2 ? E : FX, NE, w[i]))
+            return false;
+    }
+    if (!bind_layer_t(L, il, "ffn_gate_inp.weight", E, NE, true, false, &ly->ffn_gate_inp))
+        return false;
+    if ((opts & MODEL_A_MOE_BIASES) &&
+        (!bind_layer_t(L, il, "ffn_gate_inp.bias", NE, 0, true, true, &ly->ffn_gate_inp_b) ||
+         !bind_layer_t(L, il, "ffn_gate_exps.bias", FX, NE, true, true, &ly->ffn_gate_exps_b) ||
+         !bind_layer_t(L, il, "ffn_up_exps.bias", FX, NE, true, true, &ly->ffn_up_exps_b) ||
+         !bind_layer_t(L, il, "ffn_down_exps.bias", E, NE, true, true, &ly->ffn_down_exps_b)))
+        return false;
+    if (!model_hp_u32_layer(L, hp->arch_name, "expert_used_count", hp->n_layer, il, 0, &ly->n_expert_used))
+        return false;
+    if (ly->n_expert_used > hp->n_expert_used) {
+        fail(L, MODEL_EPARAM, "%s.expert_used_count[%u] = %u is more than layer 0's %u", hp->arch_name, il,
+             ly->n_expert_used, hp->n_expert_used);
+        return false;
+    }
+    return true;
+}
+
 model *model_load(const gguf_file *f, model_status *status, char *msg, size_t cap)
 {
     loader L = {.f = f, .status = MODEL_OK, .msg = msg, .cap = cap};
@@ -418,6 +582,8 @@ model *model_load(const gguf_file *f, model_status *status, char *msg, size_t ca
     const uint64_t qn = FL & MODEL_F_QK_NORM_HEAD ? hp->head_dim : QD;
     const uint64_t kn = FL & MODEL_F_QK_NORM_HEAD ? hp->head_dim : KD;
     const bool qk_norm = (FL & (MODEL_F_QK_NORM_HEAD | MODEL_F_QK_NORM_FULL)) != 0;
+    const bool moe = hp->n_expert > 0;
+    const char *ffn_norm_name = A & MODEL_A_FFN_NORM_POST_ATTN ? "post_attention_norm.weight" : "ffn_norm.weight";
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         model_layer *ly = &m->layers[il];
         backend_weight qkv = {0}, up2 = {0};
@@ -437,16 +603,23 @@ model *model_load(const gguf_file *f, model_status *status, char *msg, size_t ca
                    !bind_layer_t(&L, il, "attn_v.weight", E, KD, true, false, &ly->wv)) {
             goto fail_m;
         }
-        if ((A & MODEL_A_FUSED_UP) && !bind_layer_t(&L, il, "ffn_up.weight", E, 2 * F, true, false, &up2))
+        if (moe) {
+            if (!bind_moe_layer(&L, m, A, il, ly))
+                goto fail_m;
+        } else if ((A & MODEL_A_FUSED_UP) && !bind_layer_t(&L, il, "ffn_up.weight", E, 2 * F, true, false, &up2)) {
             goto fail_m;
-        if (up2.data) { /* phi3: the gate is the first half of ffn_up's rows */
+        }
+        if (moe) {
+            /* the experts stand for the dense feed-forward */
+        } else if (up2.data) { /* phi3: the gate is the first half of ffn_up's rows */
             ly->ffn_gate = up2;
             ly->ffn_gate.ne1 = F;
             ly->ffn_up = ly->ffn_gate;
             ly->ffn_up.data = (const uint8_t *)up2.data + F * up2.row_bytes;
             hp->fused_gate_up = true;
         } else if (!bind_layer_t(&L, il, "ffn_gate.weight", E, F, true, false, &ly->ffn_gate) ||
-                   !bind_layer_t(&L, il, "ffn_up.weight", E, F, true, false, &ly->ffn_up)) {
+                   !bind_layer_t(&L, il, "ffn_up.weight", E, F, true, false, &ly->ffn_up) ||
+                   !bind_layer_t(&L, il, "ffn_down.weight", F, E, true, false, &ly->ffn_down)) {
             goto fail_m;
         }
         if (!bind_layer_t(&L, il, "attn_norm.weight", E, 0, pre, true, &ly->attn_norm) ||
@@ -454,8 +627,12 @@ model *model_load(const gguf_file *f, model_status *status, char *msg, size_t ca
             !bind_layer_t(&L, il, "attn_q.bias", QD, 0, qkb, true, &ly->bq) ||
             !bind_layer_t(&L, il, "attn_k.bias", KD, 0, qkb, true, &ly->bk) ||
             !bind_layer_t(&L, il, "attn_v.bias", KD, 0, qkb, true, &ly->bv) ||
-            !bind_layer_t(&L, il, "ffn_norm.weight", E, 0, pre, true, &ly->ffn_norm) ||
-            !bind_layer_t(&L, il, "ffn_down.weight", F, E, true, false, &ly->ffn_down))
+            !bind_layer_t(&L, il, ffn_norm_name, E, 0, pre, true, &ly->ffn_norm))
+            goto fail_m;
+        if ((A & MODEL_A_ATTN_BIASES) && !bind_layer_t(&L, il, "attn_output.bias", E, 0, true, true, &ly->bo))
+            goto fail_m;
+        if ((A & MODEL_A_ATTN_SINKS) &&
+            !bind_layer_t(&L, il, "attn_sinks.weight", hp->n_head, 0, true, true, &ly->attn_sinks))
             goto fail_m;
         if (qk_norm && (!bind_layer_t(&L, il, "attn_q_norm.weight", qn, 0, true, true, &ly->q_norm) ||
                         !bind_layer_t(&L, il, "attn_k_norm.weight", kn, 0, true, true, &ly->k_norm)))
@@ -463,8 +640,10 @@ model *model_load(const gguf_file *f, model_status *status, char *msg, size_t ca
         if (post && (!bind_layer_t(&L, il, "post_attention_norm.weight", E, 0, true, true, &ly->post_attn_norm) ||
                      !bind_layer_t(&L, il, "post_ffw_norm.weight", E, 0, true, true, &ly->post_ffw_norm)))
             goto fail_m;
-        if (bias && (!bind_layer_t(&L, il, "attn_output.bias", E, 0, false, true, &ly->bo) ||
-                     !bind_layer_t(&L, il, "ffn_gate.bias", F, 0, false, true, &ly->ffn_gate_b) ||
+        if (bias && !bind_layer_t(&L, il, "attn_output.bias", E, 0, false, true, &ly->bo))
+            goto fail_m;
+        if (bias && !moe &&
+                    (!bind_layer_t(&L, il, "ffn_gate.bias", F, 0, false, true, &ly->ffn_gate_b) ||
                      !bind_layer_t(&L, il, "ffn_up.bias", F, 0, false, true, &ly->ffn_up_b) ||
                      !bind_layer_t(&L, il, "ffn_down.bias", E, 0, false, true, &ly->ffn_down_b)))
             goto fail_m;
@@ -503,7 +682,9 @@ static void layer_weights(model_layer *l, backend_weight *w[MODEL_LAYER_WEIGHTS]
     backend_weight *all[MODEL_LAYER_WEIGHTS] = {
         &l->attn_norm, &l->wq, &l->wk, &l->wv, &l->wo, &l->bq, &l->bk, &l->bv, &l->bo, &l->q_norm,
         &l->k_norm, &l->post_attn_norm, &l->ffn_norm, &l->ffn_gate, &l->ffn_up, &l->ffn_down,
-        &l->ffn_gate_b, &l->ffn_up_b, &l->ffn_down_b, &l->post_ffw_norm,
+        &l->ffn_gate_b, &l->ffn_up_b, &l->ffn_down_b, &l->post_ffw_norm, &l->ffn_gate_inp, &l->ffn_gate_inp_b,
+        &l->ffn_gate_exps, &l->ffn_up_exps, &l->ffn_down_exps, &l->ffn_gate_exps_b, &l->ffn_up_exps_b,
+        &l->ffn_down_exps_b, &l->attn_sinks,
     };
     memcpy(w, all, sizeof all);
 }
@@ -519,8 +700,8 @@ uint64_t model_weight_bytes(const model *m)
         backend_weight *ws[MODEL_LAYER_WEIGHTS];
         layer_weights(&m->layers[il], ws);
         for (size_t i = 0; i < MODEL_LAYER_WEIGHTS; i++)
-            if (ws[i]->data) /* the row ranges of a fused tensor add up to it */
-                n += ws[i]->ne1 * ws[i]->row_bytes;
+            if (ws[i]->data) /* the row ranges of a fused tensor add up to it; experts count whole */
+                n += ws[i]->ne1 * ws[i]->row_bytes * (ws[i]->ne2 > 1 ? ws[i]->ne2 : 1);
     }
     return n;
 }

@@ -33,6 +33,8 @@ typedef enum {
     MODEL_ARCH_OLMO2,
     MODEL_ARCH_GRANITE,
     MODEL_ARCH_MISTRAL3,
+    MODEL_ARCH_QWEN3MOE,
+    MODEL_ARCH_GPT_OSS,
     MODEL_ARCH_COUNT
 } model_arch;
 
@@ -45,6 +47,7 @@ enum {
     MODEL_F_POST_NORMS = 1u << 3,    /* post_attention_norm and post_ffw_norm on the block outputs */
     MODEL_F_GELU = 1u << 4,          /* GELU-gated feed-forward (ggml_geglu) instead of SwiGLU */
     MODEL_F_Q_PRESCALE = 1u << 5,    /* Q multiplied by q_scale after RoPE, attention scale 1 */
+    MODEL_F_SWIGLU_OAI = 1u << 6,    /* experts' activation: gpt-oss's clamped SwiGLU (swiglu_oai) */
 };
 
 /* Hyper-parameters (from `{arch}.*` metadata, with llama.cpp's defaults). */
@@ -71,13 +74,18 @@ typedef struct {
     float yarn_log_mul;        /* mistral3: rope.scaling.yarn_log_multiplier (0 = none) */
     uint32_t n_ctx_orig;       /* {arch}.rope.scaling.original_context_length (default n_ctx_train) */
     uint32_t n_swa;            /* sliding window of the sliding layers (0 = none) */
-    float rope_freq_base_swa;  /* RoPE base of gemma3's sliding layers */
+    float rope_freq_base_swa;  /* RoPE base of the sliding layers (gemma3, gpt-oss) */
     float kq_scale;            /* attention scale (1/sqrt(head_dim) unless the family says) */
     float q_scale;             /* MODEL_F_Q_PRESCALE: Q's multiplier */
     float embd_scale;          /* token embeddings multiplied by it (0 = not) */
     float residual_scale;      /* block outputs multiplied by it before the residual add (0 = not) */
     float logit_scale;         /* logits multiplied by it (0 = not) */
     float attn_temp_scale;     /* mistral3: per-position Q temperature (0 = none) */
+    uint32_t n_expert;         /* {arch}.expert_count: experts per MoE layer (0: dense feed-forward) */
+    uint32_t n_expert_used;    /* {arch}.expert_used_count (layer 0's when per layer): experts chosen per token */
+    uint32_t n_ff_exp;         /* rows of one expert's gate / up (expert_feed_forward_length, or n_ff) */
+    backend_moe_gating moe_gating; /* how the router chooses (softmax then top k; gpt-oss top k then softmax) */
+    bool moe_norm_w;           /* the chosen experts' weights divided by their sum (llama, qwen3moe) */
     bool rope_off;             /* no RoPE on any layer (granite without rope.scaling.finetuned) */
     bool has_rope_freqs;       /* rope_freqs.weight present (Llama 3.1+) */
     bool has_rope_factors;     /* rope_factors_long / _short present (LongRoPE) */
@@ -105,12 +113,22 @@ typedef struct {
     backend_weight ffn_down;   /* [n_ff] x [n_embd] */
     backend_weight ffn_gate_b, ffn_up_b, ffn_down_b; /* F32 (optional) */
     backend_weight post_ffw_norm;  /* [n_embd] F32 (POST_NORMS) */
+    /* mixture of experts (hp.n_expert > 0; then ffn_gate/up/down are absent) */
+    backend_weight ffn_gate_inp;   /* [n_embd] x [n_expert]: the router */
+    backend_weight ffn_gate_inp_b; /* [n_expert] F32 (optional: gpt-oss) */
+    backend_weight ffn_gate_exps;  /* [n_embd] x [n_ff_exp] x n_expert (ne2) */
+    backend_weight ffn_up_exps;    /* [n_embd] x [n_ff_exp] x n_expert */
+    backend_weight ffn_down_exps;  /* [n_ff_exp] x [n_embd] x n_expert */
+    backend_weight ffn_gate_exps_b, ffn_up_exps_b; /* [n_ff_exp] x [n_expert] F32 (optional: gpt-oss) */
+    backend_weight ffn_down_exps_b;/* [n_embd] x [n_expert] F32 (optional: gpt-oss) */
+    backend_weight attn_sinks;     /* [n_head] F32 (optional: gpt-oss's attention sinks) */
+    uint32_t n_expert_used;    /* experts whose outputs this layer sums (<= hp.n_expert_used) */
     bool swa;                  /* a sliding-window layer (hp.n_swa) */
     bool rope;                 /* RoPE applied (smollm3 and granite skip it on some layers) */
     float rope_base, rope_scale, rope_ext, rope_attn; /* this layer's RoPE parameters */
 } model_layer;
 
-#define MODEL_LAYER_WEIGHTS 20 /* backend_weight fields of model_layer, in order */
+#define MODEL_LAYER_WEIGHTS 29 /* backend_weight fields of model_layer, in order */
 
 typedef struct model {
     const gguf_file *file;     /* not owned: must outlive the model */

@@ -104,8 +104,53 @@ static bool mistral3_hparams(model_loader *L, model_hparams *hp)
            model_hp_f32(L, a, "attention.temperature_scale", 0.0f, &hp->attn_temp_scale);
 }
 
+/* qwen3moe: the experts' width from expert_feed_forward_length, else
+ * feed_forward_length / expert_used_count (llama.cpp's fallback). */
+static bool qwen3moe_hparams(model_loader *L, model_hparams *hp)
+{
+    if (!model_hp_u32_layer(L, hp->arch_name, "expert_feed_forward_length", hp->n_layer, 0, UINT32_MAX,
+                            &hp->n_ff_exp))
+        return false;
+    if (hp->n_ff_exp == UINT32_MAX)
+        hp->n_ff_exp = hp->n_ff / hp->n_expert_used;
+    if (!hp->n_ff_exp) {
+        model_fail(L, MODEL_EPARAM, "qwen3moe needs expert_feed_forward_length or feed_forward_length");
+        return false;
+    }
+    return true;
+}
+
+/* gpt-oss: the experts' width and the sliding window are required; the
+ * sliding layers' RoPE base (the global one unless rope.freq_base_swa);
+ * the router takes the top k logits, then their softmax, unnormalised. */
+static bool gpt_oss_hparams(model_loader *L, model_hparams *hp)
+{
+    if (!model_hp_u32_layer(L, hp->arch_name, "expert_feed_forward_length", hp->n_layer, 0, 0, &hp->n_ff_exp) ||
+        !model_hp_f32(L, hp->arch_name, "rope.freq_base_swa", hp->rope_freq_base, &hp->rope_freq_base_swa))
+        return false;
+    if (!hp->n_swa) {
+        model_fail(L, MODEL_EPARAM, "required key gpt-oss.attention.sliding_window is missing");
+        return false;
+    }
+    if (!(hp->rope_freq_base_swa > 0.0f)) {
+        model_fail(L, MODEL_EPARAM, "gpt-oss.rope.freq_base_swa out of range");
+        return false;
+    }
+    hp->moe_gating = BACKEND_MOE_TOPK_SOFTMAX;
+    hp->moe_norm_w = false;
+    return true;
+}
+
+/* gpt-oss: sliding layers use their own base, with the same (YaRN) scaling. */
+static void gpt_oss_layer(const model_hparams *hp, uint32_t il, model_layer *ly)
+{
+    (void)il;
+    if (ly->swa)
+        ly->rope_base = hp->rope_freq_base_swa;
+}
+
 static const model_arch_row g_rows[] = {
-    {"llama", MODEL_ARCH_LLAMA, BACKEND_ROPE_NORMAL, 0, 0, 0, NULL, NULL},
+    {"llama", MODEL_ARCH_LLAMA, BACKEND_ROPE_NORMAL, 0, MODEL_A_MOE_OPT, 0, NULL, NULL},
     {"qwen2", MODEL_ARCH_QWEN2, BACKEND_ROPE_NEOX, 0, MODEL_A_QKV_BIAS, 0, NULL, NULL},
     {"qwen3", MODEL_ARCH_QWEN3, BACKEND_ROPE_NEOX, MODEL_F_QK_NORM_HEAD, MODEL_A_FUSED_QKV, 0, NULL, NULL},
     {"gemma3", MODEL_ARCH_GEMMA3, BACKEND_ROPE_NEOX,
@@ -120,6 +165,12 @@ static const model_arch_row g_rows[] = {
      MODEL_A_FUSED_QKV | MODEL_A_BIASES | MODEL_A_ROPE_FACTORS, 0, granite_hparams, NULL},
     {"mistral3", MODEL_ARCH_MISTRAL3, BACKEND_ROPE_NORMAL, 0,
      MODEL_A_FUSED_QKV | MODEL_A_BIASES | MODEL_A_ROPE_FACTORS, 0, mistral3_hparams, NULL},
+    {"qwen3moe", MODEL_ARCH_QWEN3MOE, BACKEND_ROPE_NEOX, MODEL_F_QK_NORM_HEAD, MODEL_A_FUSED_QKV | MODEL_A_MOE, 0,
+     qwen3moe_hparams, NULL},
+    {"gpt-oss", MODEL_ARCH_GPT_OSS, BACKEND_ROPE_NEOX, MODEL_F_SWIGLU_OAI,
+     MODEL_A_MOE | MODEL_A_MOE_BIASES | MODEL_A_ATTN_SINKS | MODEL_A_ATTN_BIASES | MODEL_A_FFN_NORM_POST_ATTN |
+         MODEL_A_OUTPUT_REQUIRED,
+     2, gpt_oss_hparams, gpt_oss_layer},
 };
 
 const model_arch_row *model_arch_find(const char *name)
@@ -137,7 +188,7 @@ bool model_arch_supported(const char *name)
 
 const char *model_arch_list(void)
 {
-    return "llama, qwen2, qwen3, gemma3, phi3, smollm3, olmo2, granite, mistral3";
+    return "llama, qwen2, qwen3, gemma3, phi3, smollm3, olmo2, granite, mistral3, qwen3moe, gpt-oss";
 }
 
 const float *model_rope_factors(const model *m, uint32_t n_ctx)
@@ -170,6 +221,11 @@ int model_backend_check(const model *m, const backend *be, char *why, size_t cap
         need = "sliding-window attention";
     else if ((hp->rope_ext_factor != 0.0f || hp->rope_attn_factor != 1.0f) && !(o->caps & BACKEND_CAP_ROPE_EXT))
         need = "YaRN / LongRoPE scaling";
+    else if (hp->n_expert && (!(o->caps & BACKEND_CAP_MOE) || !o->moe_route || !o->matmul_id || !o->moe_combine ||
+                              !o->add_id || !o->swiglu_oai))
+        need = "the mixture-of-experts ops (moe_route, matmul_id, add_id, swiglu_oai, moe_combine)";
+    else if (m->layers && m->layers[0].attn_sinks.data && !(o->caps & BACKEND_CAP_ATTN_SINKS))
+        need = "attention sinks (the attention op's sinks)";
     if (!need)
         return 0;
     if (why)

@@ -22,6 +22,12 @@ enum {
     MODEL_A_OUTPUT_REQUIRED = 1u << 3, /* output.weight required (no tying) */
     MODEL_A_BIASES = 1u << 4,          /* optional attn_output / ffn biases */
     MODEL_A_ROPE_FACTORS = 1u << 5,    /* rope_factors_long / _short read */
+    MODEL_A_MOE = 1u << 6,             /* experts required (expert_count > 0): no dense feed-forward */
+    MODEL_A_MOE_OPT = 1u << 7,         /* experts when expert_count > 0 (llama: Mixtral) */
+    MODEL_A_MOE_BIASES = 1u << 8,      /* router and expert biases required (gpt-oss) */
+    MODEL_A_ATTN_SINKS = 1u << 9,      /* attn_sinks required (gpt-oss) */
+    MODEL_A_ATTN_BIASES = 1u << 10,    /* attn_q/k/v.bias optional, attn_output.bias required (gpt-oss) */
+    MODEL_A_FFN_NORM_POST_ATTN = 1u << 11, /* post_attention_norm is the feed-forward's pre-norm (gpt-oss) */
 };
 
 typedef struct model_arch_row {
@@ -44,6 +50,10 @@ void *model_fail(model_loader *L, model_status s, const char *fmt, ...) __attrib
 /* `{arch}.suffix` as u32 / f32 / bool; dflt when absent (u32: required when dflt == 0). */
 bool model_hp_u32(model_loader *L, const char *arch, const char *suffix, uint32_t dflt, uint32_t *out);
 bool model_hp_f32(model_loader *L, const char *arch, const char *suffix, float dflt, float *out);
+/* `{arch}.suffix` as u32 or as an array of one u32 per layer: the value of
+ * layer il (< n_layer); dflt when absent (required when dflt == 0). */
+bool model_hp_u32_layer(model_loader *L, const char *arch, const char *suffix, uint32_t n_layer, uint32_t il,
+                        uint32_t dflt, uint32_t *out);
 bool model_hp_bool(model_loader *L, const char *arch, const char *suffix, bool dflt, bool *out);
 
 #endif
