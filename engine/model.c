@@ -618,10 +618,11 @@ model *model_load(const gguf_file *f, model_status *status, char *msg, size_t ca
             ly->ffn_up.data = (const uint8_t *)up2.data + F * up2.row_bytes;
             hp->fused_gate_up = true;
         } else if (!bind_layer_t(&L, il, "ffn_gate.weight", E, F, true, false, &ly->ffn_gate) ||
-                   !bind_layer_t(&L, il, "ffn_up.weight", E, F, true, false, &ly->ffn_up) ||
-                   !bind_layer_t(&L, il, "ffn_down.weight", F, E, true, false, &ly->ffn_down)) {
+                   !bind_layer_t(&L, il, "ffn_up.weight", E, F, true, false, &ly->ffn_up)) {
             goto fail_m;
         }
+        if (!moe && !bind_layer_t(&L, il, "ffn_down.weight", F, E, true, false, &ly->ffn_down))
+            goto fail_m;
         if (!bind_layer_t(&L, il, "attn_norm.weight", E, 0, pre, true, &ly->attn_norm) ||
             !bind_layer_t(&L, il, "attn_output.weight", QD, E, true, false, &ly->wo) ||
             !bind_layer_t(&L, il, "attn_q.bias", QD, 0, qkb, true, &ly->bq) ||

@@ -48,6 +48,8 @@ enum {
     MODEL_F_GELU = 1u << 4,          /* GELU-gated feed-forward (ggml_geglu) instead of SwiGLU */
     MODEL_F_Q_PRESCALE = 1u << 5,    /* Q multiplied by q_scale after RoPE, attention scale 1 */
     MODEL_F_SWIGLU_OAI = 1u << 6,    /* experts' activation: gpt-oss's clamped SwiGLU (swiglu_oai) */
+    MODEL_F_LAST_ALL_ROWS = 1u << 7, /* the last layer's feed-forward on every row, not only the rows that
+                                      * give logits (gpt-oss gathers them after the last layer) */
 };
 
 /* Hyper-parameters (from `{arch}.*` metadata, with llama.cpp's defaults). */

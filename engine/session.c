@@ -27,9 +27,12 @@ struct session {
     size_t *kv_off;       /* per layer: its first element */
     uint32_t n_swa_cells; /* rows of a sliding layer's ring (0: sliding layers keep n_ctx rows) */
     const float *rope_factors;
-    /* scratch (n_batch rows): x, xb [E]; q, att [QD]; k, v [KD]; g, u [F]; logits [LOGIT_ROWS][V] */
-    backend_buf *x, *xb, *q, *att, *k, *v, *g, *u, *lg;
+    /* scratch (n_batch rows): x, xb [E]; q, att [QD]; k, v [KD]; g, u [F, or n_used x n_ff_exp];
+     * logits [LOGIT_ROWS][V]; experts: router logits rl [n_expert], weights rw [n_used],
+     * outputs ye [n_used][E] (NULL for a dense model) */
+    backend_buf *x, *xb, *q, *att, *k, *v, *g, *u, *lg, *rl, *rw, *ye;
     int32_t *pos;
+    int32_t *ids;         /* experts chosen: n_batch x n_used (host memory) */
     session_stats st;
     char err[256];
 };
@@ -97,7 +100,9 @@ session *session_new(const model *m, const session_params *p, char *msg, size_t 
         return NULL;
     }
     const size_t E = hp->n_embd, QD = (size_t)hp->n_head * hp->head_dim;
-    const size_t KD = (size_t)hp->n_head_kv * hp->head_dim, F = hp->n_ff, NB = s->n_batch;
+    const size_t KD = (size_t)hp->n_head_kv * hp->head_dim, NB = s->n_batch;
+    const size_t K = hp->n_expert_used, FF = (size_t)K * hp->n_ff_exp;
+    const size_t F = hp->n_expert && FF > hp->n_ff ? FF : hp->n_ff;
     if (model_backend_check(m, s->be, msg, cap)) {
         session_free(s);
         return NULL;
@@ -142,8 +147,16 @@ session *session_new(const model *m, const session_params *p, char *msg, size_t 
     s->u = o->buf_new(c, BACKEND_F32, NB * F);
     s->lg = o->buf_new(c, BACKEND_F32, (size_t)LOGIT_ROWS * hp->n_vocab);
     s->pos = malloc(sizeof(int32_t) * NB);
+    bool moe_ok = true;
+    if (hp->n_expert) {
+        s->rl = o->buf_new(c, BACKEND_F32, NB * hp->n_expert);
+        s->rw = o->buf_new(c, BACKEND_F32, NB * K);
+        s->ye = o->buf_new(c, BACKEND_F32, NB * K * E);
+        s->ids = malloc(sizeof(int32_t) * NB * K);
+        moe_ok = s->rl && s->rw && s->ye && s->ids;
+    }
     if (!s->kc || !s->vc || !s->x || !s->xb || !s->q || !s->att || !s->k || !s->v || !s->g ||
-        !s->u || !s->lg || !s->pos) {
+        !s->u || !s->lg || !s->pos || !moe_ok) {
         if (msg)
             snprintf(msg, cap, "out of memory for a %u-position KV cache (%.1f MiB)", s->n_ctx,
                      kvn * 4.0 / 1048576.0);
@@ -159,13 +172,15 @@ void session_free(session *s)
         return;
     if (s->be) {
         const backend_ops *o = s->be->ops;
-        backend_buf *bufs[] = {s->kc, s->vc, s->x, s->xb, s->q, s->att, s->k, s->v, s->g, s->u, s->lg};
+        backend_buf *bufs[] = {s->kc, s->vc, s->x, s->xb, s->q, s->att, s->k, s->v, s->g, s->u, s->lg,
+                               s->rl, s->rw, s->ye};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             o->buf_free(s->be->ctx, bufs[i]);
         if (s->own_be)
             backend_free(s->be);
     }
     free(s->pos);
+    free(s->ids);
     free(s->kv_off);
     free(s);
 }
@@ -192,6 +207,48 @@ static int store_rows(session *s, backend_view src, uint32_t n, uint32_t kd, bac
     if (!rc && n1 < n)
         rc = o->store_f16(s->be->ctx, (backend_view){src.buf, src.off + (size_t)n1 * kd}, n - n1, kd, dst, 0);
     return rc;
+}
+
+/* The mixture-of-experts feed-forward (llama.cpp's build_moe_ffn) of layer
+ * il on n rows of fin (the normed residual), into xb: the router's logits
+ * (+ bias), the experts and weights it chooses, each chosen expert's
+ * gate / up (+ biases) for its token, the activation over n x n_used rows,
+ * down (+ bias), and the weighted sum of the layer's first n_expert_used
+ * slots in slot order. */
+static int ffn_moe(session *s, const model_layer *ly, int il, backend_view fin, uint32_t n)
+{
+    const model_hparams *hp = &s->m->hp;
+    const backend_ops *o = s->be->ops;
+    void *c = s->be->ctx;
+    const uint32_t E = hp->n_embd, NE = hp->n_expert, K = hp->n_expert_used, FX = hp->n_ff_exp, nk = n * K;
+    TRY(o->matmul(c, &ly->ffn_gate_inp, fin, n, V(s->rl, 0)));
+    if (ly->ffn_gate_inp_b.data)
+        TRY(o->add_w(c, V(s->rl, 0), &ly->ffn_gate_inp_b, V(s->rl, 0), n, NE));
+    TRY(o->moe_route(c, V(s->rl, 0), n, NE, K, hp->moe_gating, hp->moe_norm_w, s->ids, V(s->rw, 0)));
+    for (uint32_t i = 0; i < nk; i++)
+        if (s->ids[i] < 0 || (uint32_t)s->ids[i] >= NE)
+            return set_err(s, BACKEND_EARG, "the router chose expert %d of %u in layer %d", s->ids[i], NE, il);
+    TRY(o->matmul_id(c, &ly->ffn_up_exps, fin, 1, s->ids, n, K, V(s->u, 0)));
+    if (ly->ffn_up_exps_b.data)
+        TRY(o->add_id(c, V(s->u, 0), &ly->ffn_up_exps_b, s->ids, V(s->u, 0), nk, FX));
+    TRY(o->matmul_id(c, &ly->ffn_gate_exps, fin, 1, s->ids, n, K, V(s->g, 0)));
+    if (ly->ffn_gate_exps_b.data)
+        TRY(o->add_id(c, V(s->g, 0), &ly->ffn_gate_exps_b, s->ids, V(s->g, 0), nk, FX));
+    if (hp->flags & MODEL_F_SWIGLU_OAI) /* llama.cpp's constants, not the file's */
+        TRY(o->swiglu_oai(c, V(s->g, 0), V(s->u, 0), V(s->g, 0), nk, FX, 1.702f, 7.0f));
+    else
+        TRY(o->silu_mul(c, V(s->g, 0), V(s->u, 0), V(s->g, 0), nk, FX));
+    TRY(o->matmul_id(c, &ly->ffn_down_exps, V(s->g, 0), K, s->ids, n, K, V(s->ye, 0)));
+    if (ly->ffn_down_exps_b.data)
+        TRY(o->add_id(c, V(s->ye, 0), &ly->ffn_down_exps_b, s->ids, V(s->ye, 0), nk, E));
+    if (ly->n_expert_used == K) {
+        TRY(o->moe_combine(c, V(s->ye, 0), V(s->rw, 0), n, K, E, V(s->xb, 0)));
+    } else { /* a layer that sums fewer slots than were routed: token by token */
+        for (uint32_t t = 0; t < n; t++)
+            TRY(o->moe_combine(c, V(s->ye, (size_t)t * K * E), V(s->rw, (size_t)t * K), 1, ly->n_expert_used, E,
+                               V(s->xb, (size_t)t * E)));
+    }
+    return 0;
 }
 
 /* One chunk of n tokens at positions pos..pos+n-1 (pos + n <= n_ctx, n <= n_batch). */
@@ -262,6 +319,7 @@ static int forward_chunk(session *s, const int32_t *tokens, uint32_t n, uint32_t
         TRY(store_rows(s, V(s->v, 0), n, KD, V(s->vc, kv_off), pos, cells));
         const backend_attn_params ap = {
             .scale = hp->kq_scale, .n_swa = ly->swa ? hp->n_swa : 0, .n_cells = cells,
+            .sinks = ly->attn_sinks.data,
         };
         TRY(o->attention(c, V(s->q, 0), V(s->kc, kv_off), V(s->vc, kv_off), V(s->att, 0), n, pos,
                          hp->n_head, hp->n_head_kv, HD, &ap));
@@ -277,7 +335,7 @@ static int forward_chunk(session *s, const int32_t *tokens, uint32_t n, uint32_t
          * (as llama.cpp does: it changes which kernels, hence which float
          * order, compute them) */
         uint32_t f0 = 0;
-        if (il == (int)hp->n_layer - 1 && !all)
+        if (il == (int)hp->n_layer - 1 && !all && !(hp->flags & MODEL_F_LAST_ALL_ROWS))
             f0 = logits && last_chunk ? n - 1 : n;
         const uint32_t nf = n - f0;
         if (nf) {
@@ -287,23 +345,29 @@ static int forward_chunk(session *s, const int32_t *tokens, uint32_t n, uint32_t
                 TRY(o->rms_norm_mul(c, V(s->x, xo), &ly->ffn_norm, V(s->xb, 0), nf, E, hp->rms_eps));
                 fin = V(s->xb, 0);
             }
-            TRY(o->matmul(c, &ly->ffn_gate, fin, nf, V(s->g, 0)));
-            TRY(o->matmul(c, &ly->ffn_up, fin, nf, V(s->u, 0)));
-            if (ly->ffn_gate_b.data)
-                TRY(o->add_w(c, V(s->g, 0), &ly->ffn_gate_b, V(s->g, 0), nf, F));
-            if (ly->ffn_up_b.data)
-                TRY(o->add_w(c, V(s->u, 0), &ly->ffn_up_b, V(s->u, 0), nf, F));
-            if (hp->flags & MODEL_F_GELU)
-                TRY(o->gelu_mul(c, V(s->g, 0), V(s->u, 0), V(s->g, 0), nf, F));
-            else
-                TRY(o->silu_mul(c, V(s->g, 0), V(s->u, 0), V(s->g, 0), nf, F));
-            TRY(o->matmul(c, &ly->ffn_down, V(s->g, 0), nf, V(s->xb, 0)));
-            if (ly->ffn_down_b.data)
-                TRY(o->add_w(c, V(s->xb, 0), &ly->ffn_down_b, V(s->xb, 0), nf, E));
-            if (ly->post_ffw_norm.data)
-                TRY(o->rms_norm_mul(c, V(s->xb, 0), &ly->post_ffw_norm, V(s->xb, 0), nf, E, hp->rms_eps));
-            if (hp->residual_scale != 0.0f)
-                TRY(o->scale(c, V(s->xb, 0), V(s->xb, 0), (size_t)nf * E, hp->residual_scale));
+            if (hp->n_expert) { /* the experts: no biases, post-norm or scale of their own */
+                int rc = ffn_moe(s, ly, il, fin, nf);
+                if (rc)
+                    return rc;
+            } else {
+                TRY(o->matmul(c, &ly->ffn_gate, fin, nf, V(s->g, 0)));
+                TRY(o->matmul(c, &ly->ffn_up, fin, nf, V(s->u, 0)));
+                if (ly->ffn_gate_b.data)
+                    TRY(o->add_w(c, V(s->g, 0), &ly->ffn_gate_b, V(s->g, 0), nf, F));
+                if (ly->ffn_up_b.data)
+                    TRY(o->add_w(c, V(s->u, 0), &ly->ffn_up_b, V(s->u, 0), nf, F));
+                if (hp->flags & MODEL_F_GELU)
+                    TRY(o->gelu_mul(c, V(s->g, 0), V(s->u, 0), V(s->g, 0), nf, F));
+                else
+                    TRY(o->silu_mul(c, V(s->g, 0), V(s->u, 0), V(s->g, 0), nf, F));
+                TRY(o->matmul(c, &ly->ffn_down, V(s->g, 0), nf, V(s->xb, 0)));
+                if (ly->ffn_down_b.data)
+                    TRY(o->add_w(c, V(s->xb, 0), &ly->ffn_down_b, V(s->xb, 0), nf, E));
+                if (ly->post_ffw_norm.data)
+                    TRY(o->rms_norm_mul(c, V(s->xb, 0), &ly->post_ffw_norm, V(s->xb, 0), nf, E, hp->rms_eps));
+                if (hp->residual_scale != 0.0f)
+                    TRY(o->scale(c, V(s->xb, 0), V(s->xb, 0), (size_t)nf * E, hp->residual_scale));
+            }
             TRY(o->add(c, V(s->x, xo), V(s->xb, 0), V(s->x, xo), (size_t)nf * E));
         }
         if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
