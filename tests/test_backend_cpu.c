@@ -377,16 +377,25 @@ static void test_attention_grouped_bitwise(void **state)
         assert_int_equal(O->store_f16(B->ctx, V(bv), (uint32_t)NKV, (uint32_t)KD, V(vc), 0), 0);
         backend_buf *bq = buf_from(q, T * QD), *bo = O->buf_new(B->ctx, BACKEND_F32, T * QD);
         const float scale = 1.0f / sqrtf((float)D);
-        const backend_attn_params AP = {.scale = scale, .n_swa = cases[ci].sw, .n_cells = cases[ci].nc};
-        backend_cpu_attn_pairs(true);
-        assert_int_equal(O->attention(B->ctx, V(bq), V(kc), V(vc), V(bo), T, P0, H, HKV, D, &AP), 0);
-        read_back(bo, o1, T * QD);
-        backend_cpu_attn_pairs(false);
-        assert_int_equal(O->attention(B->ctx, V(bq), V(kc), V(vc), V(bo), T, P0, H, HKV, D, &AP), 0);
-        read_back(bo, o2, T * QD);
-        for (size_t i = 0; i < T * QD; i++)
-            if (memcmp(&o1[i], &o2[i], sizeof(float)) != 0)
-                fail_msg("case %zu: output %zu is %.9g, pair by pair %.9g", ci, i, o2[i], o1[i]);
+        /* attention sinks (gpt-oss): odd heads' above every score (the
+         * accumulator rescaled), even heads' among them */
+        float sinks[16];
+        for (uint32_t h = 0; h < H; h++)
+            sinks[h] = h % 2 ? 40.0f + frand() : 2.0f * frand();
+        for (int with_sinks = 0; with_sinks < 2; with_sinks++) {
+            const backend_attn_params AP = {.scale = scale, .n_swa = cases[ci].sw, .n_cells = cases[ci].nc,
+                                            .sinks = with_sinks ? sinks : NULL};
+            backend_cpu_attn_pairs(true);
+            assert_int_equal(O->attention(B->ctx, V(bq), V(kc), V(vc), V(bo), T, P0, H, HKV, D, &AP), 0);
+            read_back(bo, o1, T * QD);
+            backend_cpu_attn_pairs(false);
+            assert_int_equal(O->attention(B->ctx, V(bq), V(kc), V(vc), V(bo), T, P0, H, HKV, D, &AP), 0);
+            read_back(bo, o2, T * QD);
+            for (size_t i = 0; i < T * QD; i++)
+                if (memcmp(&o1[i], &o2[i], sizeof(float)) != 0)
+                    fail_msg("case %zu%s: output %zu is %.9g, pair by pair %.9g", ci, with_sinks ? " (sinks)" : "",
+                             i, o2[i], o1[i]);
+        }
         backend_buf *bufs[] = {kc, vc, bk, bv, bq, bo};
         for (int i = 0; i < 6; i++)
             O->buf_free(B->ctx, bufs[i]);
@@ -633,9 +642,22 @@ static void test_rope_yarn(void **state)
 /* softmax(scale q.k) v in double over the positions query P = pos0 + t sees
  * (P - n_swa < p <= P; n_swa 0: 0..P), position p's key and value read
  * from the row p % n_cells (n_cells 0: row p) of the F16 caches kh, vh. */
+static void ref_attention_sinks(const float *q, const uint16_t *kh, const uint16_t *vh, uint32_t T, uint32_t pos0,
+                                uint32_t H, uint32_t HKV, uint32_t D, float scale, uint32_t n_swa, uint32_t n_cells,
+                                const float *sinks, double *want);
+
 static void ref_attention(const float *q, const uint16_t *kh, const uint16_t *vh, uint32_t T, uint32_t pos0,
                           uint32_t H, uint32_t HKV, uint32_t D, float scale, uint32_t n_swa, uint32_t n_cells,
                           double *want)
+{
+    ref_attention_sinks(q, kh, vh, T, pos0, H, HKV, D, scale, n_swa, n_cells, NULL, want);
+}
+
+/* ref_attention with head h's sink (sinks[h], when sinks is not NULL): one
+ * more term exp(sink) in the softmax's denominator, without a value. */
+static void ref_attention_sinks(const float *q, const uint16_t *kh, const uint16_t *vh, uint32_t T, uint32_t pos0,
+                                uint32_t H, uint32_t HKV, uint32_t D, float scale, uint32_t n_swa, uint32_t n_cells,
+                                const float *sinks, double *want)
 {
     const size_t KD = (size_t)HKV * D;
     for (uint32_t t = 0; t < T; t++)
@@ -651,8 +673,12 @@ static void ref_attention(const float *q, const uint16_t *kh, const uint16_t *vh
                 s[p - lo] = a * scale;
                 mx = s[p - lo] > mx ? s[p - lo] : mx;
             }
+            if (sinks && sinks[h] > mx)
+                mx = sinks[h];
             for (uint32_t p = lo; p <= P; p++)
                 z += (s[p - lo] = exp(s[p - lo] - mx));
+            if (sinks)
+                z += exp((double)sinks[h] - mx);
             for (uint32_t d = 0; d < D; d++) {
                 double acc = 0;
                 for (uint32_t p = lo; p <= P; p++)
@@ -799,6 +825,88 @@ static void test_attention_ring_linear(void **state)
     free(kv), free(q), free(o1), free(o2);
 }
 
+/* Attention sinks: the one-chunk form (fewer than 64 queries) and the tiled
+ * form (64+) against softmax with the sink's term in double; the sink step
+ * itself in plain C (one-chunk: S*ms and + vs rounded apart, the maximum
+ * moved to the sink; tiled: one fmaf, the maximum kept); the tiled SIMD row
+ * against its plain C reference, bit for bit. */
+static void test_attention_sinks(void **state)
+{
+    (void)state;
+    enum { H = 4, HKV = 2, D = 64, KD = HKV * D, QD = H * D, NKV = 200 };
+    const float scale = 0.125f, sinks[H] = {3.0f, -2.0f, 30.0f, 0.5f};
+    float *kv = malloc(sizeof(float) * NKV * KD * 2), *q = malloc(sizeof(float) * 80 * QD);
+    float *out = malloc(sizeof(float) * 80 * QD);
+    double *want = malloc(sizeof(double) * 80 * QD);
+    uint16_t *kh = malloc(2 * (size_t)NKV * KD), *vh = malloc(2 * (size_t)NKV * KD);
+    assert_true(kv && q && out && want && kh && vh);
+    for (size_t i = 0; i < (size_t)NKV * KD * 2; i++)
+        kv[i] = frand();
+    for (size_t i = 0; i < (size_t)80 * QD; i++)
+        q[i] = 2.0f * frand();
+    backend_buf *bk = buf_from(kv, (size_t)NKV * KD), *bv = buf_from(kv + NKV * KD, (size_t)NKV * KD);
+    backend_buf *kc = O->buf_new(B->ctx, BACKEND_F16, (size_t)NKV * KD);
+    backend_buf *vc = O->buf_new(B->ctx, BACKEND_F16, (size_t)NKV * KD);
+    assert_int_equal(O->store_f16(B->ctx, V(bk), NKV, KD, V(kc), 0), 0);
+    assert_int_equal(O->store_f16(B->ctx, V(bv), NKV, KD, V(vc), 0), 0);
+    assert_int_equal(O->buf_read(B->ctx, kc, 0, kh, (size_t)NKV * KD), 0);
+    assert_int_equal(O->buf_read(B->ctx, vc, 0, vh, (size_t)NKV * KD), 0);
+    backend_buf *bq = buf_from(q, (size_t)80 * QD), *bo = O->buf_new(B->ctx, BACKEND_F32, (size_t)80 * QD);
+    static const struct { uint32_t t, p0, sw; double tol; } cases[] = {
+        {1, 0, 0, 3e-3}, {5, 30, 0, 3e-3}, {70, 100, 0, 1e-4}, {70, 120, 40, 1e-4}, {3, 150, 16, 3e-3},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const uint32_t T = cases[ci].t, P0 = cases[ci].p0;
+        const backend_attn_params ap = {.scale = scale, .n_swa = cases[ci].sw, .sinks = sinks};
+        assert_int_equal(O->attention(B->ctx, V(bq), V(kc), V(vc), V(bo), T, P0, H, HKV, D, &ap), 0);
+        read_back(bo, out, (size_t)T * QD);
+        ref_attention_sinks(q, kh, vh, T, P0, H, HKV, D, scale, cases[ci].sw, 0, sinks, want);
+        char what[64];
+        snprintf(what, sizeof what, "attention with sinks, case %zu", ci);
+        expect_close(out, want, (size_t)T * QD, cases[ci].tol, what);
+    }
+    /* the sink step */
+    for (int i = 0; i < 1000; i++) {
+        const float M0 = 4.0f * frand(), S0 = 1.0f + 30.0f * (frand() + 1.0f), sink = 5.0f * frand();
+        const float a0[3] = {frand(), frand(), frand()};
+        for (int tiled = 0; tiled < 2; tiled++) {
+            float M = M0, S = S0, acc[3] = {a0[0], a0[1], a0[2]};
+            backend_cpu_attn_sink(sink, &M, &S, acc, 3, tiled);
+            volatile float ms = 1.0f, vs = 1.0f, prod;
+            if (sink > M0)
+                ms = expf(M0 - sink);
+            else
+                vs = expf(sink - M0);
+            prod = S0 * ms;
+            const float want_s = tiled ? fmaf(S0, ms, vs) : prod + vs;
+            assert_memory_equal(&S, &want_s, sizeof S);
+            const float want_m = !tiled && sink > M0 ? sink : M0;
+            assert_memory_equal(&M, &want_m, sizeof M);
+            for (int d = 0; d < 3; d++) {
+                const float w = sink > M0 ? a0[d] * ms : a0[d];
+                assert_memory_equal(&acc[d], &w, sizeof w);
+            }
+        }
+    }
+    /* the tiled row, SIMD and plain C, with a sink above and below the scores */
+    if (backend_cpu_attn_simd_available()) {
+        float acc[D], o1[D], o2[D];
+        uint32_t r[4];
+        backend_cpu_attn_rows(150, 0, 0, r);
+        for (int hw = 0; hw < 2; hw++)
+            for (int si = 0; si < H; si++) {
+                backend_cpu_attn_tiled_ref(q, kh, vh, KD, r, D, scale, &sinks[si], acc, o1, hw);
+                backend_cpu_attn_tiled(q, kh, vh, KD, r, D, scale, &sinks[si], acc, o2, hw);
+                assert_memory_equal(o1, o2, sizeof o1);
+            }
+    }
+    backend_buf *bufs[] = {bk, bv, kc, vc, bq, bo};
+    for (int i = 0; i < 6; i++)
+        O->buf_free(B->ctx, bufs[i]);
+    free(kv), free(q), free(out), free(want), free(kh), free(vh);
+    assert_true((O->caps & BACKEND_CAP_ATTN_SINKS) != 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -813,6 +921,7 @@ int main(void)
         cmocka_unit_test(test_rope_yarn),
         cmocka_unit_test(test_attention_window),
         cmocka_unit_test(test_attention_ring_linear),
+        cmocka_unit_test(test_attention_sinks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -380,6 +380,7 @@ typedef struct {
     float *out;
     uint32_t n_tok, pos0, n_head, n_head_kv, head_dim;
     uint32_t n_swa, n_cells; /* backend_attn_params: window, ring (0: none) */
+    const float *sinks;      /* n_head sinks, or NULL */
     float scale;
     bool simd;   /* AVX2/F16C inner loops (same results) */
     atomic_uint next; /* the next (token, head) pair to take */
@@ -432,6 +433,8 @@ static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *acc, floa
             S = S * ms + vs; /* not fused in ggml's build either */
         }
     }
+    if (j->sinks) /* after the loop, on the F16 accumulator's values as floats */
+        backend_cpu_attn_sink(j->sinks[h], &M, &S, acc, hd, false);
     float inv = S == 0.0f ? 0.0f : 1.0f / S;
     float *o = j->out + ((size_t)t * j->n_head + h) * hd;
     for (uint32_t d = 0; d < hd; d++)
@@ -480,6 +483,8 @@ static void attn_one_group(const attn_job *j, uint32_t t, uint32_t kvh, float *a
         }
     }
     for (uint32_t g = 0; g < G; g++) {
+        if (j->sinks)
+            backend_cpu_attn_sink(j->sinks[kvh * G + g], M + g, S + g, acc + (size_t)g * hd, hd, false);
         float inv = S[g] == 0.0f ? 0.0f : 1.0f / S[g];
         float *o = j->out + ((size_t)t * j->n_head + (size_t)kvh * G + g) * hd;
         for (uint32_t d = 0; d < hd; d++)
@@ -518,7 +523,8 @@ static void attn_group_task(attn_job *j)
         const size_t qo = ((size_t)t0 * j->n_head + (size_t)kvh * G) * hd;
         backend_cpu_attn_tiled_group(j->q + qo, j->n_head, j->k + (size_t)kvh * hd, j->v + (size_t)kvh * hd,
                                      (size_t)j->n_head_kv * hd, j->pos0, j->n_swa, j->n_cells, t0, nq, G, hd,
-                                     j->scale, work, j->out + qo, g_haswell);
+                                     j->scale, j->sinks ? j->sinks + (size_t)kvh * G : NULL, work, j->out + qo,
+                                     g_haswell);
     }
     free(work);
 }
@@ -560,10 +566,11 @@ static void attn_task(void *arg, int ith, int nth)
         const uint16_t *k = j->k + (size_t)kvh * hd, *v = j->v + (size_t)kvh * hd;
         uint32_t r[4];
         backend_cpu_attn_rows(j->pos0 + t, j->n_swa, j->n_cells, r);
+        const float *sink = j->sinks ? j->sinks + h : NULL;
         if (j->simd)
-            backend_cpu_attn_tiled(q, k, v, kvrow, r, hd, j->scale, sc, o, g_haswell);
+            backend_cpu_attn_tiled(q, k, v, kvrow, r, hd, j->scale, sink, sc, o, g_haswell);
         else
-            backend_cpu_attn_tiled_ref(q, k, v, kvrow, r, hd, j->scale, sc, o, g_haswell);
+            backend_cpu_attn_tiled_ref(q, k, v, kvrow, r, hd, j->scale, sink, sc, o, g_haswell);
     }
     free(sc);
 }
@@ -586,7 +593,8 @@ static int cpu_attention(void *ctx, backend_view q, backend_view k, backend_view
     attn_job j = {
         .q = f32_at(q, qn), .k = f16_at(k, kvn), .v = f16_at(v, kvn), .out = f32_at(out, qn),
         .n_tok = n_tok, .pos0 = pos0, .n_head = n_head, .n_head_kv = n_head_kv,
-        .head_dim = head_dim, .n_swa = ap->n_swa, .n_cells = ap->n_cells, .scale = scale, .simd = g_attn_simd,
+        .head_dim = head_dim, .n_swa = ap->n_swa, .n_cells = ap->n_cells, .sinks = ap->sinks, .scale = scale,
+        .simd = g_attn_simd,
     };
     if (!j.q || !j.k || !j.v || !j.out || q.buf == out.buf)
         return BACKEND_EARG;
@@ -685,7 +693,7 @@ static int cpu_sync(void *ctx)
 
 static const backend_ops CPU_OPS = {
     .name = "cpu",
-    .caps = BACKEND_CAP_ROPE_EXT | BACKEND_CAP_ATTN_SWA,
+    .caps = BACKEND_CAP_ROPE_EXT | BACKEND_CAP_ATTN_SWA | BACKEND_CAP_ATTN_SINKS,
     .free = backend_cpu_ctx_free,
     .buf_new = cpu_buf_new,
     .buf_free = cpu_buf_free,

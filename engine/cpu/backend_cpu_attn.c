@@ -141,8 +141,29 @@ static inline uint32_t mask_len(uint64_t m)
     return m ? 64u - (uint32_t)__builtin_clzll(m) : 0;
 }
 
+void backend_cpu_attn_sink(float sink, float *M, float *S, float *acc, uint32_t hd, bool tiled)
+{
+    float ms = 1.0f, vs = 1.0f;
+    if (sink > *M) {
+        ms = expf(*M - sink);
+        if (!tiled)
+            *M = sink;
+        for (uint32_t d = 0; d < hd; d++)
+            acc[d] *= ms;
+    } else {
+        vs = expf(sink - *M);
+    }
+    if (tiled) {
+        *S = fmaf(*S, ms, vs);
+    } else {
+        const float t = *S * ms; /* two roundings, as ggml's one-chunk form */
+        *S = t + vs;
+    }
+}
+
 void backend_cpu_attn_tiled_ref(const float *q, const uint16_t *k, const uint16_t *v, size_t stride,
-                                const uint32_t r[4], uint32_t hd, float scale, float *acc, float *out, bool hw)
+                                const uint32_t r[4], uint32_t hd, float scale, const float *sink, float *acc,
+                                float *out, bool hw)
 {
     for (uint32_t d = 0; d < hd; d++)
         acc[d] = 0.0f;
@@ -187,6 +208,8 @@ void backend_cpu_attn_tiled_ref(const float *q, const uint16_t *k, const uint16_
                 acc[d] = fmaf(P[t], h2f(vr[d]), acc[d]);
         }
     }
+    if (sink)
+        backend_cpu_attn_sink(*sink, &M, &S, acc, hd, true);
     float inv = S == 0.0f ? 0.0f : 1.0f / S;
     for (uint32_t d = 0; d < hd; d++)
         out[d] = acc[d] * inv;
@@ -392,7 +415,8 @@ TGT static inline __m256i lanes_of(uint32_t bits)
 }
 
 TGT void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_t *v, size_t stride,
-                                const uint32_t r[4], uint32_t hd, float scale, float *acc, float *out, bool hw)
+                                const uint32_t r[4], uint32_t hd, float scale, const float *sink, float *acc,
+                                float *out, bool hw)
 {
     for (uint32_t d = 0; d < hd; d++)
         acc[d] = 0.0f;
@@ -441,6 +465,8 @@ TGT void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_
             _mm256_storeu_ps(acc + d, a);
         }
     }
+    if (sink)
+        backend_cpu_attn_sink(*sink, &M, &S, acc, hd, true);
     float inv = S == 0.0f ? 0.0f : 1.0f / S;
     __m256 vinv = _mm256_set1_ps(inv);
     for (uint32_t d = 0; d < hd; d += 8)
@@ -552,8 +578,8 @@ static int next_pairs(const uint64_t *tm, uint32_t nh, uint32_t np, uint32_t *cu
  * place in out. work: backend_cpu_attn_group_work(nq * nh, hd) floats. */
 TGT void backend_cpu_attn_tiled_group(const float *q, size_t q_tok, const uint16_t *k, const uint16_t *v,
                                       size_t stride, uint32_t pos0, uint32_t n_swa, uint32_t n_cells, uint32_t t0,
-                                      uint32_t nq, uint32_t nh, uint32_t hd, float scale, float *work, float *out,
-                                      bool hw)
+                                      uint32_t nq, uint32_t nh, uint32_t hd, float scale, const float *sinks,
+                                      float *work, float *out, bool hw)
 {
     nq = nq < BACKEND_CPU_ATTN_QB ? nq : BACKEND_CPU_ATTN_QB;
     const uint32_t np = nq * nh;
@@ -661,6 +687,8 @@ TGT void backend_cpu_attn_tiled_group(const float *q, size_t q_tok, const uint16
         }
     }
     for (uint32_t pi = 0; pi < np; pi++) {
+        if (sinks)
+            backend_cpu_attn_sink(sinks[pi % nh], Ms + pi, Ss + pi, acc + (size_t)pi * hd, hd, true);
         float inv = Ss[pi] == 0.0f ? 0.0f : 1.0f / Ss[pi];
         __m256 vinv = _mm256_set1_ps(inv);
         float *o = out + ((size_t)(pi / nh) * q_tok + pi % nh) * hd;
@@ -702,9 +730,10 @@ float backend_cpu_dot_f16(const float *q, const uint16_t *k, uint32_t n, bool hw
     return backend_cpu_dot_f16_ref(q, k, n, hw);
 }
 void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_t *v, size_t stride,
-                            const uint32_t r[4], uint32_t hd, float scale, float *acc, float *out, bool hw)
+                            const uint32_t r[4], uint32_t hd, float scale, const float *sink, float *acc, float *out,
+                            bool hw)
 {
-    backend_cpu_attn_tiled_ref(q, k, v, stride, r, hd, scale, acc, out, hw);
+    backend_cpu_attn_tiled_ref(q, k, v, stride, r, hd, scale, sink, acc, out, hw);
 }
 void backend_cpu_attn_mad(float *acc, const uint16_t *v, float ms, bool rescale, float vs, uint32_t n)
 {
@@ -712,11 +741,11 @@ void backend_cpu_attn_mad(float *acc, const uint16_t *v, float ms, bool rescale,
 }
 void backend_cpu_attn_tiled_group(const float *q, size_t q_tok, const uint16_t *k, const uint16_t *v,
                                   size_t stride, uint32_t pos0, uint32_t n_swa, uint32_t n_cells, uint32_t t0,
-                                  uint32_t nq, uint32_t nh, uint32_t hd, float scale, float *work, float *out,
-                                  bool hw)
+                                  uint32_t nq, uint32_t nh, uint32_t hd, float scale, const float *sinks, float *work,
+                                  float *out, bool hw)
 {
     (void)q, (void)q_tok, (void)k, (void)v, (void)stride, (void)pos0, (void)t0, (void)nq, (void)nh, (void)hd;
-    (void)n_swa, (void)n_cells;
+    (void)n_swa, (void)n_cells, (void)sinks;
     (void)scale, (void)work, (void)out, (void)hw;
 }
 void backend_cpu_silu_mul(const float *g, const float *u, float *d, size_t n8, bool hw)

@@ -77,25 +77,35 @@ bool backend_cpu_attn_simd_available(void);
 /* ggml_vec_dot_f16 of an F16-rounded query (as floats) with an F16 key. */
 float backend_cpu_dot_f16_ref(const float *q, const uint16_t *k, uint32_t n, bool hw);
 float backend_cpu_dot_f16(const float *q, const uint16_t *k, uint32_t n, bool hw);
+/* An attention sink (gpt-oss) joins a finished softmax of maximum *M and
+ * sum *S whose weighted values are acc (hd floats): when sink > *M, acc is
+ * scaled by ms = expf(*M - sink), else vs = expf(sink - *M); then S = S*ms +
+ * vs, rounded twice in the one-chunk form (which also moves *M to the
+ * sink), one fmaf in the tiled form (ggml's ops.cpp, both forms). */
+void backend_cpu_attn_sink(float sink, float *M, float *S, float *acc, uint32_t hd, bool tiled);
 /* One query row of ggml's tiled flash attention (batches of 64+ queries):
  * keys/values k[c * stride + d], the cells of rows r (backend_cpu_attn_rows)
- * in tiles of 64 from cell 0, acc scratch of hd floats. */
+ * in tiles of 64 from cell 0, the head's sink (or NULL), acc scratch of hd
+ * floats. */
 void backend_cpu_attn_tiled_ref(const float *q, const uint16_t *k, const uint16_t *v, size_t stride,
-                                const uint32_t r[4], uint32_t hd, float scale, float *acc, float *out, bool hw);
+                                const uint32_t r[4], uint32_t hd, float scale, const float *sink, float *acc,
+                                float *out, bool hw);
 void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_t *v, size_t stride,
-                            const uint32_t r[4], uint32_t hd, float scale, float *acc, float *out, bool hw);
+                            const uint32_t r[4], uint32_t hd, float scale, const float *sink, float *acc, float *out,
+                            bool hw);
 /* Queries per work item of the grouped tiled attention (at most). */
 #define BACKEND_CPU_ATTN_QB 16
 /* backend_cpu_attn_tiled (SIMD) for nq (<= BACKEND_CPU_ATTN_QB) consecutive queries t0.. (query i at
  * position pos0+t0+i, its rows from backend_cpu_attn_rows with n_swa and
  * n_cells) x nh heads of one KV head, each key/value tile converted once for
  * all of them; query (i, j) at q + (i*q_tok + j)*hd, its output at the same
- * offset of out. The same bits as calling backend_cpu_attn_tiled per pair.
- * work: backend_cpu_attn_group_work floats. */
+ * offset of out; head j's sink sinks[j] (sinks NULL: none). The same bits
+ * as calling backend_cpu_attn_tiled per pair. work:
+ * backend_cpu_attn_group_work floats. */
 void backend_cpu_attn_tiled_group(const float *q, size_t q_tok, const uint16_t *k, const uint16_t *v,
                                   size_t stride, uint32_t pos0, uint32_t n_swa, uint32_t n_cells, uint32_t t0,
-                                  uint32_t nq, uint32_t nh, uint32_t hd, float scale, float *work, float *out,
-                                  bool hw);
+                                  uint32_t nq, uint32_t nh, uint32_t hd, float scale, const float *sinks,
+                                  float *work, float *out, bool hw);
 static inline size_t backend_cpu_attn_group_work(uint32_t n_pairs, uint32_t hd)
 {
     return (size_t)128 * hd + (size_t)n_pairs * (hd + 2 + 64);
