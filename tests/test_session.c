@@ -232,11 +232,124 @@ static void test_load_errors(void **state)
     model_free(NULL);
 }
 
+/* Write the model at path again with key `key` (if not NULL) set to the
+ * u32 v, and tensor `tname` (if not NULL) cut to its first ne2 experts. */
+static void rewrite(const char *path, const char *key, uint32_t v, const char *tname, uint64_t ne2)
+{
+    gguf_error err;
+    gguf_file *f = gguf_open(path, &err);
+    assert_non_null(f);
+    gguf_writer *w = gguf_writer_new(gguf_alignment(f));
+    for (uint64_t i = 0; i < gguf_kv_count(f); i++) {
+        const gguf_kv *kv = gguf_kv_at(f, i);
+        if (key && gguf_str_eq(kv->key, key))
+            assert_int_equal(gguf_writer_set_u32(w, key, v), GGUF_OK);
+        else
+            assert_int_equal(gguf_writer_copy_kv(w, kv), GGUF_OK);
+    }
+    for (uint64_t i = 0; i < gguf_tensor_count(f); i++) {
+        const gguf_tensor *t = gguf_tensor_at(f, i);
+        char name[128];
+        gguf_str_copy(t->name, name, sizeof name);
+        uint64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+        if (tname && !strcmp(name, tname))
+            ne[2] = ne2;
+        assert_int_equal(gguf_writer_add_tensor(w, name, t->type, t->n_dims, ne, t->data), GGUF_OK);
+    }
+    assert_int_equal(gguf_writer_write(w, path, NULL, NULL), GGUF_OK);
+    gguf_writer_free(w);
+    gguf_close(f);
+}
+
+static void patch_legacy(char *path) { replace_bytes(path, "blk.1.ffn_norm.weight", "blk.1.ffn_up.0.weight"); }
+static void patch_scale(char *path)
+{
+    replace_bytes(path, "blk.0.ffn_gate_inp.weight", "blk.0.ffn_gate_exps.scale");
+}
+static void patch_experts(char *path) { rewrite(path, NULL, 0, "blk.1.ffn_down_exps.weight", 4); }
+static void patch_used(char *path) { rewrite(path, "qwen3moe.expert_used_count", 9, NULL, 0); }
+static void patch_count(char *path) { rewrite(path, "qwen3moe.expert_count", 2000, NULL, 0); }
+static void patch_no_exps(char *path)
+{
+    replace_bytes(path, "blk.0.ffn_up_exps.weight", "blk.0.ffn_up_expx.weight");
+}
+
+/* Mixture-of-experts files: what a good qwen3moe / gpt-oss file binds,
+ * every byte of the 3-D experts counted; a backend without the MoE ops or
+ * sinks refused by name; hostile files refused in one line. */
+static void test_load_moe(void **state)
+{
+    (void)state;
+    char path[512], msg[512];
+    snprintf(path, sizeof path, "%s", tu_tmp_path("moe.gguf"));
+    backend *cpu = backend_cpu_new(1);
+    assert_non_null(cpu);
+    for (int a = 0; a < 2; a++) {
+        testmodel_params p = testmodel_arch_params(a ? "gpt-oss" : "qwen3moe");
+        assert_int_equal(testmodel_write(&p, path, msg, sizeof msg), 0);
+        gguf_error err;
+        gguf_file *f = gguf_open(path, &err);
+        model *m = model_load(f, NULL, msg, sizeof msg);
+        if (!m)
+            fail_msg("model_load: %s", msg);
+        const model_hparams *hp = &m->hp;
+        assert_int_equal(hp->n_expert, a ? 32 : 8);
+        assert_int_equal(hp->n_expert_used, a ? 4 : 2);
+        assert_int_equal(hp->n_ff_exp, 256);
+        assert_int_equal(hp->moe_gating, a ? BACKEND_MOE_TOPK_SOFTMAX : BACKEND_MOE_SOFTMAX);
+        assert_int_equal(hp->moe_norm_w, !a);
+        const model_layer *l0 = &m->layers[0], *l1 = &m->layers[1];
+        assert_int_equal(l0->ffn_up_exps.ne2, hp->n_expert);
+        assert_int_equal(l0->ffn_down_exps.ne0, 256);
+        assert_int_equal(l0->n_expert_used, hp->n_expert_used);
+        assert_null(l0->ffn_up.data);
+        assert_true(l0->ffn_norm.data != NULL);
+        /* every tensor byte but the tokenizer's is a weight */
+        uint64_t all = 0;
+        for (uint64_t i = 0; i < gguf_tensor_count(f); i++)
+            all += gguf_tensor_at(f, i)->n_bytes;
+        assert_int_equal(model_weight_bytes(m), all);
+        if (a) { /* gpt-oss: sinks, biases, even layers sliding, post_attention_norm as FFN norm */
+            assert_true(l0->attn_sinks.data && l0->bo.data && l0->ffn_gate_inp_b.data && l0->ffn_down_exps_b.data);
+            assert_true(l0->swa && !l1->swa);
+            assert_int_equal(hp->n_swa, 128);
+            assert_true(hp->flags & MODEL_F_SWIGLU_OAI);
+            assert_true(hp->rope_ext_factor == 1.0f);
+            assert_ptr_equal(l0->ffn_norm.data, gguf_find_tensor(f, "blk.0.post_attention_norm.weight")->data);
+        } else {
+            assert_null(l0->attn_sinks.data);
+            assert_null(l0->ffn_gate_inp_b.data);
+        }
+        assert_int_equal(model_backend_check(m, cpu, msg, sizeof msg), 0);
+        backend_ops o = *cpu->ops;
+        backend fake = {&o, cpu->ctx};
+        o.caps &= ~(unsigned)BACKEND_CAP_MOE;
+        assert_int_equal(model_backend_check(m, &fake, msg, sizeof msg), BACKEND_EUNSUPPORTED);
+        assert_non_null(strstr(msg, "matmul_id"));
+        o.caps = cpu->ops->caps & ~(unsigned)BACKEND_CAP_ATTN_SINKS;
+        assert_int_equal(model_backend_check(m, &fake, msg, sizeof msg), a ? BACKEND_EUNSUPPORTED : 0);
+        if (a)
+            assert_non_null(strstr(msg, "sinks"));
+        model_free(m);
+        gguf_close(f);
+    }
+    backend_free(cpu);
+    remove(path);
+    testmodel_params q = testmodel_arch_params("qwen3moe");
+    expect_load_error(&q, patch_legacy, MODEL_ETYPE, "blk.1.ffn_up.0.weight: one tensor per expert");
+    expect_load_error(&q, patch_scale, MODEL_ETYPE, "expert scales");
+    expect_load_error(&q, patch_experts, MODEL_ESHAPE, "blk.1.ffn_down_exps.weight has shape [256, 256, 4, 1]");
+    expect_load_error(&q, patch_used, MODEL_EPARAM, "expert_used_count = 9 is more than expert_count 8");
+    expect_load_error(&q, patch_count, MODEL_EPARAM, "expert_count = 2000");
+    expect_load_error(&q, patch_no_exps, MODEL_EMISSING, "blk.0.ffn_up_exps.weight is missing");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chunks_and_reuse),
         cmocka_unit_test(test_load_errors),
+        cmocka_unit_test(test_load_moe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
