@@ -35,8 +35,9 @@ compare() { # MODEL TOL [PEER_MODEL]
   fi
 }
 
-# PARTS="shared dense families" chooses what runs (default all); ARCHS and TYPES narrow the families
-PARTS=${PARTS:-shared dense families}
+# PARTS="shared dense families moe" chooses what runs (default all); ARCHS and TYPES narrow the
+# families, MOE_ARCHS and TYPES the mixture-of-experts ones
+PARTS=${PARTS:-shared dense families moe}
 M=$shared/models
 if [[ $PARTS == *shared* ]]; then
   compare "$M/stories260K.gguf" 1e-3
@@ -64,14 +65,17 @@ vocab_of() {
     qwen2|qwen3) echo "$vocab/ggml-vocab-qwen2.gguf" ;;
     phi3) echo "$vocab/ggml-vocab-phi-3.gguf" ;;
     smollm3) echo "$vocab/ggml-vocab-llama-bpe.gguf" ;;
-    olmo2|granite) echo "$vocab/ggml-vocab-gpt-2.gguf" ;;
+    olmo2|granite|gpt-oss) echo "$vocab/ggml-vocab-gpt-2.gguf" ;;  # gpt-oss: testmodel's o200k_harmony stand-in
+    llama-moe) echo "$vocab/ggml-vocab-llama-spm.gguf" ;;
+    qwen3moe) echo "$vocab/ggml-vocab-qwen2.gguf" ;;
   esac
 }
-run_arch() { # ARCH TYPES...
-  local arch=$1 t f tol; shift
+run_arch() { # ARCH TYPES...   (ARCH llama-moe: llama with 8 experts, 2 used)
+  local arch=$1 t f tol mkarch=(--arch "$1"); shift
+  [[ $arch == llama-moe ]] && mkarch=(--arch llama --experts 8 --experts-used 2)
   for t in "$@"; do
     f=$work/$arch-$t.gguf
-    [[ -f $f ]] || "$mk" "$f" --arch $arch --type $t --vocab "$(vocab_of $arch)" --seed 7 || { fail=1; continue; }
+    [[ -f $f ]] || "$mk" "$f" "${mkarch[@]}" --type $t --vocab "$(vocab_of $arch)" --seed 7 || { fail=1; continue; }
     case $t in f32|f16) tol=1e-3 ;; *) tol=1e-2 ;; esac
     compare "$f" $tol
   done
@@ -84,6 +88,14 @@ if [[ $PARTS == *families* ]]; then
   for arch in ${ARCHS:-qwen3 gemma3 phi3 smollm3 olmo2 granite mistral3}; do
     # shellcheck disable=SC2086
     run_arch $arch ${TYPES:-f32 f16 q8_0 q4_K}
+  done
+fi
+if [[ $PARTS == *moe* ]]; then
+  # mixture of experts: llama with experts (Mixtral style), qwen3moe (8 experts, 2 used),
+  # gpt-oss (32 experts, 4 used; MXFP4 experts when quantized, attention sinks)
+  for arch in ${MOE_ARCHS:-llama-moe qwen3moe gpt-oss}; do
+    # shellcheck disable=SC2086
+    run_arch $arch ${TYPES:-f32 q8_0}
   done
 fi
 [[ -z ${WORK:-} ]] && rm -rf "$work"

@@ -232,12 +232,16 @@ static bool load_moe_hparams(loader *L, const model_arch_row *row, model_hparams
     hp->moe_norm_w = true;
     if (!(row->opts & (MODEL_A_MOE | MODEL_A_MOE_OPT)))
         return true;
-    if (!model_hp_u32(L, a, "expert_count", row->opts & MODEL_A_MOE ? 0 : UINT32_MAX, &hp->n_expert))
-        return false;
-    if (hp->n_expert == UINT32_MAX) {
-        hp->n_expert = 0;
-        return true;
+    char key[128];
+    snprintf(key, sizeof key, "%s.expert_count", a);
+    uint64_t v;
+    if (row->opts & MODEL_A_MOE_OPT) { /* absent or 0: a dense model */
+        gguf_status st = gguf_get_u64(L->f, key, &v);
+        if (st == GGUF_ENOTFOUND || (st == GGUF_OK && v == 0))
+            return true;
     }
+    if (!model_hp_u32(L, a, "expert_count", 0, &hp->n_expert))
+        return false;
     if (hp->n_expert > 1024) {
         fail(L, MODEL_EPARAM, "%s.expert_count = %u is out of range (1..1024)", a, hp->n_expert);
         return false;

@@ -51,6 +51,17 @@ static const hw_case CASES[] = {
     FAMILY("qwen3", 41), FAMILY("gemma3", 45), FAMILY("phi3", 49), FAMILY("smollm3", 53),
     FAMILY("olmo2", 57), FAMILY("granite", 61), FAMILY("mistral3", 65),
 #undef FAMILY
+    /* mixture of experts: llama with 8 experts (2 used), qwen3moe (8, 2),
+     * gpt-oss (32 experts, 4 used: the unstable sort; MXFP4 experts when
+     * quantized; sinks in the one-chunk form with 12 tokens, tiled with 64) */
+    {"llama_moe_f32", "llama-moe", GGTYPE_F32, 71, 64, 8},
+    {"llama_moe_q8_0", "llama-moe", GGTYPE_Q8_0, 72, 64, 8},
+    {"qwen3moe_f32", "qwen3moe", GGTYPE_F32, 73, 64, 8},
+    {"qwen3moe_q8_0", "qwen3moe", GGTYPE_Q8_0, 74, 64, 8},
+    {"gpt-oss_f32", "gpt-oss", GGTYPE_F32, 75, 64, 8},
+    {"gpt-oss_q8_0", "gpt-oss", GGTYPE_Q8_0, 76, 64, 8},
+    {"gpt-oss_f32_short", "gpt-oss", GGTYPE_F32, 77, 12, 12},
+    {"gpt-oss_q8_0_short", "gpt-oss", GGTYPE_Q8_0, 78, 12, 12},
 };
 #define N_CASES (sizeof CASES / sizeof CASES[0])
 #define MAX_TOK 72
@@ -59,7 +70,8 @@ static const hw_case CASES[] = {
 static testmodel_params params_of(const hw_case *c)
 {
     testmodel_params p = testmodel_default_params();
-    if (strcmp(c->arch, "llama") && strcmp(c->arch, "qwen2")) { /* a family's own small shapes */
+    if (strcmp(c->arch, "llama") && strcmp(c->arch, "llama-moe") && strcmp(c->arch, "qwen2")) {
+        /* a family's own small shapes */
         p = testmodel_arch_params(c->arch);
         p.n_vocab = N_VOCAB;
         p.wtype = c->wtype;
@@ -75,6 +87,11 @@ static testmodel_params params_of(const hw_case *c)
     p.n_vocab = N_VOCAB;
     p.wtype = c->wtype;
     p.seed = c->seed;
+    if (!strcmp(c->arch, "llama-moe")) { /* llama with 8 experts, 2 used (Mixtral style) */
+        p.arch = "llama";
+        p.n_expert = 8;
+        p.n_expert_used = 2;
+    }
     return p;
 }
 
