@@ -234,7 +234,16 @@ static void test_load_errors(void **state)
 
 /* Write the model at path again with key `key` (if not NULL) set to the
  * u32 v, and tensor `tname` (if not NULL) cut to its first ne2 experts. */
+static void rewrite_arr(const char *path, const char *key, const uint32_t *arr, uint32_t n, const char *tname,
+                        uint64_t ne2);
 static void rewrite(const char *path, const char *key, uint32_t v, const char *tname, uint64_t ne2)
+{
+    rewrite_arr(path, key, &v, 0, tname, ne2);
+}
+
+/* rewrite, the key an array of n u32 (n > 0) or the u32 arr[0] (n == 0). */
+static void rewrite_arr(const char *path, const char *key, const uint32_t *arr, uint32_t n, const char *tname,
+                        uint64_t ne2)
 {
     gguf_error err;
     gguf_file *f = gguf_open(path, &err);
@@ -242,8 +251,10 @@ static void rewrite(const char *path, const char *key, uint32_t v, const char *t
     gguf_writer *w = gguf_writer_new(gguf_alignment(f));
     for (uint64_t i = 0; i < gguf_kv_count(f); i++) {
         const gguf_kv *kv = gguf_kv_at(f, i);
-        if (key && gguf_str_eq(kv->key, key))
-            assert_int_equal(gguf_writer_set_u32(w, key, v), GGUF_OK);
+        if (key && gguf_str_eq(kv->key, key) && n)
+            assert_int_equal(gguf_writer_set_arr(w, key, GGUF_VT_UINT32, arr, n), GGUF_OK);
+        else if (key && gguf_str_eq(kv->key, key))
+            assert_int_equal(gguf_writer_set_u32(w, key, arr[0]), GGUF_OK);
         else
             assert_int_equal(gguf_writer_copy_kv(w, kv), GGUF_OK);
     }
@@ -269,6 +280,11 @@ static void patch_scale(char *path)
 static void patch_experts(char *path) { rewrite(path, NULL, 0, "blk.1.ffn_down_exps.weight", 4); }
 static void patch_used(char *path) { rewrite(path, "qwen3moe.expert_used_count", 9, NULL, 0); }
 static void patch_count(char *path) { rewrite(path, "qwen3moe.expert_count", 2000, NULL, 0); }
+static void patch_used_rising(char *path)
+{
+    const uint32_t used[2] = {1, 2};
+    rewrite_arr(path, "qwen3moe.expert_used_count", used, 2, NULL, 0);
+}
 static void patch_no_exps(char *path)
 {
     replace_bytes(path, "blk.0.ffn_up_exps.weight", "blk.0.ffn_up_expx.weight");
@@ -342,6 +358,31 @@ static void test_load_moe(void **state)
     expect_load_error(&q, patch_used, MODEL_EPARAM, "expert_used_count = 9 is more than expert_count 8");
     expect_load_error(&q, patch_count, MODEL_EPARAM, "expert_count = 2000");
     expect_load_error(&q, patch_no_exps, MODEL_EMISSING, "blk.0.ffn_up_exps.weight is missing");
+    expect_load_error(&q, patch_used_rising, MODEL_EPARAM, "expert_used_count[1] = 2 is more than layer 0's 1");
+
+    /* expert_used_count per layer: layer 0's routes (2), layer 1 sums its first slot only */
+    assert_int_equal(testmodel_write(&q, path, msg, sizeof msg), 0);
+    const uint32_t used[2] = {2, 1};
+    rewrite_arr(path, "qwen3moe.expert_used_count", used, 2, NULL, 0);
+    gguf_error err;
+    gguf_file *f = gguf_open(path, &err);
+    model *m = model_load(f, NULL, msg, sizeof msg);
+    if (!m)
+        fail_msg("model_load: %s", msg);
+    assert_int_equal(m->hp.n_expert_used, 2);
+    assert_int_equal(m->layers[1].n_expert_used, 1);
+    session *s = new_session(m, 32, 8, 1);
+    const int32_t ids[5] = {1, 7, 42, 99, 250};
+    float *lg = malloc(sizeof(float) * 5 * m->hp.n_vocab);
+    assert_non_null(lg);
+    assert_int_equal(session_eval(s, ids, 5, 0, lg, true), 0);
+    for (size_t i = 0; i < 5 * (size_t)m->hp.n_vocab; i++)
+        assert_true(isfinite(lg[i]));
+    free(lg);
+    session_free(s);
+    model_free(m);
+    gguf_close(f);
+    remove(path);
 }
 
 int main(void)
