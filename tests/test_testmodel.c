@@ -618,6 +618,34 @@ static void test_harmony_vocab(void **state)
     gguf_close(gpt2);
 }
 
+/* gpt-oss with the Harmony template, read from llama.cpp's tree at run time
+ * ($GGSCOPE_LLAMA_SRC, default /tmp/llama-src; never copied here): stored as
+ * tokenizer.chat_template in place of the vocabulary's. */
+static void test_harmony_template(void **state)
+{
+    (void)state;
+    const char *src = getenv("GGSCOPE_LLAMA_SRC") ? getenv("GGSCOPE_LLAMA_SRC") : "/tmp/llama-src";
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/templates/openai-gpt-oss-120b.jinja", src);
+    size_t n;
+    char *tpl = (char *)tu_read_file(path, &n);
+    if (!tpl) {
+        print_message("SKIP: no %s (llama.cpp's tree; GGSCOPE_LLAMA_SRC)\n", path);
+        skip();
+    }
+    testmodel_params p = testmodel_arch_params("gpt-oss");
+    p.n_layer = 1;
+    p.chat_template = tpl;
+    gguf_file *f = write_open(&p, "harmonytpl");
+    gguf_str s;
+    assert_int_equal(gguf_get_str(f, "tokenizer.chat_template", &s), GGUF_OK);
+    assert_int_equal(s.len, n);
+    assert_memory_equal(s.ptr, tpl, n);
+    assert_non_null(strstr(tpl, "<|channel|>"));
+    gguf_close(f);
+    free(tpl);
+}
+
 /* llama-quantize's Q4_K_M (llama-quant.cpp) on a qwen3moe of 8 layers, whose
  * use_more_bits layers are 0, 3, 6, 7: with 8 experts attn_k / attn_v Q8_0 and
  * attn_output Q5_K; with 16 attn_v Q6_K there and Q4_K elsewhere. */
@@ -801,6 +829,7 @@ int main(void)
         cmocka_unit_test(test_moe_defaults),
         cmocka_unit_test(test_moe_refusals),
         cmocka_unit_test(test_harmony_vocab),
+        cmocka_unit_test(test_harmony_template),
         cmocka_unit_test(test_q4_K_M),
         cmocka_unit_test(test_fast_random),
         cmocka_unit_test(test_router_varies),
