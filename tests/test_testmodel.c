@@ -525,7 +525,7 @@ static void test_moe_refusals(void **state)
     p.expert_ff = 256;
     expect_refused(p, "llamaxff", "expert_ff");
     p = testmodel_default_params();
-    p.expert_type = GGTYPE_Q8_0;
+    p.n_expert_used = 2;
     expect_refused(p, "llamaxt", "without experts");
     p = testmodel_arch_params("qwen3moe");
     p.n_expert_used = 9;

@@ -324,8 +324,8 @@ static const char *foreign_field(const family *f, const testmodel_params *p)
         return "tied (its output.weight is required)";
     if (p->n_expert && !(f->flags & (FAM_MOE | FAM_MOE_OPT)))
         return "n_expert";
-    if (!has_experts(f, p) && (p->n_expert_used || p->expert_ff || p->expert_type >= 0))
-        return "n_expert_used / expert_ff / expert_type without experts";
+    if (!has_experts(f, p) && (p->n_expert_used || p->expert_ff))
+        return "n_expert_used / expert_ff without experts";
     if (p->expert_ff && !(f->flags & FAM_MOE))
         return "expert_ff (its experts are n_ff wide)";
     if (p->swa_pattern && (f->flags & FAM_OAI))
