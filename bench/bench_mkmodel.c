@@ -31,7 +31,7 @@ static const char USAGE[] =
     "usage: bench_mkmodel OUT.gguf [options]\n"
     "  --arch NAME         family (default llama; see below), with its defaults\n"
     "  --type T            matrix type: f32 f16 q8_0 q4_0 q4_K q6_K ... (default f32),\n"
-    "                      or q4_K_M: llama-quantize's Q4_K_M mix (q4_K, q6_K where it gives them)\n"
+    "                      or q4_K_M: llama-quantize's Q4_K_M mix (q4_K; q6_K where it gives it)\n"
     "  --embd-type T       token_embd type (default: --type)\n"
     "  --vocab FILE.gguf   copy tokenizer.* from FILE (else a synthetic SPM vocabulary)\n"
     "  --n-vocab N         synthetic vocabulary size (default 300)\n"
@@ -76,9 +76,10 @@ static void print_help(void)
         const char *v = testmodel_arch_vocab(testmodel_arch_name(i), &stand_in);
         printf("  %-9s %s%s\n", testmodel_arch_name(i), v, stand_in ? " (stand-in)" : "");
     }
-    printf("gpt-oss: a vocabulary without <|start|> becomes an o200k_harmony stand-in (pre-tokenizer\n"
-           "gpt-4o, the Harmony special tokens appended as control tokens, eos <|return|>); the\n"
-           "Harmony template: --template llama.cpp's models/templates/openai-gpt-oss-120b.jinja\n");
+    printf("gpt-oss: a vocabulary without <|start|> becomes an o200k_harmony stand-in\n"
+           "(pre-tokenizer gpt-4o, the Harmony special tokens appended as control tokens, eos\n"
+           "<|return|>); the Harmony template: --template llama.cpp's\n"
+           "models/templates/openai-gpt-oss-120b.jinja\n");
 }
 
 /* The shapes of the published models (the preset options). */
@@ -208,8 +209,8 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--type") && v && !strcasecmp(v, "q4_K_M")) {
             p.q4_K_M = true;
             i++;
-        } else if ((!strcmp(a, "--type") || !strcmp(a, "--embd-type") || !strcmp(a, "--expert-type")) &&
-                   v) {
+        } else if ((!strcmp(a, "--type") || !strcmp(a, "--embd-type") ||
+                    !strcmp(a, "--expert-type")) && v) {
             int t = ggtype_from_name(v);
             if (t < 0) {
                 fprintf(stderr, "unknown type %s\n", v);

@@ -51,17 +51,16 @@ static const hw_case CASES[] = {
     FAMILY("qwen3", 41), FAMILY("gemma3", 45), FAMILY("phi3", 49), FAMILY("smollm3", 53),
     FAMILY("olmo2", 57), FAMILY("granite", 61), FAMILY("mistral3", 65),
 #undef FAMILY
-    /* mixture of experts: llama with 8 experts (2 used), qwen3moe (8, 2),
-     * gpt-oss (32 experts, 4 used: the unstable sort; MXFP4 experts when
-     * quantized; sinks in the one-chunk form with 12 tokens, tiled with 64) */
-    {"llama_moe_f32", "llama-moe", GGTYPE_F32, 71, 64, 8},
-    {"llama_moe_q8_0", "llama-moe", GGTYPE_Q8_0, 72, 64, 8},
-    {"qwen3moe_f32", "qwen3moe", GGTYPE_F32, 73, 64, 8},
-    {"qwen3moe_q8_0", "qwen3moe", GGTYPE_Q8_0, 74, 64, 8},
-    {"gpt-oss_f32", "gpt-oss", GGTYPE_F32, 75, 64, 8},
-    {"gpt-oss_q8_0", "gpt-oss", GGTYPE_Q8_0, 76, 64, 8},
-    {"gpt-oss_f32_short", "gpt-oss", GGTYPE_F32, 77, 12, 12},
-    {"gpt-oss_q8_0_short", "gpt-oss", GGTYPE_Q8_0, 78, 12, 12},
+    /* mixture of experts, as MOE=1 bench/make_test_logits.sh writes them: llama with
+     * 8 experts (2 used), qwen3moe (8, 2), gpt-oss (32 experts, 4 used: the unstable
+     * sort; MXFP4 experts when quantized; a 16-token window that the prompt crosses;
+     * sinks in the tiled form with 64 tokens, the one-chunk form with 12) */
+#define MOE(a, n, s) {a "_f32", n, GGTYPE_F32, s, 64, 8}, {a "_f16", n, GGTYPE_F16, s + 1, 64, 8}, \
+        {a "_q8_0", n, GGTYPE_Q8_0, s + 2, 64, 8}
+    MOE("qwen3moe", "qwen3moe", 69), {"qwen3moe_q4_K", "qwen3moe", GGTYPE_Q4_K, 72, 64, 8},
+    MOE("gpt-oss", "gpt-oss", 73), {"gpt-oss_q8_0_short", "gpt-oss", GGTYPE_Q8_0, 76, 12, 12},
+    MOE("llama_moe", "llama-moe", 77), {"llama_moe_q4_K", "llama-moe", GGTYPE_Q4_K, 80, 64, 8},
+#undef MOE
 };
 #define N_CASES (sizeof CASES / sizeof CASES[0])
 #define MAX_TOK 72
@@ -70,12 +69,19 @@ static const hw_case CASES[] = {
 static testmodel_params params_of(const hw_case *c)
 {
     testmodel_params p = testmodel_default_params();
-    if (strcmp(c->arch, "llama") && strcmp(c->arch, "llama-moe") && strcmp(c->arch, "qwen2")) {
+    const bool llama_moe = !strcmp(c->arch, "llama-moe");
+    if ((strcmp(c->arch, "llama") && strcmp(c->arch, "qwen2")) || llama_moe) {
         /* a family's own small shapes */
-        p = testmodel_arch_params(c->arch);
+        p = testmodel_arch_params(llama_moe ? "llama" : c->arch);
         p.n_vocab = N_VOCAB;
         p.wtype = c->wtype;
         p.seed = c->seed;
+        if (llama_moe) { /* Mixtral style: 8 experts, 2 used */
+            p.n_expert = 8;
+            p.n_expert_used = 2;
+        }
+        if (!strcmp(c->arch, "gpt-oss"))
+            p.sliding_window = 16;
         return p;
     }
     p.arch = c->arch;
@@ -87,11 +93,6 @@ static testmodel_params params_of(const hw_case *c)
     p.n_vocab = N_VOCAB;
     p.wtype = c->wtype;
     p.seed = c->seed;
-    if (!strcmp(c->arch, "llama-moe")) { /* llama with 8 experts, 2 used (Mixtral style) */
-        p.arch = "llama";
-        p.n_expert = 8;
-        p.n_expert_used = 2;
-    }
     return p;
 }
 

@@ -195,8 +195,8 @@ static uint32_t mix_q4_K_M(const testmodel_params *p, const char *name, uint32_t
 }
 
 /* One tensor of the file; sets mk->err when the table is full. */
-static void add(testmodel__maker *mk, const char *name, uint32_t type, uint64_t ne0, uint64_t ne1, int kind,
-                float scale)
+static void add(testmodel__maker *mk, const char *name, uint32_t type, uint64_t ne0, uint64_t ne1,
+                int kind, float scale)
 {
     if (mk->n >= mk->cap) {
         mk->err = 1;
@@ -216,8 +216,8 @@ static void add(testmodel__maker *mk, const char *name, uint32_t type, uint64_t 
 }
 
 /* A tensor of layer il: "blk.IL.what". */
-static void add_blk(testmodel__maker *mk, uint32_t il, const char *what, uint32_t type, uint64_t ne0,
-                    uint64_t ne1, int kind, float scale)
+static void add_blk(testmodel__maker *mk, uint32_t il, const char *what, uint32_t type,
+                    uint64_t ne0, uint64_t ne1, int kind, float scale)
 {
     char name[64];
     snprintf(name, sizeof name, "blk.%u.%s", il, what);
@@ -225,8 +225,8 @@ static void add_blk(testmodel__maker *mk, uint32_t il, const char *what, uint32_
 }
 
 /* A 3-D matrix of layer il: {ne0, ne1, ne2} (the experts' weights). */
-static void add_blk3(testmodel__maker *mk, uint32_t il, const char *what, uint32_t type, uint64_t ne0,
-                     uint64_t ne1, uint64_t ne2, float scale)
+static void add_blk3(testmodel__maker *mk, uint32_t il, const char *what, uint32_t type,
+                     uint64_t ne0, uint64_t ne1, uint64_t ne2, float scale)
 {
     add_blk(mk, il, what, type, ne0, ne1, TESTMODEL__MATRIX, scale);
     if (!mk->err) {
@@ -324,8 +324,8 @@ static const char *foreign_field(const family *f, const testmodel_params *p)
         return "tied (its output.weight is required)";
     if (p->n_expert && !(f->flags & (FAM_MOE | FAM_MOE_OPT)))
         return "n_expert";
-    if (!has_experts(f, p) && (p->n_expert_used || p->expert_ff || p->expert_type >= 0))
-        return "n_expert_used / expert_ff / expert_type without experts";
+    if (!has_experts(f, p) && (p->n_expert_used || p->expert_ff))
+        return "n_expert_used / expert_ff without experts";
     if (p->expert_ff && !(f->flags & FAM_MOE))
         return "expert_ff (its experts are n_ff wide)";
     if (p->swa_pattern && (f->flags & FAM_OAI))
@@ -352,7 +352,9 @@ static const char *shape_of(const testmodel_params *p, shape *s)
     if (!p->n_expert || p->n_expert > 1024 || !p->n_expert_used || p->n_expert_used > p->n_expert)
         return "bad expert counts (0 < n_expert_used <= n_expert <= 1024)";
     /* qwen3moe without the key: n_ff / n_expert_used (qwen3moe.cpp) */
-    s->fx = !(f->flags & FAM_MOE) ? p->n_ff : p->expert_ff ? p->expert_ff : p->n_ff / p->n_expert_used;
+    s->fx = !(f->flags & FAM_MOE) ? p->n_ff
+          : p->expert_ff          ? p->expert_ff
+                                  : p->n_ff / p->n_expert_used;
     if (!s->fx || ((f->flags & FAM_OAI) && !p->expert_ff))
         return "bad dimensions (the experts' FFN width)";
     return NULL;

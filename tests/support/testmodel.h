@@ -85,7 +85,8 @@ typedef struct {
                                   width (gpt-oss: required; qwen3moe 0 = key absent, width
                                   n_ff / n_expert_used as llama.cpp falls back) */
     int32_t expert_type;       /* type of ffn_{gate,up,down}_exps; -1 = wtype, except gpt-oss:
-                                  MXFP4 when wtype is a quantized type */
+                                  MXFP4 when wtype is a quantized type (unused without
+                                  experts) */
     /* Matrix types by llama-quantize's Q4_K_M mix (Q4_K; Q6_K output and attn_v /
      * ffn_down(_exps) on its use_more_bits layers; 8 experts: attn_k / attn_v Q8_0,
      * attn_output Q5_K; the router stays F32): wtype, embd_type and expert_type

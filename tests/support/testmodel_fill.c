@@ -36,8 +36,8 @@ static void fill_row(const testmodel__tensor *t, uint64_t seed, uint64_t row, fl
         float u = urand(&st);
         switch (t->kind) {
         case TESTMODEL__NORM: dst[c] = 1.0f + 0.25f * u; break;
-        case TESTMODEL__ROPE_FREQS: dst[c] = 1.0f + (float)(c % 8) * 0.5f; break;  /* 1..4.5 */
-        case TESTMODEL__ROPE_LONG: dst[c] = 1.0f + (float)c * 0.5f; break;         /* rising, as Phi-3's */
+        case TESTMODEL__ROPE_FREQS: dst[c] = 1.0f + (float)(c % 8) * 0.5f; break; /* 1..4.5 */
+        case TESTMODEL__ROPE_LONG: dst[c] = 1.0f + (float)c * 0.5f; break; /* rising, as Phi-3's */
         case TESTMODEL__ROPE_SHORT: dst[c] = 1.0f + (float)(c % 4) * 0.02f; break; /* near 1 */
         default: dst[c] = t->scale * 1.7320508f * u; break;
         }

@@ -154,7 +154,8 @@ static gguf_status write_harmony(gguf_writer *w, const gguf_file *v, const gguf_
     }
     if ((st = gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)toks, n)) ||
         (st = gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_VT_INT32, ty, n)) ||
-        (scores && (st = gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_VT_FLOAT32, sc, n))) ||
+        (scores &&
+         (st = gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_VT_FLOAT32, sc, n))) ||
         (st = gguf_writer_set_str(w, "tokenizer.ggml.pre", "gpt-4o")) ||
         (st = gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)id[0])) ||
         (st = gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)id[2])) ||
