@@ -18,6 +18,9 @@
 typedef struct {
     kern_tile_fn tile;      /* one-token tile, or NULL: generic path (dequantize, F32 tile) */
     kern_tile_fn f32_tile;
+    kern_gemm_fn gemm;      /* batches: an expert's pairs at once in the one-token order, or NULL */
+    const uint8_t *actg;    /* gemm: the activation rows of the pairs, in pairs[] order */
+    int plain;
     int tile_r;
     uint32_t wtype;
     const uint8_t *W;
@@ -52,7 +55,23 @@ static inline int64_t act_row(const id_ctx *c, int64_t p)
     return c->x_per_tok == 1 ? p / c->n_used : p;
 }
 
-static void id_item(id_ctx *c, int64_t item, float *rowbuf)
+/* The GEMM over an expert's pairs (512 at a time) into yt (16 floats a
+ * pair), scattered to their rows. */
+static void id_item_gemm(id_ctx *c, const uint8_t *We, int64_t r0, int64_t r1, int64_t p0, int64_t np, void *tmp,
+                         float *yt)
+{
+    for (int64_t j0 = 0; j0 < np; j0 += 512) {
+        const int64_t nt = np - j0 < 512 ? np - j0 : 512;
+        c->gemm(We + (size_t)r0 * c->row_bytes, c->row_bytes, (int)(r1 - r0),
+                c->actg + (size_t)(p0 + j0) * c->act_stride, c->act_stride, nt, c->n_cols, yt, KERN_GEMM_ROWS, tmp,
+                0, c->plain);
+        for (int64_t j = 0; j < nt; j++)
+            memcpy(c->y + (size_t)c->pairs[p0 + j0 + j] * c->n_rows + r0, yt + j * KERN_GEMM_ROWS,
+                   sizeof(float) * (size_t)(r1 - r0));
+    }
+}
+
+static void id_item(id_ctx *c, int64_t item, float *rowbuf, float *yt)
 {
     const int64_t u = item / c->n_rchunks;
     const int64_t r0 = (item % c->n_rchunks) * c->rc;
@@ -60,6 +79,10 @@ static void id_item(id_ctx *c, int64_t item, float *rowbuf)
     const uint8_t *We = c->W + (size_t)c->uexp[u] * c->expert_bytes;
     const int32_t *pp = c->pairs + c->span[2 * u];
     const int64_t np = c->span[2 * u + 1] - c->span[2 * u];
+    if (c->gemm && np >= 2) {
+        id_item_gemm(c, We, r0, r1, c->span[2 * u], np, rowbuf, yt);
+        return;
+    }
     if (!c->tile) {
         for (int64_t r = r0; r < r1; r++) {
             if (codec_dequantize(c->wtype, We + (size_t)r * c->row_bytes, rowbuf, (uint64_t)c->n_cols) != 0) {
@@ -92,24 +115,30 @@ static void id_worker(void *p, int ith, int nth)
 {
     id_ctx *c = p;
     (void)nth;
-    float *rowbuf = NULL, *owned = NULL;
-    if (!c->tile) {
-        const size_t need = (size_t)c->n_cols * sizeof(float);
+    float *rowbuf = NULL, *owned = NULL, *yt = NULL;
+    if (!c->tile || c->gemm) {
+        /* the generic path's row, or the GEMM's work buffer */
+        const size_t need = c->gemm ? kern_gemm_tmp_size(c->n_cols) : (size_t)c->n_cols * sizeof(float);
         rowbuf = tpool_thread_buf(c->pool, ith, need);
         if (!rowbuf)
             rowbuf = owned = malloc(need);
-        if (!rowbuf) {
+        if (c->gemm)
+            yt = malloc(sizeof(float) * 512 * KERN_GEMM_ROWS);
+        if (!rowbuf || (c->gemm && !yt)) {
             atomic_store(&c->err, 1);
+            free(owned);
+            free(yt);
             return;
         }
     }
     for (int64_t it = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed); it < c->n_items;
          it = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed)) {
-        id_item(c, it, rowbuf);
+        id_item(c, it, rowbuf, yt);
         if (atomic_load_explicit(&c->err, memory_order_relaxed))
             break;
     }
     free(owned);
+    free(yt);
 }
 
 int kern_matmul_id(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes, size_t expert_bytes,
@@ -162,7 +191,11 @@ int kern_matmul_id(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
     const size_t cnt_bytes = sizeof(int64_t) * (size_t)(n_expert + 1);
     const size_t ints = sizeof(int32_t) * ((size_t)n_pairs + (size_t)n_expert);
     const size_t spans = sizeof(int64_t) * 2 * (size_t)n_expert;
-    const size_t abytes = rb * (size_t)c.n_act + 64;
+    c.plain = n_rows % 8 != 0;
+    c.gemm = at != GGTYPE_F32 && n_tok > 1 ? kern_vec_gemm(wtype, c.plain) : NULL;
+    if (c.gemm && (size_t)n_pairs > (SIZE_MAX / 2 - 64) / rb - (size_t)c.n_act)
+        return -1;
+    const size_t abytes = rb * ((size_t)c.n_act + (c.gemm ? (size_t)n_pairs : 0)) + 64;
     uint8_t *mem = malloc(cnt_bytes + ints + spans + abytes + 64);
     if (!mem)
         return -1;
@@ -198,6 +231,12 @@ int kern_matmul_id(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
             id_quant_worker(&c, 0, 1);
         else
             tpool_run(pool, id_quant_worker, &c);
+        if (c.gemm) { /* the pairs' rows side by side, expert after expert */
+            uint8_t *g = abuf + rb * (size_t)c.n_act;
+            for (int64_t j = 0; j < n_pairs; j++)
+                memcpy(g + (size_t)j * rb, abuf + (size_t)act_row(&c, pairs[j]) * rb, rb);
+            c.actg = g;
+        }
     } else {
         c.act = (const uint8_t *)x;
         c.act_stride = (size_t)n_cols * sizeof(float);
@@ -211,6 +250,8 @@ int kern_matmul_id(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
     if (n_pairs == n_ue) {
         rc = (n_ue * n_rows + (int64_t)nth * 8 - 1) / ((int64_t)nth * 8);
         rc = rc < 64 ? 64 : rc > 256 ? 256 : rc;
+    } else if (c.gemm) {
+        rc = KERN_GEMM_ROWS; /* the GEMM's chunk: its repacked rows serve every token */
     } else {
         rc = (int64_t)(65536 / row_bytes);
         rc = rc > 256 ? 256 : rc;
