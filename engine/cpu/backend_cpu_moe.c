@@ -176,6 +176,14 @@ static void insertion_sort(int32_t *f, int32_t *l, sort_cmp c)
     }
 }
 
+void backend_cpu_heapsort_desc(const float *data, int32_t *idx, int64_t n)
+{
+    sort_cmp c = {data};
+    for (int64_t j = 0; j < n; j++)
+        idx[j] = (int32_t)j;
+    heap_sort(idx, n, c);
+}
+
 void backend_cpu_argsort_desc(const float *data, int32_t *idx, int64_t n)
 {
     sort_cmp c = {data};

@@ -2,16 +2,19 @@
 // (backend_cpu_argsort_desc, test_backend_moe). Reads rows "n v0 .. v(n-1)"
 // (floats in any strtof form) from the file argv[1] and prints, one line per
 // row, the indices 0..n-1 sorted as ggml_argsort (GGML_SORT_ORDER_DESC) does:
-// std::sort with the comparator data[a] > data[b].
+// std::sort with the comparator data[a] > data[b]. With "heap" as argv[2]:
+// std::partial_sort(first, last, last), introsort's fallback at depth 0.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 int main(int argc, char **argv)
 {
-    if (argc != 2)
+    if (argc != 2 && argc != 3)
         return 2;
+    const bool heap = argc == 3 && std::string(argv[2]) == "heap";
     FILE *f = std::fopen(argv[1], "r");
     if (!f)
         return 1;
@@ -26,7 +29,11 @@ int main(int argc, char **argv)
             d[(size_t)i] = std::strtof(tok, nullptr);
             idx[(size_t)i] = (int)i;
         }
-        std::sort(idx.begin(), idx.end(), [&d](int a, int b) { return d[(size_t)a] > d[(size_t)b]; });
+        auto cmp = [&d](int a, int b) { return d[(size_t)a] > d[(size_t)b]; };
+        if (heap)
+            std::partial_sort(idx.begin(), idx.end(), idx.end(), cmp);
+        else
+            std::sort(idx.begin(), idx.end(), cmp);
         for (long i = 0; i < n; i++)
             std::printf(i ? " %d" : "%d", idx[(size_t)i]);
         std::printf("\n");
