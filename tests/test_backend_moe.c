@@ -103,6 +103,7 @@ static void make_row(float *v, int n, int kind)
         case 4: v[i] = (float)((n - i) / 5); break;
         case 5: v[i] = rnd() % 2 ? -INFINITY : (float)(rnd() % 5); break;
         case 6: v[i] = (float)(rnd() % 2) * (i % 2 ? 1.0f : 2.0f); break;
+        case 8: v[i] = rnd() % 3 ? NAN : (float)(rnd() % 4); break; /* no strict weak order */
         default: v[i] = frand(); break;
         }
     }
@@ -175,20 +176,23 @@ static void test_argsort_vs_std_sort(void **state)
 
 /* Without the oracle, what libstdc++ guarantees for 16 or fewer elements
  * (insertion sort only: stable, so ties keep ascending indices) and a valid
- * descending permutation for longer rows. */
+ * descending permutation for longer rows; rows with NaNs (no strict weak
+ * order: std::sort itself may run off the range) stay a permutation. */
 static void test_argsort_properties(void **state)
 {
     (void)state;
     float v[300];
     int32_t idx[300];
     for (int n = 1; n <= 300; n += (n < 40 ? 1 : 37)) {
-        for (int k = 0; k < 8; k++) {
+        for (int k = 0; k < 9; k++) {
             make_row(v, n, k);
             backend_cpu_argsort_desc(v, idx, n);
             int seen[300] = {0};
             for (int i = 0; i < n; i++) {
                 assert_true(idx[i] >= 0 && idx[i] < n);
                 assert_int_equal(seen[idx[i]]++, 0);
+                if (k == 8)
+                    continue;
                 if (i)
                     assert_false(v[idx[i]] > v[idx[i - 1]]);
                 if (i && n <= 16 && v[idx[i]] == v[idx[i - 1]])
@@ -323,6 +327,16 @@ static void test_route_ties(void **state)
     ref_softmax(lg, p, 128);
     backend_cpu_argsort_desc(p, want, 128);
     assert_memory_equal(ids, want, sizeof(int32_t) * 8);
+
+    /* NaN logits (a broken model): no crash, experts in range */
+    for (int i = 0; i < 128; i++)
+        lg[i] = i % 3 ? NAN : (float)(i % 7);
+    assert_int_equal(O->buf_write(B->ctx, bl, 0, lg, 128), 0);
+    for (int g = 0; g < 2; g++) {
+        assert_int_equal(O->moe_route(B->ctx, V(bl), 1, 128, 8, (backend_moe_gating)g, true, ids, V(bw)), 0);
+        for (int k = 0; k < 8; k++)
+            assert_true(ids[k] >= 0 && ids[k] < 128);
+    }
     O->buf_free(B->ctx, bl);
     O->buf_free(B->ctx, bw);
 }

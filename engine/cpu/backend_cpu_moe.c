@@ -114,14 +114,18 @@ static void median_to_first(int32_t *r, int32_t *a, int32_t *b, int32_t *m, sort
     }
 }
 
-/* __unguarded_partition */
+/* __unguarded_partition of [f, l) around *pivot (pivot = f - 1). The bounds
+ * checks never fire for a strict weak order (libstdc++'s median-of-three
+ * guarantees a stop on each side); they keep NaN scores, which break that
+ * order, inside the range. */
 static int32_t *partition(int32_t *f, int32_t *l, const int32_t *pivot, sort_cmp c)
 {
+    int32_t *const end = l;
     for (;;) {
-        while (gt(c, *f, *pivot))
+        while (f < end && gt(c, *f, *pivot))
             ++f;
         --l;
-        while (gt(c, *pivot, *l))
+        while (l > pivot && gt(c, *pivot, *l))
             --l;
         if (!(f < l))
             return f;
@@ -147,12 +151,13 @@ static void introsort(int32_t *f, int32_t *l, int64_t depth, sort_cmp c)
     }
 }
 
-/* __unguarded_linear_insert */
-static void linear_insert(int32_t *i, sort_cmp c)
+/* __unguarded_linear_insert (first: the start of the whole range, the same
+ * kind of never-firing bound as in partition) */
+static void linear_insert(int32_t *first, int32_t *i, sort_cmp c)
 {
     const int32_t v = *i;
     int32_t *next = i - 1;
-    while (gt(c, v, *next)) {
+    while (i > first && gt(c, v, *next)) {
         *i = *next;
         i = next;
         --next;
@@ -171,7 +176,7 @@ static void insertion_sort(int32_t *f, int32_t *l, sort_cmp c)
             memmove(f + 1, f, (size_t)(i - f) * sizeof *f);
             *f = v;
         } else {
-            linear_insert(i, c);
+            linear_insert(f, i, c);
         }
     }
 }
@@ -196,7 +201,7 @@ void backend_cpu_argsort_desc(const float *data, int32_t *idx, int64_t n)
     if (n > 16) { /* __final_insertion_sort */
         insertion_sort(idx, idx + 16, c);
         for (int32_t *i = idx + 16; i != idx + n; ++i)
-            linear_insert(i, c);
+            linear_insert(idx, i, c);
     } else {
         insertion_sort(idx, idx + n, c);
     }
