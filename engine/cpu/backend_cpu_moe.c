@@ -270,7 +270,7 @@ int backend_cpu_moe_route(void *ctx, backend_view logits, uint32_t n_tok, uint32
                           backend_moe_gating gating, bool norm, int32_t *ids, backend_view weights)
 {
     (void)ctx;
-    if (!n_expert || !n_used || n_used > n_expert || (n_tok && !ids) ||
+    if (!n_expert || n_expert > INT32_MAX || !n_used || n_used > n_expert || (n_tok && !ids) ||
         (gating != BACKEND_MOE_SOFTMAX && gating != BACKEND_MOE_TOPK_SOFTMAX))
         return BACKEND_EARG;
     const float *lg = backend_cpu_f32(logits, (size_t)n_tok * n_expert);
