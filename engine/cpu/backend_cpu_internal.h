@@ -37,6 +37,9 @@ int backend_cpu_moe_combine(void *ctx, backend_view y, backend_view w, uint32_t 
  * idx[0..n) with the comparator data[a] > data[b] (ggml_argsort, DESC): the
  * order it leaves, ties included. */
 void backend_cpu_argsort_desc(const float *data, int32_t *idx, int64_t n);
+/* Its heap fallback alone (std::partial_sort(first, last, last), what
+ * introsort runs when its depth limit is reached), for tests. */
+void backend_cpu_heapsort_desc(const float *data, int32_t *idx, int64_t n);
 /* ggml_soft_max of one row of n (scale 1, no mask): dst may be src. hw: the
  * haswell build's order (8 lanes), else the zen4 build's (16). */
 void backend_cpu_softmax_row(const float *src, float *dst, int64_t n, bool hw);

@@ -114,14 +114,18 @@ static void median_to_first(int32_t *r, int32_t *a, int32_t *b, int32_t *m, sort
     }
 }
 
-/* __unguarded_partition */
+/* __unguarded_partition of [f, l) around *pivot (pivot = f - 1). The bounds
+ * checks never fire for a strict weak order (libstdc++'s median-of-three
+ * guarantees a stop on each side); they keep NaN scores, which break that
+ * order, inside the range. */
 static int32_t *partition(int32_t *f, int32_t *l, const int32_t *pivot, sort_cmp c)
 {
+    int32_t *const end = l;
     for (;;) {
-        while (gt(c, *f, *pivot))
+        while (f < end && gt(c, *f, *pivot))
             ++f;
         --l;
-        while (gt(c, *pivot, *l))
+        while (l > pivot && gt(c, *pivot, *l))
             --l;
         if (!(f < l))
             return f;
@@ -147,12 +151,13 @@ static void introsort(int32_t *f, int32_t *l, int64_t depth, sort_cmp c)
     }
 }
 
-/* __unguarded_linear_insert */
-static void linear_insert(int32_t *i, sort_cmp c)
+/* __unguarded_linear_insert (first: the start of the whole range, the same
+ * kind of never-firing bound as in partition) */
+static void linear_insert(int32_t *first, int32_t *i, sort_cmp c)
 {
     const int32_t v = *i;
     int32_t *next = i - 1;
-    while (gt(c, v, *next)) {
+    while (i > first && gt(c, v, *next)) {
         *i = *next;
         i = next;
         --next;
@@ -171,9 +176,17 @@ static void insertion_sort(int32_t *f, int32_t *l, sort_cmp c)
             memmove(f + 1, f, (size_t)(i - f) * sizeof *f);
             *f = v;
         } else {
-            linear_insert(i, c);
+            linear_insert(f, i, c);
         }
     }
+}
+
+void backend_cpu_heapsort_desc(const float *data, int32_t *idx, int64_t n)
+{
+    sort_cmp c = {data};
+    for (int64_t j = 0; j < n; j++)
+        idx[j] = (int32_t)j;
+    heap_sort(idx, n, c);
 }
 
 void backend_cpu_argsort_desc(const float *data, int32_t *idx, int64_t n)
@@ -188,7 +201,7 @@ void backend_cpu_argsort_desc(const float *data, int32_t *idx, int64_t n)
     if (n > 16) { /* __final_insertion_sort */
         insertion_sort(idx, idx + 16, c);
         for (int32_t *i = idx + 16; i != idx + n; ++i)
-            linear_insert(i, c);
+            linear_insert(idx, i, c);
     } else {
         insertion_sort(idx, idx + n, c);
     }
@@ -257,7 +270,7 @@ int backend_cpu_moe_route(void *ctx, backend_view logits, uint32_t n_tok, uint32
                           backend_moe_gating gating, bool norm, int32_t *ids, backend_view weights)
 {
     (void)ctx;
-    if (!n_expert || !n_used || n_used > n_expert || (n_tok && !ids) ||
+    if (!n_expert || n_expert > INT32_MAX || !n_used || n_used > n_expert || (n_tok && !ids) ||
         (gating != BACKEND_MOE_SOFTMAX && gating != BACKEND_MOE_TOPK_SOFTMAX))
         return BACKEND_EARG;
     const float *lg = backend_cpu_f32(logits, (size_t)n_tok * n_expert);

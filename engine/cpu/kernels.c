@@ -317,6 +317,17 @@ kern_tile_fn kern_vec_tile(uint32_t wtype, int plain, int *tile_r)
     return vec ? vec : g_tab[simd][wtype];
 }
 
+kern_gemm_fn kern_vec_gemm(uint32_t wtype, int plain)
+{
+    const kern_simd simd = kern_simd_get();
+    if ((simd != KERN_SIMD_AVX2 && simd != KERN_SIMD_AVX2_PLAIN) || g_no_gemm ||
+        atomic_load_explicit(&g_ref_tiles, memory_order_relaxed))
+        return NULL;
+    if (wtype != GGTYPE_Q4_0 && wtype != GGTYPE_Q8_0 && wtype != GGTYPE_Q4_K && wtype != GGTYPE_Q6_K)
+        return NULL;
+    return plain && wtype == GGTYPE_Q4_K ? NULL : g_gemm[simd][wtype];
+}
+
 kern_tile_fn kern_f32_tile(void)
 {
     return g_tab[kern_simd_get()][GGTYPE_F32];

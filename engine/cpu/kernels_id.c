@@ -18,6 +18,9 @@
 typedef struct {
     kern_tile_fn tile;      /* one-token tile, or NULL: generic path (dequantize, F32 tile) */
     kern_tile_fn f32_tile;
+    kern_gemm_fn gemm;      /* batches: an expert's pairs at once in the one-token order, or NULL */
+    const uint8_t *actg;    /* batches: the activation rows of the pairs, in pairs[] order, or NULL */
+    int plain;
     int tile_r;
     uint32_t wtype;
     const uint8_t *W;
@@ -52,7 +55,39 @@ static inline int64_t act_row(const id_ctx *c, int64_t p)
     return c->x_per_tok == 1 ? p / c->n_used : p;
 }
 
-static void id_item(id_ctx *c, int64_t item, float *rowbuf)
+#define ID_TOK 64 /* pairs per pass of the tiles over a row tile (yt: ID_TOK x rc floats) */
+
+/* An expert's pairs (np >= 2) over rows r0..r1 at once, from the gathered
+ * activations: the GEMM (512 pairs a call) or the one-token tiles (up to
+ * KERN_TILE_T pairs a call, ID_TOK pairs per row tile), into yt, then
+ * scattered to the pairs' rows. */
+static void id_item_multi(id_ctx *c, const uint8_t *We, int64_t r0, int64_t r1, int64_t p0, int64_t np, void *tmp,
+                          float *yt)
+{
+    const int64_t step = c->gemm ? 512 : ID_TOK, ys = c->gemm ? KERN_GEMM_ROWS : c->rc;
+    for (int64_t j0 = 0; j0 < np; j0 += step) {
+        const int64_t nt = np - j0 < step ? np - j0 : step;
+        const uint8_t *a = c->actg + (size_t)(p0 + j0) * c->act_stride;
+        if (c->gemm) {
+            c->gemm(We + (size_t)r0 * c->row_bytes, c->row_bytes, (int)(r1 - r0), a, c->act_stride, nt, c->n_cols,
+                    yt, ys, tmp, 0, c->plain);
+        } else {
+            for (int64_t r = r0; r < r1; r += c->tile_r) {
+                const int nr = (int)(r1 - r < c->tile_r ? r1 - r : c->tile_r);
+                for (int64_t t = 0; t < nt; t += KERN_TILE_T) {
+                    const int n = (int)(nt - t < KERN_TILE_T ? nt - t : KERN_TILE_T);
+                    c->tile(We + (size_t)r * c->row_bytes, c->row_bytes, nr, a + (size_t)t * c->act_stride,
+                            c->act_stride, n, c->nb, yt + t * ys + (r - r0), ys);
+                }
+            }
+        }
+        for (int64_t j = 0; j < nt; j++)
+            memcpy(c->y + (size_t)c->pairs[p0 + j0 + j] * c->n_rows + r0, yt + j * ys,
+                   sizeof(float) * (size_t)(r1 - r0));
+    }
+}
+
+static void id_item(id_ctx *c, int64_t item, float *rowbuf, float *yt)
 {
     const int64_t u = item / c->n_rchunks;
     const int64_t r0 = (item % c->n_rchunks) * c->rc;
@@ -60,6 +95,10 @@ static void id_item(id_ctx *c, int64_t item, float *rowbuf)
     const uint8_t *We = c->W + (size_t)c->uexp[u] * c->expert_bytes;
     const int32_t *pp = c->pairs + c->span[2 * u];
     const int64_t np = c->span[2 * u + 1] - c->span[2 * u];
+    if (c->actg && np >= 2) {
+        id_item_multi(c, We, r0, r1, c->span[2 * u], np, rowbuf, yt);
+        return;
+    }
     if (!c->tile) {
         for (int64_t r = r0; r < r1; r++) {
             if (codec_dequantize(c->wtype, We + (size_t)r * c->row_bytes, rowbuf, (uint64_t)c->n_cols) != 0) {
@@ -92,9 +131,10 @@ static void id_worker(void *p, int ith, int nth)
 {
     id_ctx *c = p;
     (void)nth;
-    float *rowbuf = NULL, *owned = NULL;
-    if (!c->tile) {
-        const size_t need = (size_t)c->n_cols * sizeof(float);
+    float *rowbuf = NULL, *owned = NULL, *yt = NULL;
+    if (!c->tile || c->gemm) {
+        /* the generic path's row, or the GEMM's work buffer */
+        const size_t need = c->gemm ? kern_gemm_tmp_size(c->n_cols) : (size_t)c->n_cols * sizeof(float);
         rowbuf = tpool_thread_buf(c->pool, ith, need);
         if (!rowbuf)
             rowbuf = owned = malloc(need);
@@ -103,13 +143,23 @@ static void id_worker(void *p, int ith, int nth)
             return;
         }
     }
+    if (c->actg) {
+        const size_t n = c->gemm ? (size_t)512 * KERN_GEMM_ROWS : (size_t)ID_TOK * (size_t)c->rc;
+        yt = malloc(sizeof(float) * n);
+        if (!yt) {
+            atomic_store(&c->err, 1);
+            free(owned);
+            return;
+        }
+    }
     for (int64_t it = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed); it < c->n_items;
          it = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed)) {
-        id_item(c, it, rowbuf);
+        id_item(c, it, rowbuf, yt);
         if (atomic_load_explicit(&c->err, memory_order_relaxed))
             break;
     }
     free(owned);
+    free(yt);
 }
 
 int kern_matmul_id(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes, size_t expert_bytes,
@@ -162,7 +212,14 @@ int kern_matmul_id(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
     const size_t cnt_bytes = sizeof(int64_t) * (size_t)(n_expert + 1);
     const size_t ints = sizeof(int32_t) * ((size_t)n_pairs + (size_t)n_expert);
     const size_t spans = sizeof(int64_t) * 2 * (size_t)n_expert;
-    const size_t abytes = rb * (size_t)c.n_act + 64;
+    c.plain = n_rows % 8 != 0;
+    c.gemm = at != GGTYPE_F32 && n_tok > 1 ? kern_vec_gemm(wtype, c.plain) : NULL;
+    /* batches: the pairs' activation rows gathered, expert after expert */
+    const bool gather = n_tok > 1 && c.tile;
+    const size_t arow = at != GGTYPE_F32 ? rb : (size_t)n_cols * sizeof(float);
+    if ((size_t)c.n_act + (size_t)n_pairs > (SIZE_MAX / 2 - 64) / arow)
+        return -1;
+    const size_t abytes = rb * (size_t)c.n_act + (gather ? arow * (size_t)n_pairs : 0) + 64;
     uint8_t *mem = malloc(cnt_bytes + ints + spans + abytes + 64);
     if (!mem)
         return -1;
@@ -203,6 +260,13 @@ int kern_matmul_id(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
         c.act_stride = (size_t)n_cols * sizeof(float);
         c.nb = n_cols;
     }
+    if (gather) { /* the pairs' rows side by side, expert after expert */
+        uint8_t *g = (uint8_t *)(((uintptr_t)(mem + cnt_bytes + ints + spans + 8) + 63) & ~(uintptr_t)63) +
+                     rb * (size_t)c.n_act;
+        for (int64_t j = 0; j < n_pairs; j++)
+            memcpy(g + (size_t)j * arow, c.act + (size_t)act_row(&c, pairs[j]) * arow, arow);
+        c.actg = g;
+    }
 
     /* Chunks of rows: one token per expert (decode), as the dense mat-vec
      * (64 .. 256 rows, about 8 chunks per thread over all chosen experts);
@@ -211,6 +275,8 @@ int kern_matmul_id(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
     if (n_pairs == n_ue) {
         rc = (n_ue * n_rows + (int64_t)nth * 8 - 1) / ((int64_t)nth * 8);
         rc = rc < 64 ? 64 : rc > 256 ? 256 : rc;
+    } else if (c.gemm) {
+        rc = KERN_GEMM_ROWS; /* the GEMM's chunk: its repacked rows serve every token */
     } else {
         rc = (int64_t)(65536 / row_bytes);
         rc = rc > 256 ? 256 : rc;

@@ -207,6 +207,11 @@ void kern_tile_mxfp4_plain(const uint8_t *w, size_t row_bytes, int nr, const uin
  * takes per call (*tile_r); plain: the weight's row count is not a multiple
  * of 8. NULL for the types of the generic path. */
 kern_tile_fn kern_vec_tile(uint32_t wtype, int plain, int *tile_r);
+/* The batched GEMM of the path in use when it sums every token in the
+ * one-token order (t_gemv 0): the AVX2 GEMM of Q4_0, Q8_0, Q6_K and
+ * repacked Q4_K (ggml's gemm and gemv orders agree for the first three);
+ * NULL otherwise (the tiles then). */
+kern_gemm_fn kern_vec_gemm(uint32_t wtype, int plain);
 /* The F32 tile of the path in use (the generic path's dot of a dequantized row). */
 kern_tile_fn kern_f32_tile(void);
 /* Bytes of one activation row of n_cols in the internal layout (kq8 /
