@@ -1,0 +1,255 @@
+/* gpt-oss's chat (engine/template/harmony.h and what surrounds it):
+ *  - harmony_parse: a reply's channels;
+ *  - the tokenizer on an o200k-shaped vocabulary with the Harmony special
+ *    tokens: the end-of-generation set (<|return|>, <|call|>, <|endoftext|>;
+ *    not <|end|>), the user-defined tokens matched in plain text and
+ *    rendered by detokenize (ids checked against ../shared/peer, llama.cpp);
+ *  - the gpt-oss Jinja template rendered exactly as @huggingface/jinja does
+ *    (tests/data/harmony/gpt-oss.cases.json; the template itself is not in
+ *    the repository: $GGSCOPE_GPT_OSS_TEMPLATE or llama.cpp's copy under
+ *    /tmp/llama-src, skipped visibly when absent);
+ *  - the chat: a scripted Harmony reply streamed as the chat streams it,
+ *    stopped at the end-of-generation token, and the next turn's prompt
+ *    (only the final channel of earlier replies). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "chat.h"
+#include "chatsession.h"
+#include "gguf.h"
+#include "harmony.h"
+#include "jinja.h"
+#include "model.h"
+#include "runner.h"
+#include "testmodel.h"
+#include "testutil.h"
+#include "tokenizer.h"
+
+/* ---- harmony_parse ---- */
+
+static void expect_parse(const char *text, const char *final, const char *analysis, bool channels)
+{
+    harmony_reply h;
+    assert_int_equal(harmony_parse(text, strlen(text), &h), 0);
+    if (strcmp(h.final, final) || strcmp(h.analysis, analysis) || h.channels != channels)
+        fail_msg("[%s]: final [%s] analysis [%s] channels %d; expected [%s] [%s] %d", text, h.final, h.analysis,
+                 h.channels, final, analysis, channels);
+    assert_int_equal(h.final_len, strlen(final));
+    assert_int_equal(h.analysis_len, strlen(analysis));
+    harmony_reply_free(&h);
+}
+
+static void test_parse(void **state)
+{
+    (void)state;
+    expect_parse("", "", "", false);
+    expect_parse("plain words", "plain words", "", false);
+    expect_parse("<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final<|message|>Hello!",
+                 "Hello!", "Think.", true);
+    expect_parse("<|channel|>final<|message|>Only the answer.<|return|>", "Only the answer.", "", true);
+    /* cut off inside the analysis (n_predict): no final yet */
+    expect_parse("<|channel|>analysis<|message|>Still thinking", "", "Still thinking", true);
+    /* a tool call: the commentary channel counts as the answer */
+    expect_parse("<|channel|>analysis<|message|>Need a tool.<|end|><|start|>assistant to=functions.f"
+                 "<|channel|>commentary json<|message|>{\"a\": 1}<|call|>",
+                 "{\"a\": 1}", "Need a tool.", true);
+    /* llama.cpp's built-in format has no channels */
+    expect_parse("<|message|>Hi", "Hi", "", true);
+    /* two analysis messages, two finals */
+    expect_parse("<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>analysis<|message|>b<|end|>"
+                 "<|start|>assistant<|channel|>final<|message|>c<|end|><|start|>assistant<|channel|>final<|message|>d",
+                 "c\nd", "a\nb", true);
+    /* a channel named like analysis is not analysis */
+    expect_parse("<|channel|>analysis2<|message|>x", "x", "", true);
+    harmony_reply z = {0};
+    harmony_reply_free(&z);
+    harmony_reply_free(NULL);
+}
+
+/* ---- an o200k-shaped vocabulary ---- */
+
+/* The Harmony specials appended to GPT-2's vocabulary (50257 tokens, whose
+ * last is <|endoftext|>), in the order of o200k_harmony's ids 199998... */
+static const char *const SPECIALS[] = {"<|startoftext|>", "<|return|>", "<|constrain|>", "<|channel|>",
+                                       "<|start|>",       "<|end|>",    "<|message|>",   "<|call|>"};
+enum { N_SPECIALS = 8, GPT2_N = 50257, ID_EOT = 50256 };
+enum { ID_SOT = GPT2_N, ID_RETURN, ID_CONSTRAIN, ID_CHANNEL, ID_START, ID_END, ID_MESSAGE, ID_CALL };
+
+/* GPT-2's vocabulary with pre-tokenizer "gpt-4o", the Harmony specials
+ * (control tokens, as converted files store them), BOS <|startoftext|>, EOS
+ * <|return|>, padding <|endoftext|>, as gpt-oss files have; in memory (*mem:
+ * free it after gguf_close). NULL when ../shared is absent. With
+ * $GGSCOPE_HARMONY_VOCAB_OUT set, the file is also written there (for
+ * checking against ../shared/peer/peer tokenize / detokenize). */
+static gguf_file *harmony_vocab(uint8_t **mem)
+{
+    const char *path = tu_shared("fixtures/vocab/ggml-vocab-gpt-2.gguf");
+    if (!path)
+        return NULL;
+    gguf_error ge;
+    gguf_file *base = gguf_open(path, &ge);
+    assert_non_null(base);
+    const gguf_value *toks, *types;
+    assert_int_equal(gguf_get_arr(base, "tokenizer.ggml.tokens", &toks), GGUF_OK);
+    assert_int_equal(gguf_get_arr(base, "tokenizer.ggml.token_type", &types), GGUF_OK);
+    assert_int_equal(toks->arr_len, GPT2_N);
+    const char **t = calloc(GPT2_N + N_SPECIALS, sizeof *t);
+    int32_t *ty = calloc(GPT2_N + N_SPECIALS, sizeof *ty);
+    char **own = calloc(GPT2_N, sizeof *own);
+    assert_true(t && ty && own);
+    for (uint64_t i = 0; i < GPT2_N; i++) {
+        gguf_str s;
+        int64_t v;
+        assert_int_equal(gguf_arr_str(toks, i, &s), GGUF_OK);
+        assert_int_equal(gguf_arr_i64(types, i, &v), GGUF_OK);
+        own[i] = malloc(s.len + 1);
+        memcpy(own[i], s.ptr, s.len);
+        own[i][s.len] = 0;
+        t[i] = own[i];
+        ty[i] = (int32_t)v;
+    }
+    for (int k = 0; k < N_SPECIALS; k++) {
+        t[GPT2_N + k] = SPECIALS[k];
+        ty[GPT2_N + k] = 3; /* control */
+    }
+    gguf_writer *w = gguf_writer_new(0);
+    assert_non_null(w);
+    static const char *const REPLACED[] = {"tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
+                                           "tokenizer.ggml.pre", "tokenizer.ggml.bos_token_id",
+                                           "tokenizer.ggml.eos_token_id", "tokenizer.ggml.padding_token_id",
+                                           "general.architecture"};
+    for (uint64_t i = 0; gguf_kv_at(base, i); i++) {
+        const gguf_kv *kv = gguf_kv_at(base, i);
+        bool skip = false;
+        for (size_t r = 0; r < sizeof REPLACED / sizeof REPLACED[0]; r++)
+            skip |= kv == gguf_find_kv(base, REPLACED[r]);
+        if (!skip)
+            assert_int_equal(gguf_writer_copy_kv(w, kv), GGUF_OK);
+    }
+    assert_int_equal(gguf_writer_set_str(w, "general.architecture", "gpt-oss"), GGUF_OK);
+    assert_int_equal(gguf_writer_set_str(w, "tokenizer.ggml.pre", "gpt-4o"), GGUF_OK);
+    assert_int_equal(gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", t, GPT2_N + N_SPECIALS), GGUF_OK);
+    assert_int_equal(gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_VT_INT32, ty, GPT2_N + N_SPECIALS),
+                     GGUF_OK);
+    assert_int_equal(gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", ID_SOT), GGUF_OK);
+    assert_int_equal(gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", ID_RETURN), GGUF_OK);
+    assert_int_equal(gguf_writer_set_u32(w, "tokenizer.ggml.padding_token_id", ID_EOT), GGUF_OK);
+    size_t size;
+    assert_int_equal(gguf_writer_to_memory(w, mem, &size), GGUF_OK);
+    gguf_writer_free(w);
+    for (uint64_t i = 0; i < GPT2_N; i++)
+        free(own[i]);
+    free(own);
+    free(t);
+    free(ty);
+    gguf_close(base);
+    const char *out = getenv("GGSCOPE_HARMONY_VOCAB_OUT");
+    if (out) {
+        FILE *fp = fopen(out, "wb");
+        assert_non_null(fp);
+        assert_int_equal(fwrite(*mem, 1, size, fp), size);
+        fclose(fp);
+    }
+    gguf_file *f = gguf_open_memory(*mem, size, "harmony-vocab", &ge);
+    assert_non_null(f);
+    return f;
+}
+
+static size_t tokenize(const tok_vocab *v, const char *s, unsigned flags, tok_id *out, size_t cap)
+{
+    tok_id *ids;
+    size_t n;
+    assert_int_equal(tok_tokenize(v, s, strlen(s), flags, &ids, &n), TOK_OK);
+    assert_true(n <= cap);
+    if (n)
+        memcpy(out, ids, n * sizeof *ids);
+    free(ids);
+    return n;
+}
+
+/* Expected values: llama.cpp through ../shared/peer's node-llama-cpp, on this
+ * vocabulary written out (GGSCOPE_HARMONY_VOCAB_OUT): tokenize with and
+ * without special parsing, detokenize with special false / true,
+ * llama_vocab_is_eog and the token attributes. */
+static void test_vocab(void **state)
+{
+    (void)state;
+    uint8_t *mem;
+    gguf_file *f = harmony_vocab(&mem);
+    if (!f)
+        TU_SKIP_NO_SHARED();
+    tok_error te;
+    tok_vocab *v = tok_open(f, &te);
+    assert_non_null(v);
+
+    /* the end-of-generation set: <|return|>, <|call|>, <|endoftext|>; <|end|> ends a message only */
+    for (tok_id id = 0; id < GPT2_N + N_SPECIALS; id++) {
+        bool want = id == ID_RETURN || id == ID_CALL || id == ID_EOT;
+        if (tok_is_eog(v, id) != want)
+            fail_msg("token %d: eog %d, expected %d", id, tok_is_eog(v, id), want);
+    }
+    static const tok_id USER[] = {ID_CONSTRAIN, ID_CHANNEL, ID_START, ID_END, ID_MESSAGE};
+    for (size_t i = 0; i < sizeof USER / sizeof USER[0]; i++)
+        assert_int_equal(tok_attr(v, USER[i]), TOK_ATTR_USER_DEFINED);
+    static const tok_id CONTROL[] = {ID_EOT, ID_SOT, ID_RETURN, ID_CALL};
+    for (size_t i = 0; i < sizeof CONTROL / sizeof CONTROL[0]; i++)
+        assert_int_equal(tok_attr(v, CONTROL[i]), TOK_ATTR_CONTROL);
+    assert_int_equal(tok_eos(v), ID_RETURN);
+    assert_int_equal(tok_bos(v), ID_SOT);
+    assert_false(tok_add_bos(v));
+
+    /* the user-defined specials are matched in plain text, the control ones only when parsing specials */
+    static const struct {
+        const char *text;
+        tok_id plain[32], special[32];
+    } T[] = {
+        {"<|start|>assistant<|channel|>final<|message|>Hi there<|end|>",
+         {50261, 562, 10167, 50260, 20311, 50263, 17250, 612, 50262, -1},
+         {50261, 562, 10167, 50260, 20311, 50263, 17250, 612, 50262, -1}},
+        {"<|return|> and <|call|> and <|endoftext|> and <|startoftext|>",
+         {27, 91, 7783, 91, 29, 290, 1279, 91, 13345, 91, 29, 290, 1279, 91, 437, 1659, 5239, 91, 29, 290, 1279, 91,
+          9688, 1659, 5239, 91, 29, -1},
+         {50258, 290, 220, 50264, 290, 220, 50256, 290, 220, 50257, -1}},
+        {"x<|constrain|>json<|message|>{}", {87, 50259, 17752, 50263, 90, 92, -1}, {87, 50259, 17752, 50263, 90, 92, -1}},
+    };
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+        for (int sp = 0; sp < 2; sp++) {
+            const tok_id *want = sp ? T[i].special : T[i].plain;
+            tok_id ids[64];
+            size_t n = tokenize(v, T[i].text, sp ? TOK_PARSE_SPECIAL : 0, ids, 64), nw = 0;
+            while (want[nw] >= 0)
+                nw++;
+            if (n != nw || memcmp(ids, want, n * sizeof *ids))
+                fail_msg("'%s' (special %d): %zu tokens, expected %zu (first difference at %zu)", T[i].text, sp,
+                         n, nw, n);
+        }
+    }
+
+    /* detokenize renders the user-defined tokens without TOK_DETOK_SPECIAL */
+    static const tok_id IDS[] = {50261, 562, 10167, 50260, 20311, 50263, 17250, 50262, 50258, 50264, 50256, 50257, 50259};
+    static const char *const WANT[2] = {
+        "<|start|>assistant<|channel|>final<|message|>Hi<|end|><|constrain|>",
+        "<|start|>assistant<|channel|>final<|message|>Hi<|end|><|return|><|call|><|endoftext|><|startoftext|><|constrain|>"};
+    for (int sp = 0; sp < 2; sp++) {
+        char *out;
+        size_t len;
+        assert_int_equal(tok_detokenize(v, IDS, sizeof IDS / sizeof IDS[0], sp ? TOK_DETOK_SPECIAL : 0, &out, &len),
+                         TOK_OK);
+        assert_string_equal(out, WANT[sp]);
+        free(out);
+    }
+    tok_close(v);
+    gguf_close(f);
+    free(mem);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_vocab),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
