@@ -245,11 +245,304 @@ static void test_vocab(void **state)
     free(mem);
 }
 
+/* ---- the gpt-oss template ---- */
+
+#define CASES "tests/data/harmony/gpt-oss.cases.json"
+
+/* The gpt-oss template's text (malloc'd), or NULL when no copy is found. */
+static char *gpt_oss_template(void)
+{
+    const char *env = getenv("GGSCOPE_GPT_OSS_TEMPLATE");
+    const char *path = env && *env ? env : "/tmp/llama-src/models/templates/openai-gpt-oss-120b.jinja";
+    return (char *)tu_read_file(path, NULL);
+}
+
+static time_t local_noon(const char *date)
+{
+    struct tm tm = {0};
+    assert_int_equal(sscanf(date, "%d-%d-%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday), 3);
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    tm.tm_hour = 12;
+    tm.tm_isdst = -1;
+    return mktime(&tm);
+}
+
+static void test_template_goldens(void **state)
+{
+    (void)state;
+    char *src = gpt_oss_template();
+    if (!src) {
+        print_message("SKIP: no copy of the gpt-oss template (set GGSCOPE_GPT_OSS_TEMPLATE to "
+                      "llama.cpp's models/templates/openai-gpt-oss-120b.jinja)\n");
+        skip();
+    }
+    jinja_error e;
+    jinja_template *t = jinja_parse(src, strlen(src), &e);
+    if (!t)
+        fail_msg("the gpt-oss template does not parse: line %d col %d: %s", e.line, e.col, e.msg);
+    char *cj = (char *)tu_read_file(CASES, NULL);
+    assert_non_null(cj);
+    cJSON *arr = cJSON_Parse(cj);
+    assert_true(cJSON_IsArray(arr));
+    int cases = 0, raising = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, arr) {
+        const char *name = cJSON_GetObjectItem(c, "name")->valuestring;
+        cJSON *vars = cJSON_Duplicate(cJSON_GetObjectItem(c, "vars"), 1);
+        if (!vars)
+            vars = cJSON_CreateObject();
+        static const char *KEYS[] = {"messages", "add_generation_prompt", "bos_token", "eos_token"};
+        for (int k = 0; k < 4; k++)
+            cJSON_AddItemToObject(vars, KEYS[k], cJSON_Duplicate(cJSON_GetObjectItem(c, KEYS[k]), 1));
+        jinja_limits lim = {0};
+        lim.now = local_noon(cJSON_GetObjectItem(c, "date")->valuestring);
+        char *out = jinja_render(t, vars, &lim, NULL, &e);
+        const cJSON *want = cJSON_GetObjectItem(c, "expected");
+        if (want) {
+            if (!out)
+                fail_msg("%s: render failed: %s", name, e.msg);
+            if (strcmp(out, want->valuestring))
+                fail_msg("%s: rendered\n[%s]\nexpected\n[%s]", name, out, want->valuestring);
+        } else {
+            const cJSON *err = cJSON_GetObjectItem(c, "error");
+            assert_non_null(err);
+            if (out)
+                fail_msg("%s: rendered instead of raising '%s'", name, err->valuestring);
+            assert_int_equal(e.code, JINJA_ERAISE);
+            assert_string_equal(e.msg, err->valuestring);
+            raising++;
+        }
+        cases++;
+        free(out);
+        cJSON_Delete(vars);
+    }
+    print_message("gpt-oss template: %d golden cases (%d raising) rendered exactly\n", cases, raising);
+    assert_true(cases >= 10);
+    cJSON_Delete(arr);
+    free(cj);
+    jinja_free(t);
+    free(src);
+}
+
+/* ---- the chat ---- */
+
+/* A stand-in Harmony template (the shape of gpt-oss's, short): the analysis
+ * of the last assistant turn only when no generation prompt follows, the
+ * channel markup in content refused as the real template refuses it. */
+static const char STAND_IN[] =
+    "{%- for m in messages -%}"
+    "{%- if m.role == 'assistant' -%}"
+    "{%- if '<|channel|>' in m.content -%}{{ raise_exception('channel tags in content') }}{%- endif -%}"
+    "{%- if loop.last and not add_generation_prompt and m.thinking is defined -%}"
+    "<|start|>assistant<|channel|>analysis<|message|>{{ m.thinking }}<|end|>{%- endif -%}"
+    "<|start|>assistant<|channel|>final<|message|>{{ m.content }}<|end|>"
+    "{%- else -%}<|start|>{{ m.role }}<|message|>{{ m.content }}<|end|>{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}<|start|>assistant{%- endif -%}";
+
+/* What the chat's generation (chs_generate) makes of a reply's tokens: each
+ * token's text through the streaming detokenizer without special tokens,
+ * up to and without the first end-of-generation token (the runner stops
+ * there). Returns the text (malloc'd) and the tokens used in *used. */
+static char *stream_reply(const tok_vocab *v, const tok_id *ids, size_t n, size_t *used)
+{
+    tok_stream *ts = tok_stream_new(v, 0);
+    assert_non_null(ts);
+    char *text = calloc(1, 4096);
+    size_t len = 0, i;
+    for (i = 0; i < n; i++) {
+        if (tok_is_eog(v, ids[i])) {
+            i++;
+            break;
+        }
+        size_t l;
+        const char *p = tok_stream_push(ts, ids[i], &l);
+        assert_non_null(p);
+        assert_true(len + l < 4096);
+        memcpy(text + len, p, l);
+        len += l;
+    }
+    size_t l;
+    const char *p = tok_stream_flush(ts, &l);
+    memcpy(text + len, p, l);
+    tok_stream_free(ts);
+    *used = i;
+    return text;
+}
+
+/* A one-layer random-weight model with the o200k-shaped vocabulary and
+ * `tmpl` as its chat template, a CPU runner and a chat on it. */
+typedef struct {
+    char path[512];
+    gguf_file *f;
+    model *m;
+    runner *r;
+    chs *c;
+} chat_fx;
+
+static bool open_chat(chat_fx *x, const char *tmpl)
+{
+    uint8_t *mem;
+    gguf_file *vf = harmony_vocab(&mem);
+    if (!vf)
+        return false;
+    snprintf(x->path, sizeof x->path, "%s", tu_tmp_path("harmony-chat"));
+    testmodel_params p = testmodel_default_params();
+    p.n_layer = 1;
+    p.n_embd = 32;
+    p.n_ff = 32;
+    p.vocab = vf;
+    p.chat_template = tmpl;
+    char msg[512];
+    if (testmodel_write(&p, x->path, msg, sizeof msg))
+        fail_msg("testmodel_write: %s", msg);
+    gguf_close(vf);
+    free(mem);
+    gguf_error ge;
+    x->f = gguf_open(x->path, &ge);
+    assert_non_null(x->f);
+    model_status st;
+    x->m = model_load(x->f, &st, msg, sizeof msg);
+    if (!x->m)
+        fail_msg("model_load: %s", msg);
+    runner_params rp = {.backend = "cpu", .device = -1, .threads = 1, .n_ctx = 512};
+    if (runner_open(x->m, &rp, &x->r, msg, sizeof msg))
+        fail_msg("runner_open: %s", msg);
+    x->c = chs_new(x->f, x->r, msg, sizeof msg);
+    if (!x->c)
+        fail_msg("chs_new: %s", msg);
+    return true;
+}
+
+static void close_chat(chat_fx *x)
+{
+    chs_free(x->c);
+    runner_close(x->r);
+    model_free(x->m);
+    gguf_close(x->f);
+    remove(x->path);
+}
+
+/* Tokenize text with specials parsed (the scripted reply). */
+static size_t script(const tok_vocab *v, const char *text, tok_id *ids, size_t cap)
+{
+    return tokenize(v, text, TOK_PARSE_SPECIAL, ids, cap);
+}
+
+/* One conversation through the chat: a user turn, a scripted reply with an
+ * analysis and a final channel (the <|end|> between them does not stop
+ * it; <|return|> does, and what follows it is never reached), a second
+ * user turn whose prompt keeps only the first reply's final channel. */
+static void chat_conversation(const char *tmpl, const char *want_prefix)
+{
+    chat_fx x = {0};
+    if (!open_chat(&x, tmpl))
+        TU_SKIP_NO_SHARED();
+    const tok_vocab *v = chs_vocab(x.c);
+    assert_true(chat_template_is_harmony(chs_template(x.c)));
+    assert_int_equal(chs_set_system(x.c, "Be brief."), 0);
+    assert_int_equal(chs_add(x.c, "user", "Hi", 2), 0);
+    size_t len;
+    chat_result res;
+    char *p1 = chs_render(x.c, true, &len, &res);
+    assert_non_null(p1);
+    assert_int_equal(res.format, CHAT_FORMAT_TEMPLATE);
+    assert_true(strncmp(p1, want_prefix, strlen(want_prefix)) == 0);
+    assert_true(len >= 18 && !strcmp(p1 + len - 18, "<|start|>assistant"));
+
+    tok_id ids[128];
+    size_t n = script(v,
+                      "<|channel|>analysis<|message|>The user greets.<|end|>"
+                      "<|start|>assistant<|channel|>final<|message|>Hello!<|return|>never<|end|>",
+                      ids, 128);
+    size_t used;
+    char *reply = stream_reply(v, ids, n, &used);
+    assert_string_equal(reply, "<|channel|>analysis<|message|>The user greets.<|end|>"
+                               "<|start|>assistant<|channel|>final<|message|>Hello!");
+    assert_int_equal(ids[used - 1], ID_RETURN);
+    assert_int_equal(chs_add_reply(x.c, reply, strlen(reply), NULL, 0, NULL), 0);
+    assert_int_equal(chs_add(x.c, "user", "Again", 5), 0);
+    char *p2 = chs_render(x.c, true, &len, &res);
+    assert_non_null(p2);
+    if (res.format != CHAT_FORMAT_TEMPLATE)
+        fail_msg("the second turn fell back: %s", res.status);
+    const char *turn = "<|start|>user<|message|>Hi<|end|><|start|>assistant<|channel|>final<|message|>Hello!<|end|>"
+                       "<|start|>user<|message|>Again<|end|><|start|>assistant";
+    if (!strstr(p2, turn) || strstr(p2, "The user greets."))
+        fail_msg("second prompt:\n%s", p2);
+    /* the same through the prompt builder the chat uses */
+    int32_t *pids;
+    size_t np;
+    unsigned dropped;
+    char msg[512];
+    assert_int_equal(chs_prompt(x.c, &pids, &np, &dropped, msg, sizeof msg), 0);
+    char *back;
+    size_t bl;
+    assert_int_equal(tok_detokenize(v, pids, np, TOK_DETOK_SPECIAL, &back, &bl), TOK_OK);
+    assert_string_equal(back, p2);
+    free(back);
+    free(pids);
+
+    /* a tool call ends the reply at <|call|> */
+    n = script(v, "<|channel|>commentary to=functions.f json<|message|>{}<|call|><|start|>", ids, 128);
+    char *call = stream_reply(v, ids, n, &used);
+    assert_string_equal(call, "<|channel|>commentary to=functions.f json<|message|>{}");
+    assert_int_equal(ids[used - 1], ID_CALL);
+    free(call);
+    free(reply);
+    free(p1);
+    free(p2);
+    close_chat(&x);
+}
+
+static void test_chat_stand_in(void **state)
+{
+    (void)state;
+    chat_conversation(STAND_IN, "<|start|>system<|message|>Be brief.<|end|><|start|>user<|message|>Hi<|end|>");
+}
+
+static void test_chat_gpt_oss(void **state)
+{
+    (void)state;
+    char *src = gpt_oss_template();
+    if (!src) {
+        print_message("SKIP: no copy of the gpt-oss template (GGSCOPE_GPT_OSS_TEMPLATE)\n");
+        skip();
+    }
+    chat_conversation(src, "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n");
+    free(src);
+}
+
+/* The built-in format (a gpt-oss file without a template): llama.cpp's */
+static void test_chat_builtin(void **state)
+{
+    (void)state;
+    chat_template *ct = chat_template_new_builtin(CHAT_FORMAT_HARMONY, "", "");
+    assert_true(chat_template_is_harmony(ct));
+    chat_message m[] = {{"system", "S"}, {"user", "Hi"},
+                        {"assistant", "<|channel|>analysis<|message|>t<|end|><|start|>assistant<|channel|>final<|message|>Yo"},
+                        {"user", "Bye"}};
+    chat_opts o = {.add_generation_prompt = true};
+    chat_result r;
+    char *out = chat_render(ct, m, 4, &o, NULL, &r);
+    assert_string_equal(out, "<|start|>system<|message|>S<|end|><|start|>user<|message|>Hi<|end|>"
+                             "<|start|>assistant<|message|>Yo<|return|><|start|>user<|message|>Bye<|end|>"
+                             "<|start|>assistant");
+    assert_string_equal(chat_format_name(r.format), "Harmony");
+    free(out);
+    chat_template_free(ct);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_vocab),
+        cmocka_unit_test(test_template_goldens),
+        cmocka_unit_test(test_chat_stand_in),
+        cmocka_unit_test(test_chat_gpt_oss),
+        cmocka_unit_test(test_chat_builtin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
