@@ -63,6 +63,18 @@ static void test_parse(void **state)
                  "c\nd", "a\nb", true);
     /* a channel named like analysis is not analysis */
     expect_parse("<|channel|>analysis2<|message|>x", "x", "", true);
+    /* the spans: offsets into the text, in order */
+    const char *t = "<|channel|>analysis<|message|>ab<|end|><|start|>assistant<|channel|>final<|message|>cde";
+    harmony_span sp[4];
+    assert_int_equal(harmony_spans(t, strlen(t), sp, 1), 2);
+    assert_int_equal(harmony_spans(t, strlen(t), sp, 4), 2);
+    assert_int_equal(sp[0].off, 30);
+    assert_int_equal(sp[0].len, 2);
+    assert_true(sp[0].analysis);
+    assert_int_equal(sp[1].off, strlen(t) - 3);
+    assert_int_equal(sp[1].len, 3);
+    assert_false(sp[1].analysis);
+    assert_int_equal(harmony_spans("no markers", 10, sp, 4), 0);
     harmony_reply z = {0};
     harmony_reply_free(&z);
     harmony_reply_free(NULL);

@@ -61,26 +61,40 @@ static bool header_is_analysis(const char *h, size_t n)
     return w == 8 && !memcmp(c, "analysis", 8);
 }
 
+size_t harmony_spans(const char *text, size_t len, harmony_span *out, size_t cap)
+{
+    const size_t ml = strlen(MARK_MESSAGE);
+    size_t n = 0, at = 0; /* where the next header starts */
+    const char *m = text ? memmem(text, len, MARK_MESSAGE, ml) : NULL;
+    while (m) {
+        size_t mo = (size_t)(m - text), bs = mo + ml;
+        size_t be = bs + body_end(text + bs, len - bs);
+        if (n < cap)
+            out[n] = (harmony_span){bs, be - bs, header_is_analysis(text + at, mo - at)};
+        n++;
+        at = be;
+        m = memmem(text + at, len - at, MARK_MESSAGE, ml);
+    }
+    return n;
+}
+
 int harmony_parse(const char *text, size_t len, harmony_reply *out)
 {
     memset(out, 0, sizeof *out);
     hbuf fin = {0}, ana = {0};
     bool ok = hb_add(&fin, "", 0, false) && hb_add(&ana, "", 0, false);
-    const size_t ml = strlen(MARK_MESSAGE);
-    const char *m = text ? memmem(text, len, MARK_MESSAGE, ml) : NULL;
-    if (!m) {
+    size_t n = harmony_spans(text, len, NULL, 0);
+    if (!n) {
         ok = ok && hb_add(&fin, text, text ? len : 0, false);
     } else {
         out->channels = true;
-        size_t at = 0; /* where the next header starts */
-        while (ok && m) {
-            size_t mo = (size_t)(m - text), bs = mo + ml;
-            size_t be = bs + body_end(text + bs, len - bs);
-            hbuf *dst = header_is_analysis(text + at, mo - at) ? &ana : &fin;
-            ok = hb_add(dst, text + bs, be - bs, true);
-            at = be;
-            m = memmem(text + at, len - at, MARK_MESSAGE, ml);
-        }
+        harmony_span *sp = malloc(n * sizeof *sp);
+        ok = ok && sp;
+        if (ok)
+            harmony_spans(text, len, sp, n);
+        for (size_t i = 0; ok && i < n; i++)
+            ok = hb_add(sp[i].analysis ? &ana : &fin, text + sp[i].off, sp[i].len, true);
+        free(sp);
     }
     if (!ok) {
         free(fin.p);

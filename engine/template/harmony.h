@@ -27,6 +27,18 @@ typedef struct {
     bool channels;        /* the text had `<|message|>` markers (else final is the whole text) */
 } harmony_reply;
 
+/* One message body of a reply: text[off, off + len), in the analysis
+ * channel or not (final, commentary). */
+typedef struct {
+    size_t off, len;
+    bool analysis;
+} harmony_span;
+
+/* The message bodies of text[0..len) in order, as harmony_parse finds them:
+ * the first `cap` are written to out (may be NULL when cap is 0); returns
+ * how many there are (0 when the text has no `<|message|>`). */
+size_t harmony_spans(const char *text, size_t len, harmony_span *out, size_t cap);
+
 /* Split text[0..len) (a reply as generated) into its channels. A body runs
  * from `<|message|>` to the next `<|end|>`, `<|return|>`, `<|call|>`,
  * `<|start|>` or the end of the text; its channel is the word after the
