@@ -61,6 +61,9 @@ static void test_parse(void **state)
     expect_parse("<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>analysis<|message|>b<|end|>"
                  "<|start|>assistant<|channel|>final<|message|>c<|end|><|start|>assistant<|channel|>final<|message|>d",
                  "c\nd", "a\nb", true);
+    /* a message the model did not end: the next header ends it */
+    expect_parse("<|channel|>final<|message|>x<|channel|>analysis<|message|>y", "x", "y", true);
+    expect_parse("<|message|>a<|message|>b", "a\nb", "", true);
     /* a channel named like analysis is not analysis */
     expect_parse("<|channel|>analysis2<|message|>x", "x", "", true);
     /* the spans: offsets into the text, in order */
@@ -345,7 +348,8 @@ static void test_template_goldens(void **state)
 static const char STAND_IN[] =
     "{%- for m in messages -%}"
     "{%- if m.role == 'assistant' -%}"
-    "{%- if '<|channel|>' in m.content -%}{{ raise_exception('channel tags in content') }}{%- endif -%}"
+    "{%- if '<|channel|>analysis<|message|>' in m.content or '<|channel|>final<|message|>' in m.content -%}"
+    "{{ raise_exception('channel tags in content') }}{%- endif -%}"
     "{%- if loop.last and not add_generation_prompt and m.thinking is defined -%}"
     "<|start|>assistant<|channel|>analysis<|message|>{{ m.thinking }}<|end|>{%- endif -%}"
     "<|start|>assistant<|channel|>final<|message|>{{ m.content }}<|end|>"
@@ -526,6 +530,48 @@ static void test_chat_gpt_oss(void **state)
     free(src);
 }
 
+/* Replies of random pieces (what a random-weight model writes): the next
+ * prompt never falls back, through the stand-in and, when found, the real
+ * template, and no channel body holds markup. */
+static void test_noise(void **state)
+{
+    (void)state;
+    static const char *const P[] = {"<|channel|>", "<|message|>", "<|start|>", "<|end|>", "<|constrain|>",
+                                    "analysis",    "final",       "assistant", "x",       " ", "commentary"};
+    char *real = gpt_oss_template();
+    chat_template *ct[2] = {chat_template_new(STAND_IN, "", ""), real ? chat_template_new(real, "", "") : NULL};
+    uint32_t seed = 12345;
+    for (int it = 0; it < 1500; it++) {
+        char text[512] = "";
+        int n = 1 + it % 12;
+        for (int k = 0; k < n; k++) {
+            seed = seed * 1103515245u + 12345u;
+            strcat(text, P[(seed >> 16) % (sizeof P / sizeof P[0])]);
+        }
+        harmony_reply h;
+        assert_int_equal(harmony_parse(text, strlen(text), &h), 0);
+        if (h.channels && (strstr(h.final, "<|channel|>") || strstr(h.final, "<|message|>") ||
+                           strstr(h.analysis, "<|channel|>") || strstr(h.analysis, "<|message|>")))
+            fail_msg("[%s]: markup in a body: [%s] [%s]", text, h.final, h.analysis);
+        harmony_reply_free(&h);
+        chat_message m[] = {{"user", "q"}, {"assistant", text}, {"user", "r"}};
+        chat_opts o = {.add_generation_prompt = true};
+        for (int t = 0; t < 2; t++) {
+            if (!ct[t])
+                continue;
+            chat_result r;
+            char *out = chat_render(ct[t], m, 3, &o, NULL, &r);
+            assert_non_null(out);
+            if (r.fallback)
+                fail_msg("[%s] (%s template): %s", text, t ? "gpt-oss" : "stand-in", r.status);
+            free(out);
+        }
+    }
+    chat_template_free(ct[0]);
+    chat_template_free(ct[1]);
+    free(real);
+}
+
 /* The built-in format (a gpt-oss file without a template): llama.cpp's */
 static void test_chat_builtin(void **state)
 {
@@ -555,6 +601,7 @@ int main(void)
         cmocka_unit_test(test_chat_stand_in),
         cmocka_unit_test(test_chat_gpt_oss),
         cmocka_unit_test(test_chat_builtin),
+        cmocka_unit_test(test_noise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

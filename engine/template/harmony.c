@@ -35,10 +35,12 @@ static bool hb_add(hbuf *b, const char *s, size_t n, bool sep)
     return true;
 }
 
-/* The first of the body terminators in s[0..n), or n. */
+/* The first of the body terminators in s[0..n), or n: the ends of a
+ * message, and the markers of a next one (a message the model did not end),
+ * so that no body holds channel markup. */
 static size_t body_end(const char *s, size_t n)
 {
-    static const char *const ENDS[] = {"<|end|>", "<|return|>", "<|call|>", "<|start|>"};
+    static const char *const ENDS[] = {"<|end|>", "<|return|>", "<|call|>", "<|start|>", MARK_CHANNEL, MARK_MESSAGE};
     size_t e = n;
     for (size_t i = 0; i < sizeof ENDS / sizeof ENDS[0]; i++) {
         const char *p = memmem(s, e, ENDS[i], strlen(ENDS[i]));

@@ -41,7 +41,9 @@ size_t harmony_spans(const char *text, size_t len, harmony_span *out, size_t cap
 
 /* Split text[0..len) (a reply as generated) into its channels. A body runs
  * from `<|message|>` to the next `<|end|>`, `<|return|>`, `<|call|>`,
- * `<|start|>` or the end of the text; its channel is the word after the
+ * `<|start|>`, `<|channel|>`, `<|message|>` (a next message the model did
+ * not end) or the end of the text, so that no body holds channel markup
+ * (the Harmony template refuses it); its channel is the word after the
  * `<|channel|>` of its header (no `<|channel|>`: final). Text outside bodies
  * (headers such as `<|start|>assistant`) is dropped. A text without
  * `<|message|>` is all final. Returns 0 with *out filled (free with
