@@ -1,6 +1,7 @@
 /* chat_page: the transcript pane (the conversation laid out and drawn, the
  * token inspector, the /template view) and its keys (see chat_page.h). */
 #include "chat_page_int.h"
+#include "harmony.h"
 #include "textesc.h"
 
 #include <math.h>
@@ -77,6 +78,7 @@ typedef struct {
     int msg;
     attr_t a;
     int indent;
+    size_t base;   /* added to the offsets of the lines (a part of the text wrapped) */
 } wrapctx;
 
 static tline *add_line(chat_page *u, int kind, int msg, attr_t a)
@@ -97,9 +99,44 @@ static void text_span(void *ctx, size_t off, size_t len)
     wrapctx *w = ctx;
     tline *l = add_line(w->u, L_TEXT, w->msg, w->a);
     if (l) {
-        l->off = off;
+        l->off = w->base + off;
         l->len = len;
     }
+}
+
+/* An assistant reply. On a Harmony chat (gpt-oss) only its message bodies
+ * are shown: the analysis channel dimmed under a "thinking" line, the final
+ * channel as the answer, the channel markup hidden (lines keep their
+ * offsets in the reply's text, so the token inspector still finds tokens;
+ * a reply whose first header is still coming shows nothing yet). Other
+ * chats: the whole text. */
+static void wrap_reply(chat_page *u, const char *text, size_t len, int tw, wrapctx *w)
+{
+    bool harmony = chat_template_is_harmony(chs_template(u->c));
+    size_t n = harmony ? harmony_spans(text, len, NULL, 0) : 0;
+    harmony_span *sp = n ? malloc(n * sizeof *sp) : NULL;
+    if (!sp) {
+        if (!harmony || len < 2 || memcmp(text, "<|", 2))
+            wrap(text, len, tw, text_span, w);
+        return;
+    }
+    harmony_spans(text, len, sp, n);
+    attr_t a = w->a;
+    for (size_t i = 0; i < n; i++) {
+        if (sp[i].analysis && (i == 0 || !sp[i - 1].analysis)) {
+            tline *l = add_line(u, L_INFO, w->msg, ui_attr(UI_C_DIM));
+            if (l)
+                snprintf(l->info, sizeof l->info, "thinking");
+        } else if (!sp[i].analysis && i > 0 && sp[i - 1].analysis) {
+            add_line(u, L_BLANK, w->msg, 0);   /* the answer apart from the thinking */
+        }
+        w->a = sp[i].analysis ? ui_attr(UI_C_DIM) : a;
+        w->base = sp[i].off;
+        wrap(text + sp[i].off, sp[i].len, tw, text_span, w);
+    }
+    w->a = a;
+    w->base = 0;
+    free(sp);
 }
 
 static const char *msg_text(chat_page *u, int msg, size_t *len)
@@ -126,7 +163,7 @@ static const char *msg_text(chat_page *u, int msg, size_t *len)
 static void layout_lines(chat_page *u, int width)
 {
     int tw = width - 2;
-    wrapctx w = {u, 0, 0, 2};
+    wrapctx w = {u, 0, 0, 2, 0};
     tline *l;
     size_t n = chs_count(u->c);
     size_t from = 0;   /* the first message laid out again */
@@ -171,7 +208,10 @@ static void layout_lines(chat_page *u, int width)
             snprintf(l->info, sizeof l->info, "\xe2\x96\x8c %s", user ? "you" : "assistant");
         w.msg = (int)i;
         w.a = ui_attr(UI_C_NORMAL);
-        wrap(m->content, m->len, tw, text_span, &w);
+        if (user)
+            wrap(m->content, m->len, tw, text_span, &w);
+        else
+            wrap_reply(u, m->content, m->len, tw, &w);
         if (m->has_stats) {
             l = add_line(u, L_INFO, (int)i, ui_attr(UI_C_DIM));
             const chs_reply_stats *st = &m->st;
@@ -195,7 +235,7 @@ tail:
             snprintf(l->info, sizeof l->info, "\xe2\x96\x8c assistant  generating… (Esc stops)");
         w.msg = -2;
         w.a = ui_attr(UI_C_NORMAL);
-        wrap(u->reply ? u->reply : "", u->rlen, tw, text_span, &w);
+        wrap_reply(u, u->reply ? u->reply : "", u->rlen, tw, &w);
     }
     if (u->notice[0]) {
         l = add_line(u, L_INFO, -3, ui_attr(UI_C_ERROR));
@@ -312,7 +352,7 @@ static void draw_template(chat_page *u, WINDOW *w, int rows, int cols)
     SWAP_LINES(u);
     if (u->tmpl_w != cols) {
         u->nlines = 0;
-        wrapctx wc = {u, -4, ui_attr(UI_C_NORMAL), 0};
+        wrapctx wc = {u, -4, ui_attr(UI_C_NORMAL), 0, 0};
         wrap(u->tmpl_text, u->tmpl_len, cols - 1, text_span, &wc);
         u->tmpl_w = cols;
     }
