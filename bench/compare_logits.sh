@@ -35,7 +35,9 @@ compare() { # MODEL TOL [PEER_MODEL]
   fi
 }
 
-# PARTS="shared dense families" chooses what runs (default all); ARCHS and TYPES narrow the families
+# PARTS="shared dense families" chooses what runs (default all); ARCHS and TYPES narrow the families;
+# PARTS=moe: the mixture-of-experts families (not in the default until the engine runs them),
+# MOE_ARCHS and MOE_TYPES narrow them
 PARTS=${PARTS:-shared dense families}
 M=$shared/models
 if [[ $PARTS == *shared* ]]; then
@@ -65,13 +67,16 @@ vocab_of() {
     phi3) echo "$vocab/ggml-vocab-phi-3.gguf" ;;
     smollm3) echo "$vocab/ggml-vocab-llama-bpe.gguf" ;;
     olmo2|granite) echo "$vocab/ggml-vocab-gpt-2.gguf" ;;
+    qwen3moe) echo "$vocab/ggml-vocab-qwen2.gguf" ;;
+    gpt-oss) echo "$vocab/ggml-vocab-gpt-2.gguf" ;;  # bench_mkmodel makes the o200k_harmony stand-in
   esac
 }
-run_arch() { # ARCH TYPES...
+run_arch() { # ARCH TYPES...   (TAG: in the file names, MK_ARGS: more bench_mkmodel options)
   local arch=$1 t f tol; shift
   for t in "$@"; do
-    f=$work/$arch-$t.gguf
-    [[ -f $f ]] || "$mk" "$f" --arch $arch --type $t --vocab "$(vocab_of $arch)" --seed 7 || { fail=1; continue; }
+    f=$work/$arch${TAG:-}-$t.gguf
+    # shellcheck disable=SC2086
+    [[ -f $f ]] || "$mk" "$f" --arch $arch --type $t --vocab "$(vocab_of $arch)" --seed 7 ${MK_ARGS:-} || { fail=1; continue; }
     case $t in f32|f16) tol=1e-3 ;; *) tol=1e-2 ;; esac
     compare "$f" $tol
   done
@@ -84,6 +89,20 @@ if [[ $PARTS == *families* ]]; then
   for arch in ${ARCHS:-qwen3 gemma3 phi3 smollm3 olmo2 granite mistral3}; do
     # shellcheck disable=SC2086
     run_arch $arch ${TYPES:-f32 f16 q8_0 q4_K}
+  done
+fi
+if [[ $PARTS == *moe* ]]; then
+  # docs/engine.md's mixture-of-experts families (notes: moe.md): 8 experts 2 used (llama: Mixtral
+  # style), gpt-oss 32 / 4 (MXFP4 experts when quantized) with a 16-token sliding window that the
+  # prompt crosses
+  for arch in ${MOE_ARCHS:-llama-moe qwen3moe gpt-oss}; do
+    # shellcheck disable=SC2086
+    case $arch in
+      llama-moe) TAG=-moe MK_ARGS="--experts 8 --experts-used 2" run_arch llama ${MOE_TYPES:-f32 f16 q8_0 q4_K} ;;
+      qwen3moe) run_arch qwen3moe ${MOE_TYPES:-f32 f16 q8_0 q4_K} ;;
+      gpt-oss) MK_ARGS="--swa 16" run_arch gpt-oss ${MOE_TYPES:-f32 f16 q8_0} ;;
+      *) echo "{\"arch\": \"$arch\", \"error\": \"not a MoE family (llama-moe qwen3moe gpt-oss)\"}"; fail=1 ;;
+    esac
   done
 fi
 [[ -z ${WORK:-} ]] && rm -rf "$work"

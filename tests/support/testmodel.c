@@ -1,5 +1,8 @@
 /* testmodel: random-weight GGUF files of the dense families (llama, qwen2,
- * qwen3, gemma3, phi3, smollm3, olmo2, granite, mistral3). */
+ * qwen3, gemma3, phi3, smollm3, olmo2, granite, mistral3) and the
+ * mixture-of-experts ones (llama with experts, qwen3moe, gpt-oss): the
+ * families, their keys and tensor lists. The data: testmodel_fill.c; the
+ * tokenizer keys: testmodel_vocab.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,10 +10,7 @@
 
 #include "codec.h"
 #include "ggtype.h"
-#include "testmodel.h"
-
-#define POOL_ROWS 64
-#define CHUNK_ROWS 64
+#include "testmodel_impl.h"
 
 /* What a family's files hold beyond llama's set (llama.cpp's
  * src/models/<arch>.cpp, load_arch_hparams / load_arch_tensors). */
@@ -27,6 +27,10 @@ enum {
     FAM_SWA = 1u << 9,          /* sliding_window, its pattern, rope.freq_base_swa */
     FAM_QKV_BIAS = 1u << 10,    /* always Q/K/V biases */
     FAM_NO_TIE = 1u << 11,      /* output.weight required */
+    FAM_MOE_OPT = 1u << 12,     /* experts when n_expert > 0 (llama: Mixtral) */
+    FAM_MOE = 1u << 13,         /* always experts; expert_feed_forward_length */
+    FAM_OAI = 1u << 14,         /* gpt-oss: attn_output.bias, attn_sinks, router and expert
+                                   biases, post_attention_norm as the FFN's pre-norm */
 };
 
 typedef struct {
@@ -37,7 +41,7 @@ typedef struct {
 } family;
 
 static const family FAMILIES[] = {
-    {"llama", "ggml-vocab-llama-spm.gguf", false, FAM_ROPE_FREQS},
+    {"llama", "ggml-vocab-llama-spm.gguf", false, FAM_ROPE_FREQS | FAM_MOE_OPT},
     {"qwen2", "ggml-vocab-qwen2.gguf", false, FAM_ROPE_FREQS | FAM_QKV_BIAS},
     {"qwen3", "ggml-vocab-qwen2.gguf", false, FAM_NEW | FAM_HEAD_DIM | FAM_QK_NORM_HEAD},
     {"gemma3", "ggml-vocab-llama-spm.gguf", true,
@@ -49,6 +53,11 @@ static const family FAMILIES[] = {
     {"granite", "ggml-vocab-gpt-2.gguf", true, FAM_NEW | FAM_ROPE_FREQS | FAM_OUT_BIAS},
     {"mistral3", "ggml-vocab-llama-spm.gguf", true,
      FAM_NEW | FAM_HEAD_DIM | FAM_ROPE_FREQS | FAM_OUT_BIAS},
+    {"qwen3moe", "ggml-vocab-qwen2.gguf", false,
+     FAM_NEW | FAM_HEAD_DIM | FAM_QK_NORM_HEAD | FAM_MOE},
+    /* the o200k_harmony stand-in is built from GPT-2's (testmodel_vocab.c) */
+    {"gpt-oss", "ggml-vocab-gpt-2.gguf", true,
+     FAM_NEW | FAM_HEAD_DIM | FAM_QKV_BIAS | FAM_SWA | FAM_NO_TIE | FAM_MOE | FAM_OAI},
 };
 #define N_FAMILIES (sizeof FAMILIES / sizeof FAMILIES[0])
 
@@ -60,28 +69,12 @@ static const family *family_of(const char *arch)
     return NULL;
 }
 
-typedef struct {
-    char name[64];
-    uint32_t type;
-    uint64_t ne0, ne1;    /* ne1 = 1 for vectors */
-    int kind;             /* a tkind */
-    float scale;          /* std of the random values */
-} tspec;
-
-enum tkind { K_MATRIX, K_NORM, K_BIAS, K_ROPE_FREQS, K_ROPE_LONG, K_ROPE_SHORT };
-
-typedef struct {
-    const testmodel_params *p;
-    tspec *t;
-    uint32_t n, cap;
-    int err;
-} maker;
-
 testmodel_params testmodel_default_params(void)
 {
     return (testmodel_params){.arch = "llama", .n_embd = 256, .n_layer = 2, .n_ff = 256,
                               .n_head = 4, .n_head_kv = 2, .n_ctx = 2048, .n_vocab = 300,
-                              .wtype = GGTYPE_F32, .embd_type = -1, .seed = 1};
+                              .wtype = GGTYPE_F32, .embd_type = -1, .seed = 1,
+                              .expert_type = -1};
 }
 
 testmodel_params testmodel_arch_params(const char *arch)
@@ -128,6 +121,24 @@ testmodel_params testmodel_arch_params(const char *arch)
         p.yarn_beta_slow = 1.0f;
         p.yarn_log_mul = 1.0f;
         p.attn_temp_scale = 0.1f;
+    } else if (!strcmp(arch, "qwen3moe")) {
+        p.head_dim = 128;
+        p.rope_freq_base = 1e6f;
+        p.rms_eps = 1e-6f;
+        p.n_expert = 8;
+        p.n_expert_used = 2;
+        p.expert_ff = 256;
+    } else if (!strcmp(arch, "gpt-oss")) {
+        p.n_head = 8;
+        p.n_head_kv = 2;
+        p.head_dim = 64;
+        p.rope_freq_base = 150000.0f;
+        p.rope_scale_yarn = 32.0f;
+        p.n_ctx_orig = 4096;
+        p.sliding_window = 128;
+        p.n_expert = 32;
+        p.n_expert_used = 4;
+        p.expert_ff = 256;
     }
     return p;
 }
@@ -145,173 +156,83 @@ const char *testmodel_arch_vocab(const char *arch, bool *stand_in)
     return f ? f->vocab : NULL;
 }
 
-static uint64_t mix(uint64_t x)
+/* llama.cpp's use_more_bits: the layers that get more bits in the _M mixes. */
+static bool use_more_bits(int i, int n)
 {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
+    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
 }
 
-/* Uniform in [-1, 1) from a counter-based generator: deterministic per (seed, i). */
-static inline float urand(uint64_t *st)
+/* The type llama-quantize's Q4_K_M gives matrix `name` (llama-quant.cpp,
+ * llama_tensor_get_type, without an imatrix): Q4_K; output.weight (tied:
+ * token_embd) Q6_K; attn_v and ffn_down / ffn_down_exps Q6_K on the
+ * use_more_bits layers; with exactly 8 experts attn_k and attn_v Q8_0 and
+ * attn_output Q5_K; phi3's attn_qkv Q5_K; the router (ffn_gate_inp) keeps
+ * `type` (F32). Rows that a K block does not divide fall back as llama.cpp
+ * does (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, then F16). */
+static uint32_t mix_q4_K_M(const testmodel_params *p, const char *name, uint32_t type, uint64_t ne0)
 {
-    *st = mix(*st);
-    return (float)((double)(*st >> 11) * (2.0 / 9007199254740992.0) - 1.0);
-}
-
-/* Random values of one row (sqrt(3) turns uniform [-1,1) into std 1). */
-static void fill_row(const tspec *t, uint64_t seed, uint64_t row, float *dst)
-{
-    uint64_t st = mix(seed ^ mix(row + 0x1234));
-    for (uint64_t c = 0; c < t->ne0; c++) {
-        float u = urand(&st);
-        switch (t->kind) {
-        case K_NORM: dst[c] = 1.0f + 0.25f * u; break;
-        case K_ROPE_FREQS: dst[c] = 1.0f + (float)(c % 8) * 0.5f; break;   /* 1..4.5 */
-        case K_ROPE_LONG: dst[c] = 1.0f + (float)c * 0.5f; break;          /* rising, as Phi-3's */
-        case K_ROPE_SHORT: dst[c] = 1.0f + (float)(c % 4) * 0.02f; break;  /* near 1 */
-        default: dst[c] = t->scale * 1.7320508f * u; break;
-        }
-    }
-}
-/* Quantize `nr` rows of floats to t->type into dst. */
-static int to_type(const tspec *t, const float *src, void *dst, uint64_t nr)
-{
-    if (t->type == GGTYPE_F32) {
-        memcpy(dst, src, sizeof(float) * nr * t->ne0);
-        return 0;
-    }
-    if (t->type == GGTYPE_F16) {
-        for (uint64_t i = 0; i < nr * t->ne0; i++)
-            ((uint16_t *)dst)[i] = codec_f32_to_f16(src[i]);
-        return 0;
-    }
-    return codec_quantize(t->type, src, dst, nr, t->ne0, NULL) ? 0 : -1;
-}
-
-static int fill_tensor(void *user, uint64_t i, void *dst, uint64_t size)
-{
-    maker *mk = user;
-    if (i >= mk->n)
-        return -1;
-    const tspec *t = &mk->t[i];
-    uint64_t rb = ggtype_row_size(t->type, t->ne0, NULL);
-    if (rb * t->ne1 != size)
-        return -1;
-    uint64_t seed = mix(mk->p->seed * 1000003ull + i);
-    uint64_t chunk = t->ne1 < CHUNK_ROWS ? t->ne1 : CHUNK_ROWS;
-    float *f = malloc(sizeof(float) * t->ne0 * chunk);
-    if (!f)
-        return -1;
-    int rc = 0;
-    if (mk->p->pooled_rows && t->ne1 > POOL_ROWS) {
-        /* 64 real rows, then each row a copy of a randomly chosen one */
-        uint8_t *pool = malloc(rb * POOL_ROWS);
-        if (!pool) {
-            free(f);
-            return -1;
-        }
-        for (uint64_t r = 0; r < POOL_ROWS && !rc; r += chunk) {
-            for (uint64_t k = 0; k < chunk; k++)
-                fill_row(t, seed, r + k, f + k * t->ne0);
-            rc = to_type(t, f, pool + r * rb, chunk);
-        }
-        uint64_t st = seed;
-        for (uint64_t r = 0; r < t->ne1 && !rc; r++) {
-            st = mix(st);
-            memcpy((uint8_t *)dst + r * rb, pool + (st % POOL_ROWS) * rb, rb);
-        }
-        free(pool);
-    } else {
-        for (uint64_t r = 0; r < t->ne1 && !rc; r += chunk) {
-            uint64_t nr = t->ne1 - r < chunk ? t->ne1 - r : chunk;
-            for (uint64_t k = 0; k < nr; k++)
-                fill_row(t, seed, r + k, f + k * t->ne0);
-            rc = to_type(t, f, (uint8_t *)dst + r * rb, nr);
-        }
-    }
-    free(f);
-    return rc;
+    if (strstr(name, "ffn_gate_inp"))
+        return type;
+    unsigned il = 0;
+    const bool blk = sscanf(name, "blk.%u.", &il) == 1;
+    const int n = (int)p->n_layer;
+    const bool more = blk && use_more_bits((int)il, n), moe8 = p->n_expert == 8;
+    uint32_t t = GGTYPE_Q4_K;
+    if (!strcmp(name, "output.weight") || (p->tied && !strcmp(name, "token_embd.weight")))
+        t = ne0 % 256 ? GGTYPE_Q8_0 : GGTYPE_Q6_K;
+    else if (strstr(name, ".attn_v.weight"))
+        t = moe8 ? GGTYPE_Q8_0 : more ? GGTYPE_Q6_K : GGTYPE_Q4_K;
+    else if (strstr(name, ".attn_k.weight") && moe8)
+        t = GGTYPE_Q8_0;
+    else if (strstr(name, ".ffn_down") && more)
+        t = GGTYPE_Q6_K;
+    else if ((strstr(name, ".attn_output.weight") && moe8) || strstr(name, ".attn_qkv.weight"))
+        t = GGTYPE_Q5_K;
+    if (ne0 % 256 == 0)
+        return t;
+    t = t == GGTYPE_Q4_K ? GGTYPE_Q5_0 : t == GGTYPE_Q5_K ? GGTYPE_Q5_1 : GGTYPE_Q8_0;
+    return ne0 % 32 ? GGTYPE_F16 : t;
 }
 
 /* One tensor of the file; sets mk->err when the table is full. */
-static void add(maker *mk, const char *name, uint32_t type, uint64_t ne0, uint64_t ne1, int kind,
-                float scale)
+static void add(testmodel__maker *mk, const char *name, uint32_t type, uint64_t ne0, uint64_t ne1,
+                int kind, float scale)
 {
     if (mk->n >= mk->cap) {
         mk->err = 1;
         return;
     }
-    tspec *t = &mk->t[mk->n++];
+    testmodel__tensor *t = &mk->t[mk->n++];
     snprintf(t->name, sizeof t->name, "%s", name);
     t->type = type;
     t->ne0 = ne0;
     t->ne1 = ne1;
+    t->ne2 = 1;
+    t->n_dims = ne1 > 1 ? 2 : 1;
     t->kind = kind;
     t->scale = scale;
+    if (mk->p->q4_K_M && kind == TESTMODEL__MATRIX)
+        t->type = mix_q4_K_M(mk->p, t->name, type, ne0);
 }
 
 /* A tensor of layer il: "blk.IL.what". */
-static void add_blk(maker *mk, uint32_t il, const char *what, uint32_t type, uint64_t ne0,
-                    uint64_t ne1, int kind, float scale)
+static void add_blk(testmodel__maker *mk, uint32_t il, const char *what, uint32_t type,
+                    uint64_t ne0, uint64_t ne1, int kind, float scale)
 {
     char name[64];
     snprintf(name, sizeof name, "blk.%u.%s", il, what);
     add(mk, name, type, ne0, ne1, kind, scale);
 }
 
-/* Synthetic SentencePiece vocabulary of n tokens. */
-static gguf_status synth_vocab(gguf_writer *w, uint32_t n)
+/* A 3-D matrix of layer il: {ne0, ne1, ne2} (the experts' weights). */
+static void add_blk3(testmodel__maker *mk, uint32_t il, const char *what, uint32_t type,
+                     uint64_t ne0, uint64_t ne1, uint64_t ne2, float scale)
 {
-    char **toks = calloc(n, sizeof *toks);
-    float *scores = calloc(n, sizeof *scores);
-    int32_t *types = calloc(n, sizeof *types);
-    gguf_status st = GGUF_ENOMEM;
-    if (!toks || !scores || !types)
-        goto done;
-    static const char *syl[] = {"ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "ze", "po",
-                                "an", "el", "is", "ol", "um", "ra"};
-    for (uint32_t i = 0; i < n; i++) {
-        char b[32];
-        if (i == 0)
-            snprintf(b, sizeof b, "<unk>");
-        else if (i == 1)
-            snprintf(b, sizeof b, "<s>");
-        else if (i == 2)
-            snprintf(b, sizeof b, "</s>");
-        else if (i < 259)
-            snprintf(b, sizeof b, "<0x%02X>", i - 3);
-        else {
-            uint32_t k = i - 259;
-            /* "\xe2\x96\x81" is SentencePiece's word-start mark */
-            snprintf(b, sizeof b, "%s%s%s", (k & 1) ? "\xe2\x96\x81" : "", syl[k % 16],
-                     syl[(k / 16) % 16]);
-            if (k >= 256)
-                snprintf(b + strlen(b), sizeof b - strlen(b), "%u", k / 256);
-        }
-        toks[i] = strdup(b);
-        if (!toks[i])
-            goto done;
-        scores[i] = i < 259 ? 0.0f : -(float)(i - 259);
-        types[i] = i == 0 ? 2 : i < 3 ? 3 : i < 259 ? 6 : 1;
+    add_blk(mk, il, what, type, ne0, ne1, TESTMODEL__MATRIX, scale);
+    if (!mk->err) {
+        mk->t[mk->n - 1].ne2 = ne2;
+        mk->t[mk->n - 1].n_dims = 3;
     }
-    if ((st = gguf_writer_set_str(w, "tokenizer.ggml.model", "llama")) ||
-        (st = gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)toks, n)) ||
-        (st = gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_VT_FLOAT32, scores, n)) ||
-        (st = gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_VT_INT32, types, n)) ||
-        (st = gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0)) ||
-        (st = gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1)) ||
-        (st = gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2)))
-        goto done;
-    st = GGUF_OK;
-done:
-    for (uint32_t i = 0; toks && i < n; i++)
-        free(toks[i]);
-    free(toks);
-    free(scores);
-    free(types);
-    return st;
 }
 
 /* Writer of "ARCH.suffix" metadata keys; the first error sticks in st. */
@@ -355,10 +276,17 @@ static void key_str(keys *k, const char *suffix, const char *v)
         k->st = gguf_writer_set_str(k->w, key_name(k, suffix, b, sizeof b), v);
 }
 
-/* Head size, Q / KV projection widths and rotated dimensions. */
+/* Head size, Q / KV projection widths, rotated dimensions and the experts'
+ * FFN width (0 without experts). */
 typedef struct {
-    uint32_t hd, qd, kvd, rot;
+    uint32_t hd, qd, kvd, rot, fx;
 } shape;
+
+/* Whether the file has experts. */
+static bool has_experts(const family *f, const testmodel_params *p)
+{
+    return (f->flags & FAM_MOE) || ((f->flags & FAM_MOE_OPT) && p->n_expert);
+}
 
 /* The first family field that `f` does not take (its name), or NULL. */
 static const char *foreign_field(const family *f, const testmodel_params *p)
@@ -394,6 +322,14 @@ static const char *foreign_field(const family *f, const testmodel_params *p)
         return "rope_freqs";
     if (p->tied && (f->flags & FAM_NO_TIE))
         return "tied (its output.weight is required)";
+    if (p->n_expert && !(f->flags & (FAM_MOE | FAM_MOE_OPT)))
+        return "n_expert";
+    if (!has_experts(f, p) && (p->n_expert_used || p->expert_ff))
+        return "n_expert_used / expert_ff without experts";
+    if (p->expert_ff && !(f->flags & FAM_MOE))
+        return "expert_ff (its experts are n_ff wide)";
+    if (p->swa_pattern && (f->flags & FAM_OAI))
+        return "swa_pattern";
     return NULL;
 }
 
@@ -409,6 +345,18 @@ static const char *shape_of(const testmodel_params *p, shape *s)
         return "bad dimensions";
     *s = (shape){.hd = (uint32_t)hd, .qd = (uint32_t)(hd * p->n_head),
                  .kvd = (uint32_t)(hd * p->n_head_kv), .rot = (uint32_t)rot};
+    const family *f = family_of(p->arch);
+    if (!has_experts(f, p))
+        return NULL;
+    /* llama.cpp: 0 < used <= count <= LLAMA_MAX_EXPERTS (1024) */
+    if (!p->n_expert || p->n_expert > 1024 || !p->n_expert_used || p->n_expert_used > p->n_expert)
+        return "bad expert counts (0 < n_expert_used <= n_expert <= 1024)";
+    /* qwen3moe without the key: n_ff / n_expert_used (qwen3moe.cpp) */
+    s->fx = !(f->flags & FAM_MOE) ? p->n_ff
+          : p->expert_ff          ? p->expert_ff
+                                  : p->n_ff / p->n_expert_used;
+    if (!s->fx || ((f->flags & FAM_OAI) && !p->expert_ff))
+        return "bad dimensions (the experts' FFN width)";
     return NULL;
 }
 
@@ -463,59 +411,105 @@ static void family_keys(keys *k, const family *f, const testmodel_params *p, con
     if (!strcmp(a, "granite"))
         key_f32(k, "logit_scale", p->logit_scale);
     key_f32_opt(k, "attention.temperature_scale", p->attn_temp_scale);
+    if (p->n_expert) {
+        key_u32(k, "expert_count", p->n_expert);
+        key_u32(k, "expert_used_count", p->n_expert_used);
+    }
+    if (p->expert_ff)
+        key_u32(k, "expert_feed_forward_length", p->expert_ff);
 }
 
 /* The tensors of layer il: llama's order, with the family's own ones where its
  * loader creates them. */
-static void layer_tensors(maker *mk, const family *f, const shape *s, uint32_t il)
+/* The experts' type: expert_type, else wtype (gpt-oss: MXFP4 for a quantized wtype). */
+static uint32_t expert_type(const family *f, const testmodel_params *p)
+{
+    if (p->expert_type >= 0)
+        return (uint32_t)p->expert_type;
+    const ggtype_traits *tr = ggtype_get(p->wtype);
+    return (f->flags & FAM_OAI) && tr && tr->is_quantized ? GGTYPE_MXFP4 : p->wtype;
+}
+
+/* The mixture-of-experts FFN of layer il (llama.cpp's load_arch_tensors):
+ * the router ffn_gate_inp {E, NE} (F32, as llama-quantize keeps it), then
+ * ffn_{gate,up}_exps {E, FX, NE} and ffn_down_exps {FX, E, NE}; gpt-oss adds
+ * the router bias {NE} and the expert biases {FX, NE} / {E, NE}. The router
+ * is scaled so that its logits vary by about 2 across experts and tokens. */
+static void moe_tensors(testmodel__maker *mk, const family *f, const shape *s, uint32_t il)
+{
+    const testmodel_params *p = mk->p;
+    const uint32_t E = p->n_embd, FX = s->fx, NE = p->n_expert, xt = expert_type(f, p),
+                   f32 = GGTYPE_F32;
+    const float s_e = 1.0f / sqrtf((float)E), s_fx = 1.0f / sqrtf((float)FX);
+    const bool oai = f->flags & FAM_OAI;
+    add_blk(mk, il, "ffn_gate_inp.weight", f32, E, NE, TESTMODEL__MATRIX, 2.0f * s_e);
+    if (oai)
+        add_blk(mk, il, "ffn_gate_inp.bias", f32, NE, 1, TESTMODEL__BIAS, 0.5f);
+    add_blk3(mk, il, "ffn_gate_exps.weight", xt, E, FX, NE, s_e);
+    add_blk3(mk, il, "ffn_up_exps.weight", xt, E, FX, NE, s_e);
+    add_blk3(mk, il, "ffn_down_exps.weight", xt, FX, E, NE, s_fx);
+    if (oai) {
+        add_blk(mk, il, "ffn_gate_exps.bias", f32, FX, NE, TESTMODEL__BIAS, 0.1f);
+        add_blk(mk, il, "ffn_up_exps.bias", f32, FX, NE, TESTMODEL__BIAS, 0.1f);
+        add_blk(mk, il, "ffn_down_exps.bias", f32, E, NE, TESTMODEL__BIAS, 0.1f);
+    }
+}
+
+static void layer_tensors(testmodel__maker *mk, const family *f, const shape *s, uint32_t il)
 {
     const testmodel_params *p = mk->p;
     const uint32_t E = p->n_embd, F = p->n_ff, wt = p->wtype, f32 = GGTYPE_F32;
     const float s_e = 1.0f / sqrtf((float)E), s_f = 1.0f / sqrtf((float)F),
                 s_q = 1.0f / sqrtf((float)s->qd);
-    const bool pre = !(f->flags & FAM_NO_PRE_NORMS), post = f->flags & FAM_POST_NORMS;
+    const bool pre = !(f->flags & FAM_NO_PRE_NORMS), post = f->flags & FAM_POST_NORMS,
+               oai = f->flags & FAM_OAI;
     if (pre)
-        add_blk(mk, il, "attn_norm.weight", f32, E, 1, K_NORM, 0);
+        add_blk(mk, il, "attn_norm.weight", f32, E, 1, TESTMODEL__NORM, 0);
     if (f->flags & FAM_FUSED) {
-        add_blk(mk, il, "attn_qkv.weight", wt, E, s->qd + 2 * s->kvd, K_MATRIX, s_e);
+        add_blk(mk, il, "attn_qkv.weight", wt, E, s->qd + 2 * s->kvd, TESTMODEL__MATRIX, s_e);
         if (p->qkv_bias)
-            add_blk(mk, il, "attn_qkv.bias", f32, s->qd + 2 * s->kvd, 1, K_BIAS, 0.5f);
+            add_blk(mk, il, "attn_qkv.bias", f32, s->qd + 2 * s->kvd, 1, TESTMODEL__BIAS, 0.5f);
     } else {
-        add_blk(mk, il, "attn_q.weight", wt, E, s->qd, K_MATRIX, s_e);
-        add_blk(mk, il, "attn_k.weight", wt, E, s->kvd, K_MATRIX, s_e);
-        add_blk(mk, il, "attn_v.weight", wt, E, s->kvd, K_MATRIX, s_e);
+        add_blk(mk, il, "attn_q.weight", wt, E, s->qd, TESTMODEL__MATRIX, s_e);
+        add_blk(mk, il, "attn_k.weight", wt, E, s->kvd, TESTMODEL__MATRIX, s_e);
+        add_blk(mk, il, "attn_v.weight", wt, E, s->kvd, TESTMODEL__MATRIX, s_e);
         if ((f->flags & FAM_QKV_BIAS) || p->qkv_bias) {
-            add_blk(mk, il, "attn_q.bias", f32, s->qd, 1, K_BIAS, 0.5f);
-            add_blk(mk, il, "attn_k.bias", f32, s->kvd, 1, K_BIAS, 0.5f);
-            add_blk(mk, il, "attn_v.bias", f32, s->kvd, 1, K_BIAS, 0.1f);
+            add_blk(mk, il, "attn_q.bias", f32, s->qd, 1, TESTMODEL__BIAS, 0.5f);
+            add_blk(mk, il, "attn_k.bias", f32, s->kvd, 1, TESTMODEL__BIAS, 0.5f);
+            add_blk(mk, il, "attn_v.bias", f32, s->kvd, 1, TESTMODEL__BIAS, 0.1f);
         }
     }
-    add_blk(mk, il, "attn_output.weight", wt, s->qd, E, K_MATRIX, s_q);
-    if (p->out_bias)
-        add_blk(mk, il, "attn_output.bias", f32, E, 1, K_BIAS, 0.1f);
+    add_blk(mk, il, "attn_output.weight", wt, s->qd, E, TESTMODEL__MATRIX, s_q);
+    if (p->out_bias || oai)
+        add_blk(mk, il, "attn_output.bias", f32, E, 1, TESTMODEL__BIAS, 0.1f);
+    if (oai) /* a raw logit per head, beside the scores */
+        add_blk(mk, il, "attn_sinks.weight", f32, p->n_head, 1, TESTMODEL__BIAS, 1.0f);
     if (f->flags & (FAM_QK_NORM_HEAD | FAM_QK_NORM_FULL)) {
         const bool head = f->flags & FAM_QK_NORM_HEAD;
-        add_blk(mk, il, "attn_q_norm.weight", f32, head ? s->hd : s->qd, 1, K_NORM, 0);
-        add_blk(mk, il, "attn_k_norm.weight", f32, head ? s->hd : s->kvd, 1, K_NORM, 0);
+        add_blk(mk, il, "attn_q_norm.weight", f32, head ? s->hd : s->qd, 1, TESTMODEL__NORM, 0);
+        add_blk(mk, il, "attn_k_norm.weight", f32, head ? s->hd : s->kvd, 1, TESTMODEL__NORM, 0);
     }
-    if (post)
-        add_blk(mk, il, "post_attention_norm.weight", f32, E, 1, K_NORM, 0);
-    if (pre)
-        add_blk(mk, il, "ffn_norm.weight", f32, E, 1, K_NORM, 0);
-    if (f->flags & FAM_FUSED) {
-        add_blk(mk, il, "ffn_up.weight", wt, E, 2 * (uint64_t)F, K_MATRIX, s_e);
+    if (post || oai) /* gpt-oss: the FFN's pre-norm */
+        add_blk(mk, il, "post_attention_norm.weight", f32, E, 1, TESTMODEL__NORM, 0);
+    if (pre && !oai)
+        add_blk(mk, il, "ffn_norm.weight", f32, E, 1, TESTMODEL__NORM, 0);
+    if (s->fx) {
+        moe_tensors(mk, f, s, il);
+    } else if (f->flags & FAM_FUSED) {
+        add_blk(mk, il, "ffn_up.weight", wt, E, 2 * (uint64_t)F, TESTMODEL__MATRIX, s_e);
     } else {
-        add_blk(mk, il, "ffn_gate.weight", wt, E, F, K_MATRIX, s_e);
-        add_blk(mk, il, "ffn_up.weight", wt, E, F, K_MATRIX, s_e);
+        add_blk(mk, il, "ffn_gate.weight", wt, E, F, TESTMODEL__MATRIX, s_e);
+        add_blk(mk, il, "ffn_up.weight", wt, E, F, TESTMODEL__MATRIX, s_e);
     }
-    add_blk(mk, il, "ffn_down.weight", wt, F, E, K_MATRIX, s_f);
+    if (!s->fx)
+        add_blk(mk, il, "ffn_down.weight", wt, F, E, TESTMODEL__MATRIX, s_f);
     if (p->out_bias) {
-        add_blk(mk, il, "ffn_gate.bias", f32, F, 1, K_BIAS, 0.1f);
-        add_blk(mk, il, "ffn_up.bias", f32, F, 1, K_BIAS, 0.1f);
-        add_blk(mk, il, "ffn_down.bias", f32, E, 1, K_BIAS, 0.1f);
+        add_blk(mk, il, "ffn_gate.bias", f32, F, 1, TESTMODEL__BIAS, 0.1f);
+        add_blk(mk, il, "ffn_up.bias", f32, F, 1, TESTMODEL__BIAS, 0.1f);
+        add_blk(mk, il, "ffn_down.bias", f32, E, 1, TESTMODEL__BIAS, 0.1f);
     }
     if (post)
-        add_blk(mk, il, "post_ffw_norm.weight", f32, E, 1, K_NORM, 0);
+        add_blk(mk, il, "post_ffw_norm.weight", f32, E, 1, TESTMODEL__NORM, 0);
 }
 
 int testmodel_write(const testmodel_params *p, const char *path, char *msg, size_t cap)
@@ -528,12 +522,12 @@ int testmodel_write(const testmodel_params *p, const char *path, char *msg, size
         goto done;                                    \
     } while (0)
     int rc = 0;
-    maker mk = {.p = p};
+    testmodel__maker mk = {.p = p};
     gguf_writer *w = NULL;
     const family *f = p ? family_of(p->arch) : NULL;
     if (!f)
         FAIL("unknown architecture (llama, qwen2, qwen3, gemma3, phi3, smollm3, olmo2, granite, "
-             "mistral3)");
+             "mistral3, qwen3moe, gpt-oss)");
     const char *why = foreign_field(f, p);
     if (why)
         FAIL("%s does not take %s", f->arch, why);
@@ -544,24 +538,29 @@ int testmodel_write(const testmodel_params *p, const char *path, char *msg, size
         FAIL("granite needs a logit_scale");
     if (p->rope_scale_linear > 0 && p->rope_scale_yarn != 0.0f)
         FAIL("rope scaling is linear or yarn, not both");
+    if ((f->flags & FAM_OAI) && !p->sliding_window)
+        FAIL("gpt-oss needs a sliding_window");
     uint32_t etype = p->embd_type < 0 ? p->wtype : (uint32_t)p->embd_type;
-    const uint32_t mats[] = {p->wtype, etype};
-    const uint64_t dims[] = {p->n_embd, p->n_ff, s.qd};
-    for (int a = 0; a < 2; a++)
-        for (int b = 0; b < (a ? 2 : 3); b++)
-            if (!ggtype_row_size(mats[a], dims[b], NULL) ||
-                (mats[a] != GGTYPE_F32 && mats[a] != GGTYPE_F16 && !codec_can_quantize(mats[a])))
-                FAIL("type %s cannot hold rows of %llu", ggtype_name(mats[a]),
-                     (unsigned long long)dims[b]);
-    uint32_t n_vocab = p->n_vocab;
-    if (p->vocab) {
-        const gguf_value *arr;
-        if (gguf_get_arr(p->vocab, "tokenizer.ggml.tokens", &arr) != GGUF_OK)
-            FAIL("the vocabulary file has no tokenizer.ggml.tokens");
-        n_vocab = (uint32_t)arr->arr_len;
-    } else if (n_vocab < 259) {
-        FAIL("a synthetic vocabulary needs at least 259 tokens");
-    }
+    /* each matrix type with the row lengths it gets (the dense FFN's n_ff only without
+     * experts of another width) */
+    const uint32_t xt = s.fx ? expert_type(f, p) : p->wtype;
+    const bool dense_ff = !s.fx || !(f->flags & FAM_MOE);
+    const struct {
+        uint32_t type;
+        uint64_t ne0;
+    } rows[] = {{p->wtype, p->n_embd}, {p->wtype, dense_ff ? p->n_ff : p->n_embd},
+                {p->wtype, s.qd},      {etype, p->n_embd},
+                {etype, dense_ff ? p->n_ff : p->n_embd}, {xt, p->n_embd},
+                {xt, s.fx ? s.fx : p->n_embd}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        if (!ggtype_row_size(rows[i].type, rows[i].ne0, NULL) ||
+            (rows[i].type != GGTYPE_F32 && rows[i].type != GGTYPE_F16 &&
+             !codec_can_quantize(rows[i].type)))
+            FAIL("type %s cannot hold rows of %llu", ggtype_name(rows[i].type),
+                 (unsigned long long)rows[i].ne0);
+    uint32_t n_vocab;
+    if ((why = testmodel__vocab_size(p, f->flags & FAM_OAI, &n_vocab)))
+        FAIL("%s", why);
     w = gguf_writer_new(32);
     mk.cap = 8 + 20 * p->n_layer;
     mk.t = calloc(mk.cap, sizeof *mk.t);
@@ -587,44 +586,33 @@ int testmodel_write(const testmodel_params *p, const char *path, char *msg, size
     gguf_status st = k.st;
     if (st)
         FAIL("writing metadata: %s", gguf_strerror(st));
-    if (p->vocab) {
-        for (uint64_t i = 0; i < gguf_kv_count(p->vocab); i++) {
-            const gguf_kv *kv = gguf_kv_at(p->vocab, i);
-            static const char tpl[] = "tokenizer.chat_template";
-            if (p->chat_template && kv->key.len == sizeof tpl - 1 && !memcmp(kv->key.ptr, tpl, sizeof tpl - 1))
-                continue; /* replaced below */
-            if (kv->key.len > 10 && !memcmp(kv->key.ptr, "tokenizer.", 10) &&
-                (st = gguf_writer_copy_kv(w, kv)))
-                FAIL("copying the vocabulary: %s", gguf_strerror(st));
-        }
-    } else if ((st = synth_vocab(w, n_vocab))) {
+    if ((st = testmodel__write_vocab(w, p, f->flags & FAM_OAI)))
         FAIL("writing the vocabulary: %s", gguf_strerror(st));
-    }
     if (p->chat_template && (st = gguf_writer_set_str(w, "tokenizer.chat_template", p->chat_template)))
         FAIL("writing the chat template: %s", gguf_strerror(st));
 
     const float s_e = 1.0f / sqrtf((float)p->n_embd);
-    add(&mk, "token_embd.weight", etype, p->n_embd, n_vocab, K_MATRIX, 1.0f);
-    add(&mk, "output_norm.weight", GGTYPE_F32, p->n_embd, 1, K_NORM, 0);
+    add(&mk, "token_embd.weight", etype, p->n_embd, n_vocab, TESTMODEL__MATRIX, 1.0f);
+    add(&mk, "output_norm.weight", GGTYPE_F32, p->n_embd, 1, TESTMODEL__NORM, 0);
     if (!p->tied)
-        add(&mk, "output.weight", p->wtype, p->n_embd, n_vocab, K_MATRIX, 3.0f * s_e);
+        add(&mk, "output.weight", p->wtype, p->n_embd, n_vocab, TESTMODEL__MATRIX, 3.0f * s_e);
     if (p->rope_freqs)
-        add(&mk, "rope_freqs.weight", GGTYPE_F32, s.rot / 2, 1, K_ROPE_FREQS, 0);
+        add(&mk, "rope_freqs.weight", GGTYPE_F32, s.rot / 2, 1, TESTMODEL__ROPE_FREQS, 0);
     if (p->rope_factors) {
-        add(&mk, "rope_factors_long.weight", GGTYPE_F32, s.rot / 2, 1, K_ROPE_LONG, 0);
-        add(&mk, "rope_factors_short.weight", GGTYPE_F32, s.rot / 2, 1, K_ROPE_SHORT, 0);
+        add(&mk, "rope_factors_long.weight", GGTYPE_F32, s.rot / 2, 1, TESTMODEL__ROPE_LONG, 0);
+        add(&mk, "rope_factors_short.weight", GGTYPE_F32, s.rot / 2, 1, TESTMODEL__ROPE_SHORT, 0);
     }
     for (uint32_t il = 0; il < p->n_layer; il++)
         layer_tensors(&mk, f, &s, il);
     if (mk.err)
         FAIL("too many tensors");
     for (uint32_t i = 0; i < mk.n; i++) {
-        uint64_t ne[2] = {mk.t[i].ne0, mk.t[i].ne1};
-        st = gguf_writer_add_tensor(w, mk.t[i].name, mk.t[i].type, mk.t[i].ne1 > 1 ? 2 : 1, ne, NULL);
+        uint64_t ne[3] = {mk.t[i].ne0, mk.t[i].ne1, mk.t[i].ne2};
+        st = gguf_writer_add_tensor(w, mk.t[i].name, mk.t[i].type, mk.t[i].n_dims, ne, NULL);
         if (st)
             FAIL("adding tensor %s: %s", mk.t[i].name, gguf_strerror(st));
     }
-    st = gguf_writer_write(w, path, fill_tensor, &mk);
+    st = gguf_writer_write(w, path, testmodel__fill, &mk);
     if (st)
         FAIL("writing %s: %s", path, gguf_strerror(st));
 done:

@@ -1,12 +1,17 @@
 /* testmodel: write random-weight GGUF models (deterministic for a seed) of
  * the dense families llama, qwen2, qwen3, gemma3, phi3, smollm3, olmo2,
- * granite and mistral3, with exactly the keys and tensors llama.cpp's loader
- * expects of each, for tests, comparisons with the peer oracle and
- * benchmarks. The vocabulary is copied from a vocabulary GGUF (e.g.
- * ../shared/fixtures/vocab/ggml-vocab-llama-spm.gguf; testmodel_arch_vocab
- * names the one that fits a family) or, without one, a small synthetic
- * SentencePiece vocabulary is written (<unk>, <s>, </s>, the 256 byte tokens
- * <0x00>..<0xFF>, then made-up pieces). */
+ * granite and mistral3 and of the mixture-of-experts ones (llama with
+ * experts = Mixtral, qwen3moe, gpt-oss), with exactly the keys and tensors
+ * llama.cpp's loader expects of each, for tests, comparisons with the peer
+ * oracle and benchmarks. The vocabulary is copied from a vocabulary GGUF
+ * (e.g. ../shared/fixtures/vocab/ggml-vocab-llama-spm.gguf;
+ * testmodel_arch_vocab names the one that fits a family; for gpt-oss a
+ * vocabulary without the Harmony tokens becomes an o200k_harmony stand-in:
+ * pre-tokenizer gpt-4o, <|startoftext|> <|endoftext|> <|return|>
+ * <|constrain|> <|channel|> <|start|> <|end|> <|message|> <|call|> appended
+ * as control tokens where missing, bos <|startoftext|>, eos <|return|>) or,
+ * without one, a small synthetic SentencePiece vocabulary is written (<unk>,
+ * <s>, </s>, the 256 byte tokens <0x00>..<0xFF>, then made-up pieces). */
 #ifndef GGSCOPE_TESTMODEL_H
 #define GGSCOPE_TESTMODEL_H
 
@@ -71,10 +76,33 @@ typedef struct {
     float logit_scale;         /* granite: logit_scale (required there: never 0) */
     float attn_temp_scale;     /* mistral3: attention.temperature_scale */
     bool out_bias;             /* granite, mistral3: attn_output.bias, ffn_{gate,up,down}.bias */
+
+    /* Mixture of experts: llama with n_expert > 0 (Mixtral: experts n_ff wide),
+     * qwen3moe and gpt-oss (always). Keys expert_count, expert_used_count. */
+    uint32_t n_expert;         /* experts per layer (<= 1024) */
+    uint32_t n_expert_used;    /* experts per token, 1..n_expert */
+    uint32_t expert_ff;        /* qwen3moe, gpt-oss: expert_feed_forward_length, the experts'
+                                  width (gpt-oss: required; qwen3moe 0 = key absent, width
+                                  n_ff / n_expert_used as llama.cpp falls back) */
+    int32_t expert_type;       /* type of ffn_{gate,up,down}_exps; -1 = wtype, except gpt-oss:
+                                  MXFP4 when wtype is a quantized type (unused without
+                                  experts) */
+    /* Matrix types by llama-quantize's Q4_K_M mix (Q4_K; Q6_K output and attn_v /
+     * ffn_down(_exps) on its use_more_bits layers; 8 experts: attn_k / attn_v Q8_0,
+     * attn_output Q5_K; the router stays F32): wtype, embd_type and expert_type
+     * are then ignored. */
+    bool q4_K_M;
+    /* Quantized matrices of the types Q4_0 Q5_0 Q8_0 Q4_K Q5_K Q6_K MXFP4 as random
+     * blocks written directly (no float rows, no quantizer; other types as without
+     * it): random quants, f16 scales / E8M0 exponents chosen so that the values have
+     * the usual spread (finite, normal f16 scales of 2^-12 or more). For the
+     * multi-gigabyte benchmark files; norms, biases and the router stay as
+     * without it. */
+    bool fast_random;
 } testmodel_params;
 
 /* Defaults: a tiny llama (n_embd 256, 2 layers, n_ff 256, 4 heads, 2 KV
- * heads, synthetic 300-token vocabulary, F32, seed 1). */
+ * heads, synthetic 300-token vocabulary, F32, seed 1, expert_type -1). */
 testmodel_params testmodel_default_params(void);
 
 /* The defaults of a family: the tiny llama's shapes and weights with what
@@ -92,6 +120,11 @@ testmodel_params testmodel_default_params(void);
  *   granite  embedding 12, residual 0.22, attention 0.015625, logit 8
  *   mistral3 yarn factor 4, n_ctx_orig 32 (a 64-token prompt crosses it),
  *            beta fast 32 / slow 1, log_mul 1, temperature_scale 0.1, base 1e6
+ *   qwen3moe qwen3's, with 8 experts, 2 used, expert_ff 256
+ *   gpt-oss  8 heads, 2 KV heads, head_dim 64 (QD 512), 32 experts, 4 used,
+ *            expert_ff 256, sliding_window 128 (even layers), rope base 150000,
+ *            yarn factor 32, n_ctx_orig 4096 (the published files' keys), q/k/v/o
+ *            biases, attn_sinks, router and expert biases, output.weight
  * Only gemma3 ties the output by default (tied models predict their input
  * token with a large logit). An unknown arch gives the llama defaults with arch NULL. */
 testmodel_params testmodel_arch_params(const char *arch);
