@@ -58,6 +58,17 @@ void chat_page_show(chat_page *u);
  * and runner_cancel, so an evaluation stops between layers. */
 void chat_page_cancel(chat_page *u);
 
+/* Quitting: when the conversation changed since it was last saved or
+ * loaded, write it to $XDG_STATE_HOME/ggscope/sessions/chat-DATE-TIME-PID.json
+ * (else ~/.local/state/...). Returns 1 (saved; msg says where), 0 (nothing
+ * to save) or -1 (msg says why not). Call it after the jobs have ended. */
+int chat_page_autosave(chat_page *u, char *msg, size_t cap);
+
+/* The allowed range of a sampling setting (/set names: temp, top_k, top_p,
+ * min_p, repeat_penalty): 0 when v is in it, else -1 with "NAME must be
+ * RANGE (got V)" in msg. Other names: 0. */
+int chat_page_check_setting(const char *name, double v, char *msg, size_t cap);
+
 /* Free (after the screen's jobs have finished); accepts NULL. The panes
  * belong to the screen and must not be drawn after this. */
 void chat_page_free(chat_page *u);
