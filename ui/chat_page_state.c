@@ -110,7 +110,7 @@ static bool osc52(const char *text, size_t len)
     textesc_buf_put(&o, b, bl);
     textesc_buf_put(&o, "\a", 1);
     if (tmux && *tmux) {
-        textesc_buf_put(&o, "\033Ptmux;\033\033]52;c;", 16);
+        textesc_buf_put(&o, "\033Ptmux;\033\033]52;c;", 15);
         textesc_buf_put(&o, b, bl);
         textesc_buf_put(&o, "\a\033\\", 3);
     }
@@ -135,7 +135,7 @@ void chat_page_copy(chat_page *u, const char *text, size_t len, const char *what
     afile_close(&af);
     bool sent = len <= OSC52_MAX_BYTES && osc52(text, len);
     if (sent && filed)
-        screen_message(u->s, "copied %s (%zu bytes) to the clipboard (OSC 52) and to %s", what, len, path);
+        screen_message(u->s, "copied %s, %zu bytes: clipboard (OSC 52) and %s", what, len, path);
     else if (filed)
         screen_message(u->s, "%s (%zu bytes) is too long for the terminal's clipboard: copied to %s", what, len, path);
     else if (sent)
