@@ -14,8 +14,10 @@
 #      where, and nothing when unchanged; key bars show only working keys;
 #      /save ~/x.json expands ~ and a failed save names the file; Ctrl+A/E/K/
 #      U/W and Alt+B/F edit the input; the input history survives a restart.
-#   GGSCOPE_BIN   the binary (required)
+#   GGSCOPE_BIN           the binary (required)
+#   GGSCOPE_SCREENS_OUT   if set, a directory where screens are saved
 set -u
+OUT=${GGSCOPE_SCREENS_OUT:-}
 BIN=${GGSCOPE_BIN:?GGSCOPE_BIN must point to the ggscope binary}
 fails=0
 # ---- 0. the command line: sampling values out of range, the range in the message ----
@@ -84,7 +86,7 @@ rendered() {   # the checks of a rendered reply at width $1
 
 # ---- 1. rendered while streaming and after, at 80 and 120 columns; r ----
 for w in 80 120; do
-    chat "md$w" "${w}x60" "GGSCOPE_CHAT_REPLY_FILE=$REPLY_MD GGSCOPE_CHAT_DELAY_MS=40"
+    chat "md$w" "${w}x48" "GGSCOPE_CHAT_REPLY_FILE=$REPLY_MD GGSCOPE_CHAT_DELAY_MS=40"
     wait_for "┌ Message"
     keys "show me" Enter
     wait_for "generating" && wait_for "│ a quote from someone" && {
@@ -94,6 +96,7 @@ for w in 80 120; do
     }
     wait_for "end of turn" 30
     rendered "$w"
+    save "chat-markdown-$w"
     if [[ $w == 80 ]]; then
         check "80: a code line too long is cut with a marker, the box kept" has "so… │"
     else
