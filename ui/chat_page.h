@@ -16,7 +16,9 @@
  * The page is one module over several files: chat_page.c (the engine's
  * helper threads, the jobs, the page), chat_page_transcript.c (layout,
  * drawing and keys of the transcript and the token inspector),
- * chat_page_cmd.c (the input pane and the slash commands); they share
+ * chat_page_cmd.c (the input pane and the slash commands),
+ * chat_page_state.c (files under $XDG_STATE_HOME: the input history, the
+ * copy fallback, the conversation saved on quitting; OSC 52); they share
  * chat_page_int.h. The line editor is chat_input.h. */
 #ifndef GGSCOPE_CHAT_PAGE_H
 #define GGSCOPE_CHAT_PAGE_H

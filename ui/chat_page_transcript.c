@@ -497,7 +497,7 @@ void chat_page_tr_draw(panel *p, WINDOW *w, bool focused)
             ui_put(w, r, 0, cols, head, SIZE_MAX, la, true);
         } else if (l->kind == L_HEAD && focused && !u->inspector && l->msg >= 0 && l->msg == chat_page_selected(u)) {
             int x = ui_put(w, r, 0, cols, l->info, SIZE_MAX, l->a, true);
-            bool code = l->msg < (int)u->lay_nmsg && u->lay_msg[l->msg].md && mdview_code_count(u->lay_msg[l->msg].md);
+            bool code = (size_t)l->msg < u->lay_nmsg && u->lay_msg[l->msg].md && mdview_code_count(u->lay_msg[l->msg].md);
             ui_putf(w, r, x, cols - x, ui_attr(UI_C_DIM), "  \xe2\x97\x82 selected: r %s  y copy%s", msg_raw(u, (size_t)l->msg) ? "rendered" : "raw",
                     code ? "  c copy code" : "");
         } else if (l->kind == L_HEAD || l->kind == L_INFO) {
@@ -761,9 +761,11 @@ const char *chat_page_tr_hints(panel *p)
         snprintf(h, sizeof h, "←→ token  [ ] reply  i close  ↑↓ scroll  %s", busy ? "Esc stop" : "Esc input");
         return h;
     }
-    bool sel = chat_page_selected(u) >= 0;
-    snprintf(h, sizeof h, "%s↑↓ PgUp PgDn scroll  m mouse %s  Enter input  %s%s", sel ? "[ ] select  r raw  y copy  c code  i inspector  " : "",
-             u->mouse_off ? "on" : "off", busy ? "Esc stop  " : "", back ? "F2 explorer" : "");
+    long sel = chat_page_selected(u);
+    bool code = sel >= 0 && (size_t)sel < u->lay_nmsg && u->lay_msg[sel].md && mdview_code_count(u->lay_msg[sel].md);
+    snprintf(h, sizeof h, "%s%s↑↓ PgUp PgDn scroll  m mouse %s  Enter input  %s%s",
+             sel >= 0 ? "[ ] select  r raw  y copy  " : "", code ? "c code  " : "", u->mouse_off ? "on" : "off",
+             busy ? "Esc stop  " : "", back ? "F2 explorer" : "");
     return h;
 }
 

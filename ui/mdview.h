@@ -17,6 +17,9 @@
  * 0) is laid out once and kept; only the part after it is parsed again.
  * mdview_render lays out everything from scratch.
  *
+ * One module over two files: mdview.c (the layout) and mdview_stream.c (the
+ * view and its updates), sharing mdview_int.h.
+ *
  * Threads: none of its own; one mdview is used by one thread at a time. */
 #ifndef GGSCOPE_MDVIEW_H
 #define GGSCOPE_MDVIEW_H
