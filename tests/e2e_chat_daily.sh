@@ -15,6 +15,7 @@
 #      /save ~/x.json expands ~ and a failed save names the file; Ctrl+A/E/K/
 #      U/W and Alt+B/F edit the input; the input history survives a restart.
 #   GGSCOPE_BIN           the binary (required)
+#   GGSCOPE_MKMODEL       bench_mkmodel (optional: Esc during a prompt's evaluation)
 #   GGSCOPE_SCREENS_OUT   if set, a directory where screens are saved
 set -u
 OUT=${GGSCOPE_SCREENS_OUT:-}
@@ -217,6 +218,25 @@ check "the message is back in the input box" has "› Never answered"
 check "no empty assistant turn" bash -c "! tmux -L $SOCK capture-pane -p -t $S | grep -q '▌ assistant'"
 check "nothing in the transcript" has "0 messages"
 keys C-c; wait_for "EXITED 0"
+# ... and while the prompt is evaluated: a random-weight model (bench_mkmodel)
+# given a ~2,600-token message on one thread takes seconds to evaluate it
+if [[ -n ${GGSCOPE_MKMODEL:-} ]] && "$GGSCOPE_MKMODEL" "$TMP/eval.gguf" --embd 384 --layers 6 --ff 1152 --heads 6 \
+        --kv-heads 6 --ctx 4096 --type q8_0 >/dev/null 2>&1; then
+    long=$(python3 -c "print(' '.join(['word%d' % (i % 50) for i in range(300)]))")
+    chat evalesc 120x30 "GGSCOPE_CHAT_DELAY_MS=0" "$TMP/eval.gguf" --ctx 4096 --threads 1 --temp 0
+    wait_for "┌ Message"
+    keys -l "$long"
+    keys Enter
+    wait_for "generating… Esc stops" 10
+    keys Escape
+    wait_for "stopped while the prompt was evaluated (Esc): no reply" 10 && echo "ok: Esc while the prompt is evaluated: no reply"
+    check "evaluation: the message is back in the input box (its last rows shown)" has "word48 word49 *│$"
+    check "evaluation: nothing in the transcript" has "0 messages"
+    check "evaluation: no empty assistant turn" bash -c "! tmux -L $SOCK capture-pane -p -t $S | grep -q '▌ assistant'"
+    keys C-c; wait_for "EXITED 0"
+else
+    echo "SKIP (part): no GGSCOPE_MKMODEL: Esc during the prompt's evaluation not run"
+fi
 
 tmux_retry_if_gone "$0"
 if (( fails )); then echo "$fails check(s) failed"; exit 1; fi
