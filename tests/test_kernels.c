@@ -544,6 +544,7 @@ TYPE_TEST(Q3_K)
 TYPE_TEST(Q4_K)
 TYPE_TEST(Q5_K)
 TYPE_TEST(Q6_K)
+TYPE_TEST(MXFP4)
 
 /* The fast AVX2 kernels (eight-row one-token tiles, batched GEMM) against
  * the plain exact tiles they are built on (kern_reference_tiles): the same
@@ -552,7 +553,7 @@ static void test_fast_kernels_bitwise(void **state)
 {
     (void)state;
     static const uint32_t types[] = {GGTYPE_Q4_0, GGTYPE_Q8_0, GGTYPE_Q4_K, GGTYPE_Q6_K,
-                                     GGTYPE_F16, GGTYPE_F32};
+                                     GGTYPE_F16, GGTYPE_F32, GGTYPE_MXFP4};
     static const shape shapes[] = {
         {64, 512, 1, 0},  {40, 2048, 1, 0}, {24, 768, 1, 4},  {13, 256, 1, 0}, {8, 256, 3, 0},
         {16, 1024, 2, 0}, {48, 512, 5, 0},  {32, 256, 17, 0}, {72, 512, 64, 0}, {9, 512, 7, 0},
@@ -607,6 +608,113 @@ static void test_fast_kernels_bitwise(void **state)
     assert_int_equal(kern_simd_set(saved), 0);
     if (!checked)
         print_message("(no AVX2 on this CPU: the fast kernels are not used)\n");
+}
+
+/* MXFP4 bit for bit on every path, against plain C written from ggml's
+ * kernels with the codec's dequantized weights (value / E8M0 half = the
+ * signed 4-bit value, exact) and the Q8_0 activation bytes
+ * (kern_quantize_act): with 8 | rows the repacked gemv (and gemm) order,
+ * acc = fma((float)isum, fl(e * dx), acc) per block; otherwise
+ * ggml_vec_dot_mxfp4_q8_0's (blocks in pairs, 8 lanes of 4-element sums,
+ * two accumulators, 8-lane tree, an odd last block fused in). */
+static float mxfp4_ref_dot(const uint8_t *row, const float *deq, const block_q8_0 *a, int64_t nb, bool repacked)
+{
+    float lanes[2][8] = {{0}}, acc = 0.0f;
+    int64_t b = 0;
+    for (; b < nb; b++) {
+        uint8_t e = row[b * 17];
+        uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+        float d;
+        memcpy(&d, &bits, 4);
+        const float dx = codec_f16_to_f32(a[b].d);
+        int q[32];
+        for (int j = 0; j < 32; j++)
+            q[j] = (int)(deq[b * 32 + j] / d);
+        if (repacked) {
+            int s = 0;
+            for (int j = 0; j < 32; j++)
+                s += q[j] * a[b].qs[j];
+            acc = fmaf((float)s, d * dx, acc);
+            continue;
+        }
+        if (b + 1 == nb && nb % 2)
+            break;
+        for (int l = 0; l < 8; l++) {
+            int s = 0;
+            for (int j = 4 * l; j < 4 * l + 4; j++)
+                s += q[j] * a[b].qs[j];
+            lanes[b % 2][l] = fmaf(dx * d, (float)s, lanes[b % 2][l]);
+        }
+    }
+    if (repacked)
+        return acc;
+    float v[8], c[4];
+    for (int l = 0; l < 8; l++)
+        v[l] = lanes[0][l] + lanes[1][l];
+    for (int l = 0; l < 4; l++)
+        c[l] = v[l] + v[l + 4];
+    float sum = (c[0] + c[2]) + (c[1] + c[3]);
+    if (b < nb) {
+        uint8_t e = row[b * 17];
+        uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+        float d;
+        memcpy(&d, &bits, 4);
+        int s = 0;
+        for (int j = 0; j < 32; j++)
+            s += (int)(deq[b * 32 + j] / d) * a[b].qs[j];
+        sum = fmaf(codec_f16_to_f32(a[b].d) * d, (float)s, sum);
+    }
+    return sum;
+}
+
+static void test_mxfp4_exact(void **state)
+{
+    (void)state;
+    static const shape shapes[] = {{16, 2880, 1, 0}, {24, 96, 5, 0}, {8, 64, 70, 0}, {20, 160, 1, 0},
+                                   {13, 96, 3, 0},   {12, 64, 9, 0}};
+    kern_simd saved = kern_simd_get();
+    tpool *pool = tpool_new(2);
+    assert_non_null(pool);
+    for (int p = KERN_SIMD_SCALAR; p <= KERN_SIMD_AVX2_PLAIN; p++) {
+        if (kern_simd_set((kern_simd)p) != 0)
+            continue;
+        for (int si = 0; si < N(shapes); si++) {
+            const shape *s = &shapes[si];
+            const int64_t cols = s->n_cols, nb = cols / 32;
+            const size_t rb = (size_t)nb * 17;
+            uint8_t *w = calloc((size_t)s->n_rows, rb);
+            float *x = malloc((size_t)(s->n_tok * cols) * sizeof(float));
+            float *y = malloc((size_t)(s->n_tok * s->n_rows) * sizeof(float));
+            block_q8_0 *a = malloc((size_t)nb * sizeof(block_q8_0));
+            assert_true(w && x && y && a);
+            g_use_quantizer = si % 2 == 0;
+            float *deq = make_weights(GGTYPE_MXFP4, w, rb, s->n_rows, cols);
+            g_use_quantizer = false;
+            for (int64_t i = 0; i < s->n_tok * cols; i++)
+                x[i] = rndf(-1.0f, 1.0f) * (i % 7 == 0 ? 4.0f : 1.0f);
+            assert_int_equal(kern_matmul(pool, GGTYPE_MXFP4, w, rb, s->n_rows, cols, x, s->n_tok, y, NULL, 0), 0);
+            /* the scalar path keeps the repacked order for every row count */
+            const bool repacked = s->n_rows % 8 == 0 || p == KERN_SIMD_SCALAR;
+            for (int64_t t = 0; t < s->n_tok; t++) {
+                assert_int_equal(kern_quantize_act(GGTYPE_Q8_0, x + t * cols, a, cols), 0);
+                for (int64_t r = 0; r < s->n_rows; r++) {
+                    float want = mxfp4_ref_dot(w + (size_t)r * rb, deq + r * cols, a, nb, repacked);
+                    float got = y[t * s->n_rows + r];
+                    if (memcmp(&want, &got, 4) != 0)
+                        fail_msg("MXFP4 [%s] %lldx%lld, %lld tokens: (%lld, %lld) is %a, want %a", kern_simd_name(),
+                                 (long long)s->n_rows, (long long)cols, (long long)s->n_tok, (long long)t,
+                                 (long long)r, got, want);
+                }
+            }
+            free(deq);
+            free(w);
+            free(x);
+            free(y);
+            free(a);
+        }
+    }
+    tpool_free(pool);
+    assert_int_equal(kern_simd_set(saved), 0);
 }
 
 /* Weights made by ggml's reference quantizers (codec_quantize), as in a real
@@ -754,6 +862,8 @@ int main(void)
         cmocka_unit_test(test_matmul_Q4_K),
         cmocka_unit_test(test_matmul_Q5_K),
         cmocka_unit_test(test_matmul_Q6_K),
+        cmocka_unit_test(test_matmul_MXFP4),
+        cmocka_unit_test(test_mxfp4_exact),
         cmocka_unit_test(test_matmul_quantized_weights),
         cmocka_unit_test(test_fast_kernels_bitwise),
         cmocka_unit_test(test_matmul_generic_types),

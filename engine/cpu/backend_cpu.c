@@ -69,6 +69,11 @@ static float *f32_at(backend_view v, size_t n)
     return (float *)v.buf->data + v.off;
 }
 
+float *backend_cpu_f32(backend_view v, size_t n)
+{
+    return f32_at(v, n);
+}
+
 static uint16_t *f16_at(backend_view v, size_t n)
 {
     if (!v.buf || v.buf->dtype != BACKEND_F16 || v.off > v.buf->n || n > v.buf->n - v.off)
@@ -769,7 +774,7 @@ static int cpu_sync(void *ctx)
 
 static const backend_ops CPU_OPS = {
     .name = "cpu",
-    .caps = BACKEND_CAP_ROPE_EXT | BACKEND_CAP_ATTN_SWA,
+    .caps = BACKEND_CAP_ROPE_EXT | BACKEND_CAP_ATTN_SWA | BACKEND_CAP_MOE,
     .free = backend_cpu_ctx_free,
     .buf_new = cpu_buf_new,
     .buf_free = cpu_buf_free,
@@ -788,6 +793,11 @@ static const backend_ops CPU_OPS = {
     .silu_mul = cpu_silu_mul,
     .gelu_mul = cpu_gelu_mul,
     .scale = cpu_scale,
+    .moe_route = backend_cpu_moe_route,
+    .matmul_id = backend_cpu_matmul_id,
+    .add_id = backend_cpu_add_id,
+    .swiglu_oai = backend_cpu_swiglu_oai,
+    .moe_combine = backend_cpu_moe_combine,
     .sync = cpu_sync,
 };
 

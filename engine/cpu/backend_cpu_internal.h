@@ -8,11 +8,41 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "tpool.h"
 
 /* Context of a CPU backend with n_threads workers (0 = one per core); NULL on failure. */
 void *backend_cpu_ctx_new(int n_threads);
 void backend_cpu_ctx_free(void *ctx);
 int backend_cpu_ctx_threads(void *ctx);
+
+/* The context's thread pool (the kernels' argument). */
+tpool *backend_cpu_ctx_pool(void *ctx);
+
+/* Checked pointer to n floats at v.off of an F32 buffer; NULL when v is not
+ * an F32 buffer or the range does not fit it. */
+float *backend_cpu_f32(backend_view v, size_t n);
+
+/* The mixture-of-experts ops (backend_cpu_moe.c), as backend.h describes them. */
+int backend_cpu_moe_route(void *ctx, backend_view logits, uint32_t n_tok, uint32_t n_expert, uint32_t n_used,
+                          backend_moe_gating gating, bool norm, int32_t *ids, backend_view weights);
+int backend_cpu_matmul_id(void *ctx, const backend_weight *w, backend_view x, uint32_t x_per_tok,
+                          const int32_t *ids, uint32_t n_tok, uint32_t n_used, backend_view y);
+int backend_cpu_add_id(void *ctx, backend_view src, const backend_weight *b, const int32_t *ids, backend_view dst,
+                       uint32_t n_rows, uint32_t n_cols);
+int backend_cpu_swiglu_oai(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
+                           uint32_t n_cols, float alpha, float limit);
+int backend_cpu_moe_combine(void *ctx, backend_view y, backend_view w, uint32_t n_tok, uint32_t n_used,
+                            uint32_t n_cols, backend_view dst);
+/* libstdc++'s std::sort (introsort, heap fallback, final insertion sort) of
+ * idx[0..n) with the comparator data[a] > data[b] (ggml_argsort, DESC): the
+ * order it leaves, ties included. */
+void backend_cpu_argsort_desc(const float *data, int32_t *idx, int64_t n);
+/* Its heap fallback alone (std::partial_sort(first, last, last), what
+ * introsort runs when its depth limit is reached), for tests. */
+void backend_cpu_heapsort_desc(const float *data, int32_t *idx, int64_t n);
+/* ggml_soft_max of one row of n (scale 1, no mask): dst may be src. hw: the
+ * haswell build's order (8 lanes), else the zen4 build's (16). */
+void backend_cpu_softmax_row(const float *src, float *dst, int64_t n, bool hw);
 
 /* Run fn(arg, ith, nth) on the context's threads as tpool_run_dynamic does:
  * fn takes its work from a shared counter (a thread may not be called). */

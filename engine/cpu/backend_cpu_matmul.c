@@ -49,6 +49,11 @@ int backend_cpu_ctx_threads(void *ctx)
     return tpool_threads(((cpu_ctx *)ctx)->pool);
 }
 
+tpool *backend_cpu_ctx_pool(void *ctx)
+{
+    return ((cpu_ctx *)ctx)->pool;
+}
+
 void backend_cpu_parallel(void *ctx, void (*fn)(void *arg, int ith, int nth), void *arg)
 {
     tpool_run_dynamic(((cpu_ctx *)ctx)->pool, fn, arg);

@@ -143,7 +143,7 @@ const char *kern_simd_name(void)
 uint32_t kern_act_type(uint32_t wtype)
 {
     switch (wtype) {
-    case GGTYPE_Q4_0: case GGTYPE_Q5_0: case GGTYPE_Q8_0: case GGTYPE_IQ4_NL:
+    case GGTYPE_Q4_0: case GGTYPE_Q5_0: case GGTYPE_Q8_0: case GGTYPE_IQ4_NL: case GGTYPE_MXFP4:
         return GGTYPE_Q8_0;
     case GGTYPE_Q4_1: case GGTYPE_Q5_1:
         return GGTYPE_Q8_1;
@@ -292,6 +292,45 @@ int kern_quantize_act(uint32_t act_type, const float *x, void *dst, int64_t n)
         }
     }
     return 0;
+}
+
+size_t kern_act_row_bytes(uint32_t act_type, int64_t n_cols)
+{
+    return act_row_bytes(act_type, n_cols);
+}
+
+void kern_act_row(uint32_t act_type, const float *x, uint8_t *dst, int64_t n)
+{
+    quant_act_row(act_type, x, dst, n);
+}
+
+kern_tile_fn kern_vec_tile(uint32_t wtype, int plain, int *tile_r)
+{
+    const kern_simd simd = kern_simd_get();
+    const bool ref = atomic_load_explicit(&g_ref_tiles, memory_order_relaxed) != 0;
+    kern_tile_fn vp = plain ? g_vec_plain[simd][wtype] : NULL, vec = vp ? vp : g_vec[simd][wtype];
+    *tile_r = KERN_TILE_R;
+    if (vec && g_vec8[simd][wtype] && !ref && !vp) { /* as kern_matmul picks for one token */
+        *tile_r = KERN_TILE_R8;
+        return g_vec8[simd][wtype];
+    }
+    return vec ? vec : g_tab[simd][wtype];
+}
+
+kern_gemm_fn kern_vec_gemm(uint32_t wtype, int plain)
+{
+    const kern_simd simd = kern_simd_get();
+    if ((simd != KERN_SIMD_AVX2 && simd != KERN_SIMD_AVX2_PLAIN) || g_no_gemm ||
+        atomic_load_explicit(&g_ref_tiles, memory_order_relaxed))
+        return NULL;
+    if (wtype != GGTYPE_Q4_0 && wtype != GGTYPE_Q8_0 && wtype != GGTYPE_Q4_K && wtype != GGTYPE_Q6_K)
+        return NULL;
+    return plain && wtype == GGTYPE_Q4_K ? NULL : g_gemm[simd][wtype];
+}
+
+kern_tile_fn kern_f32_tile(void)
+{
+    return g_tab[kern_simd_get()][GGTYPE_F32];
 }
 
 /* ---- the driver ---- */

@@ -63,6 +63,21 @@ int kern_matmul(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
                 int64_t n_rows, int64_t n_cols, const float *x, int64_t n_tok, float *y,
                 void *scratch, size_t scratch_size);
 
+/* Expert products (ggml_mul_mat_id): for t < n_tok, s < n_used, with
+ * e = ids[t * n_used + s] (0 <= e < n_expert),
+ * y[(t * n_used + s) * n_rows + r] = sum_c W_e[r][c] * x[t * x_per_tok + (x_per_tok == 1 ? 0 : s)][c],
+ * W_e = W + e * expert_bytes (n_rows rows, row_bytes apart). x_per_tok is 1
+ * (every slot reads its token's row, quantized once) or n_used (one row per
+ * slot). Every output in the one-token order kern_matmul uses for the type
+ * (llama.cpp's mat-vec kernels), whatever n_tok; pairs are grouped by
+ * expert, so a chunk of an expert's rows is read once for all of its
+ * tokens, and only the chosen experts are read. F16 / BF16 weights: x
+ * already rounded to that type (as kern_matmul expects). Returns 0, or -1
+ * for bad arguments (an id out of range included) or no memory. */
+int kern_matmul_id(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes, size_t expert_bytes,
+                   int64_t n_rows, int64_t n_cols, int64_t n_expert, const float *x, int64_t x_per_tok,
+                   const int32_t *ids, int64_t n_tok, int64_t n_used, float *y);
+
 /* Quantize one activation row of n floats to act_type (GGTYPE_Q8_0, Q8_1 or
  * Q8_K, ggml's block layout and rounding) into dst (ggtype_row_size bytes).
  * Exposes exactly what kern_matmul multiplies with, for tests. Returns 0 or -1. */

@@ -185,5 +185,39 @@ static inline void kern_q3k_scales(const uint8_t *s12, int8_t out[16])
 }
 
 extern const int8_t kern_iq4nl_values[16];
+extern const int8_t kern_mxfp4_values[16];
+
+/* An MXFP4 block's E8M0 exponent as half its power of two
+ * (ggml_e8m0_to_fp32_half: 2^(x-128), denormal for x < 2). */
+static inline float kern_e8m0_half(uint8_t x)
+{
+    const uint32_t bits = x < 2 ? 0x00200000u << x : (uint32_t)(x - 1) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* MXFP4 tile in ggml_vec_dot_mxfp4_q8_0's order (weights ggml does not
+ * repack: rows % 8 != 0); plain C, for every path. */
+void kern_tile_mxfp4_plain(const uint8_t *w, size_t row_bytes, int nr, const uint8_t *act, size_t act_stride,
+                           int nt, int64_t nb, float *y, int64_t y_stride);
+
+/* The one-token tile of wtype on the path in use (ggml's mat-vec order for
+ * the types that have it, the driver's own tile otherwise) and the rows it
+ * takes per call (*tile_r); plain: the weight's row count is not a multiple
+ * of 8. NULL for the types of the generic path. */
+kern_tile_fn kern_vec_tile(uint32_t wtype, int plain, int *tile_r);
+/* The batched GEMM of the path in use when it sums every token in the
+ * one-token order (t_gemv 0): the AVX2 GEMM of Q4_0, Q8_0, Q6_K and
+ * repacked Q4_K (ggml's gemm and gemv orders agree for the first three);
+ * NULL otherwise (the tiles then). */
+kern_gemm_fn kern_vec_gemm(uint32_t wtype, int plain);
+/* The F32 tile of the path in use (the generic path's dot of a dequantized row). */
+kern_tile_fn kern_f32_tile(void);
+/* Bytes of one activation row of n_cols in the internal layout (kq8 /
+ * kq8k blocks) for act_type, or 0 for a bad shape. */
+size_t kern_act_row_bytes(uint32_t act_type, int64_t n_cols);
+/* Quantize one activation row into the internal layout (the path in use). */
+void kern_act_row(uint32_t act_type, const float *x, uint8_t *dst, int64_t n);
 
 #endif

@@ -1,10 +1,73 @@
 /* Scalar reference tiles: one dot product per (row, token), written for
  * clarity. The SIMD paths are tested against these and against dequantized
  * weights. */
+#include <math.h>
+
 #include "kernels_internal.h"
 
 const int8_t kern_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                       1,    13,   25,  38,  53,  69,  89,  113};
+
+/* MXFP4's values (E2M1 doubled, ggml's kvalues_mxfp4). */
+const int8_t kern_mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+/* Element j of an MXFP4 block's 32 values (low nibbles first, as Q4_0). */
+static inline int mxfp4_q(const block_mxfp4 *x, int j)
+{
+    return kern_mxfp4_values[j < 16 ? x->qs[j] & 15 : x->qs[j - 16] >> 4];
+}
+
+/* MXFP4 in ggml's repacked gemv order (gemv_q4_b32_8x8_q8_0_lut_avx, what
+ * it runs when 8 | rows): per block the exact 32-element sum, one fma with
+ * fl(E8M0/2 * dx) into one accumulator from +0. The AVX2 tiles give the same bits. */
+static float dot_mxfp4(const uint8_t *w, const kq8 *a, int64_t nb)
+{
+    const block_mxfp4 *x = (const block_mxfp4 *)w;
+    float acc = 0.0f;
+    for (int64_t b = 0; b < nb; b++) {
+        int sumi = 0;
+        for (int j = 0; j < 32; j++)
+            sumi += mxfp4_q(&x[b], j) * a[b].qs[j];
+        const float sc = kern_e8m0_half(x[b].e) * a[b].d;
+        acc = fmaf((float)sumi, sc, acc);
+    }
+    return acc;
+}
+
+/* MXFP4 not repacked (rows % 8 != 0): ggml_vec_dot_mxfp4_q8_0's AVX2 order,
+ * blocks in pairs: lane l of the even (odd) blocks' accumulator gets
+ * fma(fl(dx * E8M0/2), sum of elements 4l..4l+3, lane); the two added, the
+ * 8 lanes summed (l, l+4), (0,2)(1,3), (0,1); an odd last block added as
+ * fma(d, sum, total) (the contraction GCC makes of `sumf += d * sum`). */
+static float dot_mxfp4_plain(const uint8_t *w, const kq8 *a, int64_t nb)
+{
+    const block_mxfp4 *x = (const block_mxfp4 *)w;
+    float acc[2][8] = {{0}};
+    int64_t ib = 0;
+    for (; ib + 1 < nb; ib += 2)
+        for (int h = 0; h < 2; h++) {
+            const float sc = a[ib + h].d * kern_e8m0_half(x[ib + h].e);
+            for (int l = 0; l < 8; l++) {
+                int s = 0;
+                for (int j = 4 * l; j < 4 * l + 4; j++)
+                    s += mxfp4_q(&x[ib + h], j) * a[ib + h].qs[j];
+                acc[h][l] = fmaf(sc, (float)s, acc[h][l]);
+            }
+        }
+    float v[8], c[4];
+    for (int l = 0; l < 8; l++)
+        v[l] = acc[0][l] + acc[1][l];
+    for (int l = 0; l < 4; l++)
+        c[l] = v[l] + v[l + 4];
+    float sumf = (c[0] + c[2]) + (c[1] + c[3]);
+    for (; ib < nb; ib++) {
+        int s = 0;
+        for (int j = 0; j < 32; j++)
+            s += mxfp4_q(&x[ib], j) * a[ib].qs[j];
+        sumf = fmaf(a[ib].d * kern_e8m0_half(x[ib].e), (float)s, sumf);
+    }
+    return sumf;
+}
 
 static float dot_q4_0(const uint8_t *w, const kq8 *a, int64_t nb)
 {
@@ -273,6 +336,8 @@ SCALAR_TILE(q5_0, kq8)
 SCALAR_TILE(q5_1, kq8)
 SCALAR_TILE(q8_0, kq8)
 SCALAR_TILE(iq4_nl, kq8)
+SCALAR_TILE(mxfp4, kq8)
+SCALAR_TILE(mxfp4_plain, kq8)
 SCALAR_TILE(q2_K, kq8k)
 SCALAR_TILE(q3_K, kq8k)
 SCALAR_TILE(q4_K, kq8k)
@@ -282,6 +347,12 @@ SCALAR_TILE(f32, float)
 SCALAR_TILE(f16, float)
 SCALAR_TILE(bf16, float)
 
+void kern_tile_mxfp4_plain(const uint8_t *w, size_t row_bytes, int nr, const uint8_t *act, size_t act_stride,
+                           int nt, int64_t nb, float *y, int64_t y_stride)
+{
+    tile_mxfp4_plain(w, row_bytes, nr, act, act_stride, nt, nb, y, y_stride);
+}
+
 void kern_fill_scalar(kern_tile_fn tab[GGTYPE_COUNT])
 {
     tab[GGTYPE_Q4_0] = tile_q4_0;
@@ -290,6 +361,7 @@ void kern_fill_scalar(kern_tile_fn tab[GGTYPE_COUNT])
     tab[GGTYPE_Q5_1] = tile_q5_1;
     tab[GGTYPE_Q8_0] = tile_q8_0;
     tab[GGTYPE_IQ4_NL] = tile_iq4_nl;
+    tab[GGTYPE_MXFP4] = tile_mxfp4;
     tab[GGTYPE_Q2_K] = tile_q2_K;
     tab[GGTYPE_Q3_K] = tile_q3_K;
     tab[GGTYPE_Q4_K] = tile_q4_K;
