@@ -113,6 +113,13 @@ void chat_ui_cancel(chat_ui *u)
         chat_page_cancel(u->pg);
 }
 
+void chat_ui_autosave(chat_ui *u, char *note, size_t cap)
+{
+    note[0] = 0;
+    if (u && chat_page_autosave(u->pg, note, cap) == 0)
+        note[0] = 0;
+}
+
 void chat_ui_free(chat_ui *u)
 {
     if (!u)

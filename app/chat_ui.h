@@ -40,6 +40,12 @@ void chat_ui_show(chat_ui *u);
  * and session_cancel, so an evaluation stops between layers. */
 void chat_ui_cancel(chat_ui *u);
 
+/* Quitting, after the jobs have ended: the conversation, when it changed
+ * since it was last saved or loaded, is saved under $XDG_STATE_HOME
+ * (chat_page_autosave); `note` gets the line to print once the terminal is
+ * restored ("" when nothing was saved). */
+void chat_ui_autosave(chat_ui *u, char *note, size_t cap);
+
 /* Free (after the screen's jobs have finished); accepts NULL. The panes
  * belong to the screen and must not be drawn after this. */
 void chat_ui_free(chat_ui *u);

@@ -31,7 +31,7 @@ static void template_usage(FILE *out)
             "  --system S       a system prompt, prepended unless the first turn is one\n"
             "  --format NAME    use a built-in format instead of the template: chatml, llama2,\n"
             "                   llama3, phi3, mistral, gemma, zephyr, phi4, granite, mistral-v7,\n"
-            "                   mistral-v7-tekken, olmo2\n"
+            "                   mistral-v7-tekken, olmo2, harmony\n"
             "  --strict         fail (exit 1) instead of falling back to a built-in format\n"
             "  --date D         the date strftime_now() sees (YYYY-MM-DD; default: today)\n"
             "  -h, --help       this help\n");
@@ -56,7 +56,7 @@ static const struct {
     {"phi3", CHAT_FORMAT_PHI3},     {"mistral", CHAT_FORMAT_MISTRAL}, {"gemma", CHAT_FORMAT_GEMMA},
     {"zephyr", CHAT_FORMAT_ZEPHYR}, {"phi4", CHAT_FORMAT_PHI4}, {"granite", CHAT_FORMAT_GRANITE},
     {"mistral-v7", CHAT_FORMAT_MISTRAL_V7}, {"mistral-v7-tekken", CHAT_FORMAT_MISTRAL_V7_TEKKEN},
-    {"olmo2", CHAT_FORMAT_OLMO2},
+    {"olmo2", CHAT_FORMAT_OLMO2}, {"harmony", CHAT_FORMAT_HARMONY},
 };
 
 int cmd_template(int argc, char **argv)
@@ -98,7 +98,7 @@ int cmd_template(int argc, char **argv)
                 builtin = FORMATS[i].f;
         if (builtin == CHAT_FORMAT_TEMPLATE) {
             app_error("unknown format '%s' (chatml, llama2, llama3, phi3, mistral, gemma, zephyr, phi4, granite, "
-                      "mistral-v7, mistral-v7-tekken, olmo2)", format);
+                      "mistral-v7, mistral-v7-tekken, olmo2, harmony)", format);
             return APP_BADINPUT;
         }
     }

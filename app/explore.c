@@ -327,10 +327,14 @@ int app_explore(const char *path, const app_explore_opts *opts)
     uv_run(&a.loop, UV_RUN_DEFAULT);
 
     explorer_free(a.ex);
-    chat_ui_free(a.chat);
     screen_free(a.scr);   /* endwin: the terminal is restored */
     if (a.chat)
         bracketed_paste(false);
+    char note[1400];
+    chat_ui_autosave(a.chat, note, sizeof note);   /* an unsaved conversation is kept */
+    if (note[0])
+        fprintf(stderr, "ggscope: %s\n", note);
+    chat_ui_free(a.chat);   /* after the screen: its panes are gone */
     qerr_page_free(a.qp);
     gguf_close(parent);
     int rc = uv_loop_close(&a.loop);

@@ -76,7 +76,7 @@ else
 fi
 # --format names every built-in format, the families' ones too
 for f in phi4:'<|im_start|>user<|im_sep|>' granite:'<|start_of_role|>user<|end_of_role|>' \
-         mistral-v7:'[INST] ' mistral-v7-tekken:'[INST]' olmo2:'<|user|>'; do
+         mistral-v7:'[INST] ' mistral-v7-tekken:'[INST]' olmo2:'<|user|>' harmony:'<|start|>user<|message|>'; do
   out=$("$bin" template "$vocab" "$data/conv.json" --format "${f%%:*}" 2>&1)
   if [[ $? == 0 && $out == *"${f#*:}"* ]]; then echo "ok   --format ${f%%:*}"; else echo "FAIL --format ${f%%:*}: $out" | head -3; fail=1; fi
 done

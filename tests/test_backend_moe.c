@@ -153,8 +153,8 @@ static void compare_with_std(const char *mode)
                     int want;
                     assert_int_equal(fscanf(p, "%d", &want), 1);
                     if (idx[i] != want)
-                        fail_msg("%s: row of %d (kind %d): position %d is %d, std::%s gives %d", *mode ? "heap" : "sort",
-                                 n, k, i, idx[i], *mode ? "partial_sort" : "sort", want);
+                        fail_msg("%s: row of %d (kind %d): position %d is %d, std::%s gives %d",
+                                 *mode ? "heap" : "sort", n, k, i, idx[i], *mode ? "partial_sort" : "sort", want);
                 }
                 rows_checked++;
                 free(rows[s][k][r]);

@@ -75,6 +75,7 @@ static void test_detect(void **state)
         {MISTRAL_SMALL3_TEMPLATE, CHAT_FORMAT_MISTRAL_V7_TEKKEN},
         {"{{ '[SYSTEM_PROMPT] ' + s + '[/SYSTEM_PROMPT]' }}{{ '[INST] ' + u + '[/INST]' }}", CHAT_FORMAT_MISTRAL_V7},
         {"<|start_of_role|>{{ role }}<|end_of_role|>", CHAT_FORMAT_GRANITE},
+        {"{{ '<|start|>' + m.role + '<|channel|>final<|message|>' }}", CHAT_FORMAT_HARMONY},
         {"{{ messages }}", CHAT_FORMAT_CHATML},
         {NULL, CHAT_FORMAT_CHATML},
     };
@@ -606,6 +607,7 @@ static void test_default_format(void **state)
         {"qwen3", "qwen2", "<|im_start|>", NULL, CHAT_FORMAT_CHATML},
         {"smollm3", "llama-bpe", "<|im_start|>", NULL, CHAT_FORMAT_CHATML},
         {"llama", "llama-bpe", NULL, NULL, CHAT_FORMAT_CHATML},
+        {"gpt-oss", "gpt-4o", "<|start|>", "<|channel|>", CHAT_FORMAT_HARMONY},
         {NULL, NULL, NULL, NULL, CHAT_FORMAT_CHATML},
     };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {

@@ -7,7 +7,7 @@
 set -u
 cd "$(dirname "$0")/.."
 pkgs=(build-essential cmake pkg-config libncurses-dev libuv1-dev libcmocka-dev
-      libcjson-dev libvulkan-dev glslc mesa-vulkan-drivers tmux)
+      libcjson-dev libmd4c-dev libvulkan-dev glslc mesa-vulkan-drivers tmux)
 [ "${1:-}" = "--test" ] && pkgs+=(clang libclang-rt-14-dev vulkan-validationlayers python3)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,11 +1,17 @@
 /* chat_input: see chat_input.h. */
 #include "chat_input.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <wchar.h>
 
+#include "afile.h"
 #include "panel.h"
+#include "rfile.h"
 
 static size_t u8len(unsigned char c)
 {
@@ -133,6 +139,84 @@ void chat_input_history_add(chat_input *in, const char *t)
     in->hpos = in->nhist;
 }
 
+/* One entry as a line of the history file. */
+static char *hist_encode(const char *t, size_t *n)
+{
+    size_t len = strlen(t), k = 0;
+    char *o = malloc(2 * len + 2);
+    if (!o)
+        return NULL;
+    for (size_t i = 0; i < len; i++) {
+        if (t[i] == '\n' || t[i] == '\\') {
+            o[k++] = '\\';
+            o[k++] = t[i] == '\n' ? 'n' : '\\';
+        } else {
+            o[k++] = t[i];
+        }
+    }
+    o[k++] = '\n';
+    *n = k;
+    return o;
+}
+
+int chat_input_history_save(chat_input *in, const char *path, const char *t)
+{
+    (void)in;
+    size_t n;
+    char *line = hist_encode(t, &n);
+    int fd = line ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600) : -1;
+    bool ok = fd >= 0 && write(fd, line, n) == (ssize_t)n;
+    if (fd >= 0)
+        close(fd);
+    free(line);
+    return ok ? 0 : -1;
+}
+
+int chat_input_history_load(chat_input *in, const char *path)
+{
+    rfile_status st;
+    int err = 0;
+    size_t dlen;
+    char *data = rfile_read(path, 64u << 20, RFILE_REGULAR, &dlen, &st, &err);
+    if (!data)
+        return st == RFILE_EOPEN && err == ENOENT ? 0 : -1;
+    struct {
+        const char *data;
+        size_t len;
+    } d = {data, dlen};
+    /* the line starts of the last entries */
+    size_t nl = 0;
+    for (size_t i = 0; i < d.len; i++)
+        nl += d.data[i] == '\n';
+    size_t skip = nl > CHAT_INPUT_HIST_KEEP ? nl - CHAT_INPUT_HIST_KEEP : 0, from = 0;
+    for (size_t i = 0; i < d.len && skip; i++)
+        if (d.data[i] == '\n' && !--skip)
+            from = i + 1;
+    char *e = malloc(d.len + 1);
+    for (size_t p = from; e && p < d.len;) {
+        size_t k = 0;
+        for (; p < d.len && d.data[p] != '\n'; p++) {
+            if (d.data[p] == '\\' && p + 1 < d.len && (d.data[p + 1] == 'n' || d.data[p + 1] == '\\'))
+                e[k++] = d.data[++p] == 'n' ? '\n' : '\\';
+            else
+                e[k++] = d.data[p];
+        }
+        p++;
+        e[k] = 0;
+        if (k && memchr(e, 0, k) == NULL)
+            chat_input_history_add(in, e);
+    }
+    if (nl > 2 * CHAT_INPUT_HIST_KEEP) {   /* rewrite with the entries kept */
+        afile af = {.fd = -1};
+        if (afile_open(&af, path) == 0 && afile_write(&af, d.data + from, d.len - from) == 0)
+            afile_commit(&af);
+        afile_close(&af);
+    }
+    free(e);
+    free(data);
+    return 0;
+}
+
 static void history_move(chat_input *in, int d)
 {
     if (!in->nhist)
@@ -168,6 +252,13 @@ static void vertical(chat_input *in, int key)
         in->cur--;
 }
 
+/* Alt+B / Alt+F stop at words: letters, digits and any non-ASCII byte. */
+static bool word_char(char c)
+{
+    unsigned char u = (unsigned char)c;
+    return u >= 0x80 || (u >= '0' && u <= '9') || (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || u == '_';
+}
+
 bool chat_input_key(chat_input *in, int key)
 {
     if (in->pasting && key != UIK_PASTE_END) {
@@ -199,6 +290,25 @@ bool chat_input_key(chat_input *in, int key)
         while (a > 0 && in->buf[a - 1] != ' ' && in->buf[a - 1] != '\n')
             a--;
         delete_range(in, a, in->cur);
+        break;
+    }
+    case UIK_CTRL('k'): delete_range(in, in->cur, line_end(in, in->cur)); break;
+    case UIK_ALT('b'): {
+        size_t a = in->cur;
+        while (a > 0 && !word_char(in->buf[a - 1]))
+            a--;
+        while (a > 0 && word_char(in->buf[a - 1]))
+            a--;
+        in->cur = a;
+        break;
+    }
+    case UIK_ALT('f'): {
+        size_t a = in->cur;
+        while (a < in->len && !word_char(in->buf[a]))
+            a++;
+        while (a < in->len && word_char(in->buf[a]))
+            a++;
+        in->cur = a;
         break;
     }
     case UIK_UP: case UIK_DOWN: vertical(in, key); break;

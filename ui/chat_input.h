@@ -39,8 +39,20 @@ void chat_input_insert(chat_input *in, const char *s, size_t n);
  * browsing it (the next ↑ shows t). */
 void chat_input_history_add(chat_input *in, const char *t);
 
+/* The history kept across runs: `path` holds one entry a line (a new line
+ * in an entry is written \n, a backslash \\). _load adds its last
+ * CHAT_INPUT_HIST_KEEP entries (a missing file: none; a file grown past
+ * twice that is rewritten with them, atomically); _save appends t.
+ * Return 0, or -1 (the file could not be read or written: the history
+ * stays as it was). */
+#define CHAT_INPUT_HIST_KEEP 1000
+int chat_input_history_load(chat_input *in, const char *path);
+int chat_input_history_save(chat_input *in, const char *path, const char *t);
+
 /* An editing key: characters, Alt+Enter (a new line), Backspace, Delete,
- * ← → Home End Ctrl+A Ctrl+E, Ctrl+U (clear), Ctrl+W (delete a word), ↑ ↓
+ * ← → Home End Ctrl+A Ctrl+E, Ctrl+U (clear), Ctrl+W (delete a word),
+ * Ctrl+K (delete to the end of the line), Alt+B Alt+F (a word back /
+ * forward), ↑ ↓
  * (between lines of the text, else the history), the paste brackets; while
  * pasting every key (new lines and tabs are kept). Returns true when the
  * key was one of them (the text or the cursor may have changed). */

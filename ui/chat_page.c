@@ -2,6 +2,7 @@
  * /load), the title and the page (see chat_page.h). */
 #include "chat_page_int.h"
 #include "clock.h"
+#include "rfile.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -284,6 +285,35 @@ static void gen_on_token(void *ctx, const char *text, size_t len, const chs_toki
     }
 }
 
+/* GGSCOPE_CHAT_REPLY_FILE (tests): the reply is that file's text, streamed
+ * a few bytes a "token" (whole characters) with the chat's delay after
+ * each, instead of the model's; the prompt is built as for a reply. */
+static void script_reply(gen_job *g, const char *text, size_t n_prompt)
+{
+    size_t len = strlen(text), off = 0;
+    double t0 = clock_now_s();
+    g->rs = (chs_reply_stats){.n_prompt = (uint32_t)n_prompt, .n_eval = (uint32_t)n_prompt, .stop = CHS_STOP_EOG};
+    while (off < len) {
+        if (atomic_load(&g->job.cancel)) {
+            g->rs.stop = CHS_STOP_CANCEL;
+            break;
+        }
+        size_t k = off + 4 < len ? off + 4 : len;
+        while (k < len && ((unsigned char)text[k] & 0xC0) == 0x80)
+            k++;
+        chs_tokinfo ti = {.id = 0, .off = (uint32_t)off, .len = (uint32_t)(k - off), .prob = 1};
+        gen_on_token(g, text + off, k - off, &ti);
+        g->rs.n_gen++;
+        if (!g->rs.t_first_s)
+            g->rs.t_first_s = clock_now_s() - t0;
+        off = k;
+        if (g->delay_ms)
+            usleep(g->delay_ms * 1000u);
+    }
+    g->rs.t_gen_s = clock_now_s() - t0;
+    g->rc = 0;
+}
+
 static void gen_work(ui_job *j)
 {
     gen_job *g = (gen_job *)j;
@@ -301,6 +331,10 @@ static void gen_work(ui_job *j)
     if (g->job.wake)
         g->job.wake(g->job.wake_ctx);   /* the gauge: the prompt's size */
     chs_sink sk = {gen_on_token, g, &j->cancel, g->delay_ms};
+    if (g->u->reply_script) {
+        script_reply(g, g->u->reply_script, n);
+        return;
+    }
     g->rc = chs_generate(g->c, ids, n, &g->st, &sk, &g->rs, g->err, sizeof g->err);
     runner_take_notice(g->u->core->r, g->fallback, sizeof g->fallback);   /* a device error, survived */
 }
@@ -334,10 +368,25 @@ void chat_page_pull(chat_page *u)
     u->ctx_used = (uint32_t)(n + u->rntok);
 }
 
+/* Stopped before the reply's first token: no assistant turn is added, and
+ * your message goes back into the input box (when it is empty) so that
+ * the conversation does not end with a message nobody answered. */
+static void unsent(chat_page *u, const char *what)
+{
+    char *t = u->ed.len ? NULL : chs_pop_user(u->c);
+    if (t) {
+        chat_page_set_input(u, t);
+        free(t);
+        screen_message(u->s, "%s (Esc): no reply; your message is back in the input box", what);
+    } else {
+        screen_message(u->s, "%s (Esc): no reply (/regen answers your message)", what);
+    }
+}
+
 static void reply_done(chat_page *u, gen_job *g)
 {
     if (g->prc == 1) {
-        screen_message(u->s, "stopped while the prompt was being built (Esc)");
+        unsent(u, "stopped while the prompt was being built");
         return;
     }
     if (g->prc < 0) {
@@ -354,6 +403,10 @@ static void reply_done(chat_page *u, gen_job *g)
         snprintf(u->notice, sizeof u->notice, "%.250s", g->fallback);
     if (g->rc)
         screen_message(u->s, "generation failed: %s", g->err);
+    if (g->rc == 0 && !u->rlen && g->rs.stop == CHS_STOP_CANCEL) {
+        unsent(u, "stopped while the prompt was evaluated");
+        return;
+    }
     if (g->rc == 0 || u->rlen) {
         if (chs_add_reply(u->c, u->reply ? u->reply : "", u->rlen, u->rtok, u->rntok, &g->rs))
             screen_message(u->s, "out of memory");
@@ -409,6 +462,7 @@ static void load_done(chat_page *u, gen_job *g)
         return;
     }
     chs_load_file(u->c, &g->t->file);
+    u->saved_sig = chat_page_sig(u);
     u->notice[0] = 0;
     u->sel_msg = -1;
     u->follow = true;
@@ -462,6 +516,8 @@ static bool start_job(chat_page *u, int kind, task *t)
     ui_job_init(&g->job, gen_work, gen_done, u);
     u->job = g;
     if (kind == JOB_REPLY) {
+        if (u->smd)
+            mdview_render(u->smd, "", 0, 80);   /* a new reply: nothing of the last one is kept */
         u->streaming = true;
         u->rlen = 0;
         u->rntok = 0;
@@ -648,6 +704,11 @@ static int key_timed(panel *p, int key)
 
 static void noop_destroy(panel *p)
 {
+    chat_page *u = p->self;
+    if (u && u->tr == p)   /* the screen freed first: the page lets go */
+        u->tr = NULL;
+    if (u && u->in == p)
+        u->in = NULL;
     free(p);
 }
 
@@ -698,7 +759,15 @@ chat_page *chat_page_new(const chat_page_engine *e)
     u->follow = true;
     u->in_rows = 1;
     u->back_page = -1;
+    u->code_msg = -1;
+    u->saved_sig = chat_page_sig(u);   /* a session given with --load is saved already */
+    chat_page_history_load(u);
     snprintf(u->path, sizeof u->path, "%s", e->path);
+    const char *rf = getenv("GGSCOPE_CHAT_REPLY_FILE");
+    if (rf && *rf) {
+        size_t n;
+        u->reply_script = rfile_read(rf, 1u << 24, RFILE_REGULAR, &n, NULL, NULL);
+    }
     const char *sl = getenv("GGSCOPE_CHAT_STALL_LOG");
     if (sl && *sl)
         u->stall_path = strdup(sl);
@@ -751,7 +820,12 @@ void chat_page_free(chat_page *u)
     free(u->rtok);
     free(u->lines);
     free(u->tlines);
+    for (size_t i = 0; i < u->lay_nmsg; i++)
+        mdview_free(u->lay_msg[i].md);
     free(u->lay_msg);
+    mdview_free(u->smd);
+    free(u->raw_ids);
+    free(u->reply_script);
     free(u->lay_sys);
     free(u->tmpl_text);
     free(u->tmpl_hl);

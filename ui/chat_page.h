@@ -16,7 +16,9 @@
  * The page is one module over several files: chat_page.c (the engine's
  * helper threads, the jobs, the page), chat_page_transcript.c (layout,
  * drawing and keys of the transcript and the token inspector),
- * chat_page_cmd.c (the input pane and the slash commands); they share
+ * chat_page_cmd.c (the input pane and the slash commands),
+ * chat_page_state.c (files under $XDG_STATE_HOME: the input history, the
+ * copy fallback, the conversation saved on quitting; OSC 52); they share
  * chat_page_int.h. The line editor is chat_input.h. */
 #ifndef GGSCOPE_CHAT_PAGE_H
 #define GGSCOPE_CHAT_PAGE_H
@@ -57,6 +59,17 @@ void chat_page_show(chat_page *u);
 /* Stop the reply being generated, if any (quitting): the job's cancel flag
  * and runner_cancel, so an evaluation stops between layers. */
 void chat_page_cancel(chat_page *u);
+
+/* Quitting: when the conversation changed since it was last saved or
+ * loaded, write it to $XDG_STATE_HOME/ggscope/sessions/chat-DATE-TIME-PID.json
+ * (else ~/.local/state/...). Returns 1 (saved; msg says where), 0 (nothing
+ * to save) or -1 (msg says why not). Call it after the jobs have ended. */
+int chat_page_autosave(chat_page *u, char *msg, size_t cap);
+
+/* The allowed range of a sampling setting (/set names: temp, top_k, top_p,
+ * min_p, repeat_penalty): 0 when v is in it, else -1 with "NAME must be
+ * RANGE (got V)" in msg. Other names: 0. */
+int chat_page_check_setting(const char *name, double v, char *msg, size_t cap);
 
 /* Free (after the screen's jobs have finished); accepts NULL. The panes
  * belong to the screen and must not be drawn after this. */

@@ -18,7 +18,9 @@ static const struct {
     {"/edit", "", "edit the last message you sent, then Enter regenerates"},
     {"/set", "NAME VALUE", "temp, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed, n_predict"},
     {"/show", "", "settings, template, context use"},
-    {"/save", "FILE", "save the conversation and settings (JSON)"},
+    {"/save", "FILE", "save the conversation and settings (JSON; ~/ is your home)"},
+    {"/copy", "[N]", "copy the last reply, or message N (OSC 52 and a file)"},
+    {"/mouse", "on|off", "off: the terminal's own selection works (m in the transcript too)"},
     {"/load", "FILE", "load a conversation saved with /save"},
     {"/template", "", "the exact rendered prompt, special tokens highlighted"},
     {"/help", "", "keys and commands"},
@@ -81,7 +83,8 @@ static void chatcmd_help(chat_page *u)
                "  Enter              send\n"
                "  Alt+Enter          new line (also Shift+Enter where the terminal sends it apart)\n"
                "  ↑ ↓                history (or move between lines of a multi-line message)\n"
-               "  ← → Home End       move; Ctrl+A / Ctrl+E line start / end; Ctrl+U clear; Ctrl+W delete a word\n"
+               "  ← → Home End       move; Ctrl+A / Ctrl+E line start / end; Alt+B / Alt+F a word back / forward\n"
+               "  Ctrl+U Ctrl+W Ctrl+K  clear; delete a word; delete to the end of the line\n"
                "  PgUp PgDn          scroll the transcript\n"
                "  Esc                stop the reply being generated\n"
                "  Tab                complete a /command; else focus the transcript\n"
@@ -94,6 +97,60 @@ static void chatcmd_help(chat_page *u)
     fclose(m);
     screen_pager(u->s, "Chat help", t, len);
     free(t);
+}
+
+static const struct {
+    const char *name;
+    double lo, hi;
+    bool lo_open;        /* lo itself is out */
+    const char *range;
+} RANGES[] = {
+    {"temp", 0, 1e30, false, ">= 0"},
+    {"top_k", 0, 1 << 24, false, ">= 0 (0: all tokens)"},
+    {"top_p", 0, 1, false, "in [0, 1]"},
+    {"min_p", 0, 1, false, "in [0, 1]"},
+    {"repeat_penalty", 0, 1e30, true, "> 0 (1: none)"},
+};
+
+int chat_page_check_setting(const char *name, double v, char *msg, size_t cap)
+{
+    for (size_t i = 0; i < sizeof RANGES / sizeof RANGES[0]; i++) {
+        if (strcmp(name, RANGES[i].name))
+            continue;
+        if (!(v >= RANGES[i].lo) || (RANGES[i].lo_open && v == RANGES[i].lo) || v > RANGES[i].hi) {
+            snprintf(msg, cap, "%s must be %s (got %g)", name, RANGES[i].range, v);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* /copy [N]: the last reply, or message N (1 = the first). */
+static void chatcmd_copy(chat_page *u, const char *arg)
+{
+    size_t n = chs_count(u->c);
+    long i = -1;
+    if (*arg) {
+        char *end;
+        long k = strtol(arg, &end, 10);
+        if (*end || k < 1 || (size_t)k > n) {
+            screen_message(u->s, "/copy N: N is a message number, 1 to %zu", n);
+            return;
+        }
+        i = k - 1;
+    } else {
+        for (size_t k = n; k > 0 && i < 0; k--)
+            if (!strcmp(chs_at(u->c, k - 1)->role, "assistant"))
+                i = (long)k - 1;
+        if (i < 0) {
+            screen_message(u->s, "/copy: no reply yet");
+            return;
+        }
+    }
+    const chs_msg *m = chs_at(u->c, (size_t)i);
+    char what[64];
+    snprintf(what, sizeof what, "message %ld (%s)", i + 1, strcmp(m->role, "assistant") ? "yours" : "a reply");
+    chat_page_copy(u, m->content, m->len, what);
 }
 
 static int run_command(chat_page *u, const char *line)
@@ -112,6 +169,13 @@ static int run_command(chat_page *u, const char *line)
         return PANEL_QUIT;
     if (!strcmp(cmd, "/help")) {
         chatcmd_help(u);
+    } else if (!strcmp(cmd, "/copy")) {
+        chatcmd_copy(u, arg);
+    } else if (!strcmp(cmd, "/mouse")) {
+        if (!strcmp(arg, "on") || !strcmp(arg, "off"))
+            chat_page_set_mouse(u, !strcmp(arg, "on"));
+        else
+            screen_message(u->s, "/mouse on|off (now %s)", u->mouse_off ? "off" : "on");
     } else if (!strcmp(cmd, "/show")) {
         chatcmd_show(u);
     } else if (chat_page_busy(u) && strcmp(cmd, "/set")) {
@@ -148,23 +212,31 @@ static int run_command(chat_page *u, const char *line)
         name[n] = 0;
         while (*arg == ' ')
             arg++;
+        char *end;
+        double v = strtod(arg, &end);
         if (!name[0]) {
             chatcmd_show(u);
+        } else if (*arg && !*end && chat_page_check_setting(name, v, msg, sizeof msg)) {
+            screen_message(u->s, "/set: %s", msg);
         } else if (chs_set(u->c, name, arg, msg, sizeof msg)) {
             screen_message(u->s, "/set: %s", msg);
         } else {
             screen_message(u->s, "%s = %s%s", name, arg, chat_page_busy(u) ? " (from the next reply)" : "");
         }
     } else if (!strcmp(cmd, "/save") || !strcmp(cmd, "/load")) {
+        char path[1024];
+        chat_page_expand(path, sizeof path, arg);   /* ~/x.json */
         if (!*arg) {
             screen_message(u->s, "%s FILE", cmd);
         } else if (cmd[1] == 's') {
-            if (chs_save(u->c, arg, msg, sizeof msg))
+            if (chs_save(u->c, path, msg, sizeof msg)) {   /* errors name FILE, not the temporary file */
                 screen_message(u->s, "/save: %s", msg);
-            else
-                screen_message(u->s, "saved %zu messages to %s", chs_count(u->c), arg);
+            } else {
+                u->saved_sig = chat_page_sig(u);
+                screen_message(u->s, "saved %zu messages to %s", chs_count(u->c), path);
+            }
         } else {
-            chat_page_start_load(u, arg);
+            chat_page_start_load(u, path);
         }
     } else {
         screen_message(u->s, "unknown command %s (/help lists them)", cmd);
@@ -236,7 +308,7 @@ static int submit(chat_page *u)
     char *t = strdup(u->ed.buf);
     if (!t)
         return PANEL_HANDLED;
-    chat_input_history_add(&u->ed, t);
+    chat_page_history_add(u, t);   /* kept across runs */
     int r = PANEL_HANDLED | PANEL_REDRAW;
     if (t[0] == '/' && t[1] != '/') {
         chat_page_set_input(u, "");

@@ -11,6 +11,7 @@
 #include "chat_input.h"
 #include "chat_page.h"
 #include "list.h"
+#include "mdview.h"
 #include "panel.h"
 #include "screen.h"
 
@@ -34,12 +35,12 @@ typedef struct gen_job gen_job;
 typedef struct {
     int kind;            /* L_* */
     int msg;             /* message index; -1 system; -2 the reply being generated */
-    size_t off, len;     /* bytes of the message's text */
+    size_t off, len;     /* bytes of the message's text; L_MD: off is the line of the message's mdview */
     char info[160];      /* text of headers / info lines */
     attr_t a;
 } tline;
 
-enum { L_HEAD, L_TEXT, L_INFO, L_BLANK };
+enum { L_HEAD, L_TEXT, L_INFO, L_BLANK, L_MD };
 
 struct chat_page {
     chat_core *core;
@@ -90,8 +91,19 @@ struct chat_page {
         uint64_t id;      /* chs_msg.id */
         bool stats;
         size_t first;     /* its first line */
+        bool raw;         /* laid out as its text (else rendered: md) */
+        mdview *md;       /* a rendered reply's lines (owned) */
     } *lay_msg;           /* per message */
     size_t lay_nmsg, lay_capmsg;
+    mdview *smd;          /* the streamed reply, rendered as it grows */
+    uint64_t *raw_ids;    /* replies shown as their raw text (r), by chs_msg.id */
+    size_t nraw, capraw;
+    size_t code_pick;     /* the code block c copies next */
+    long code_msg;        /* ... of this message */
+    bool mouse_off;
+    uint64_t saved_sig;   /* the conversation as last saved or loaded (conv_sig) */
+    char hist_path[1024]; /* the input history file ("": none) */
+    char *reply_script;   /* GGSCOPE_CHAT_REPLY_FILE: a scripted reply (tests) */
     /* GGSCOPE_CHAT_STALL_LOG: the longest time the chat held the loop thread */
     char *stall_path;
     double stall_max, stall_cpu;   /* seconds: wall clock, thread CPU time */
@@ -136,6 +148,9 @@ void chat_page_scroll(chat_page *u, int64_t d);
  * again). Returns LIST_* flags. */
 int chat_page_scroll_key(chat_page *u, int key);
 
+/* The selected message for r / y / c: sel_msg, else the last reply; -1: none. */
+long chat_page_selected(chat_page *u);
+
 /* ---- chat_page_cmd.c: the input pane and the slash commands ---- */
 
 void chat_page_in_draw(panel *p, WINDOW *w, bool focused);
@@ -146,5 +161,24 @@ bool chat_page_in_typing(panel *p);
 extern const panel_keyhelp chat_page_in_keys[];
 /* Replace the input box's text (the box grows or shrinks with it). */
 void chat_page_set_input(chat_page *u, const char *t);
+
+/* ---- chat_page_state.c: files under $XDG_STATE_HOME, copying, the mouse ---- */
+
+/* $XDG_STATE_HOME/ggscope[/sub] (else ~/.local/state/ggscope[/sub]),
+ * created. 0, or -1 (buf then names the folder that failed). */
+int chat_page_state_dir(char *buf, size_t cap, const char *sub);
+/* `path` with a leading "~/" (or "~" alone) replaced by $HOME. */
+void chat_page_expand(char *buf, size_t cap, const char *path);
+/* Copy text: OSC 52 to the terminal (also wrapped for tmux's passthrough
+ * when $TMUX is set) and the file fallback, named in the message. `what`:
+ * "reply 3", "code block 1 of 2". */
+void chat_page_copy(chat_page *u, const char *text, size_t len, const char *what);
+/* Mouse reporting on or off (the terminal's own selection works when off). */
+void chat_page_set_mouse(chat_page *u, bool on);
+/* A fingerprint of the conversation (messages, system prompt). */
+uint64_t chat_page_sig(const chat_page *u);
+/* The input history file: loaded into u->ed; chat_page_history_add appends. */
+void chat_page_history_load(chat_page *u);
+void chat_page_history_add(chat_page *u, const char *t);
 
 #endif

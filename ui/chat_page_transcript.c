@@ -1,6 +1,7 @@
 /* chat_page: the transcript pane (the conversation laid out and drawn, the
  * token inspector, the /template view) and its keys (see chat_page.h). */
 #include "chat_page_int.h"
+#include "harmony.h"
 #include "textesc.h"
 
 #include <math.h>
@@ -77,6 +78,7 @@ typedef struct {
     int msg;
     attr_t a;
     int indent;
+    size_t base;   /* added to the offsets of the lines (a part of the text wrapped) */
 } wrapctx;
 
 static tline *add_line(chat_page *u, int kind, int msg, attr_t a)
@@ -97,9 +99,44 @@ static void text_span(void *ctx, size_t off, size_t len)
     wrapctx *w = ctx;
     tline *l = add_line(w->u, L_TEXT, w->msg, w->a);
     if (l) {
-        l->off = off;
+        l->off = w->base + off;
         l->len = len;
     }
+}
+
+/* An assistant reply. On a Harmony chat (gpt-oss) only its message bodies
+ * are shown: the analysis channel dimmed under a "thinking" line, the final
+ * channel as the answer, the channel markup hidden (lines keep their
+ * offsets in the reply's text, so the token inspector still finds tokens;
+ * a reply whose first header is still coming shows nothing yet). Other
+ * chats: the whole text. */
+static void wrap_reply(chat_page *u, const char *text, size_t len, int tw, wrapctx *w)
+{
+    bool harmony = chat_template_is_harmony(chs_template(u->c));
+    size_t n = harmony ? harmony_spans(text, len, NULL, 0) : 0;
+    harmony_span *sp = n ? malloc(n * sizeof *sp) : NULL;
+    if (!sp) {
+        if (!harmony || len < 2 || memcmp(text, "<|", 2))
+            wrap(text, len, tw, text_span, w);
+        return;
+    }
+    harmony_spans(text, len, sp, n);
+    attr_t a = w->a;
+    for (size_t i = 0; i < n; i++) {
+        if (sp[i].analysis && (i == 0 || !sp[i - 1].analysis)) {
+            tline *l = add_line(u, L_INFO, w->msg, ui_attr(UI_C_DIM));
+            if (l)
+                snprintf(l->info, sizeof l->info, "thinking");
+        } else if (!sp[i].analysis && i > 0 && sp[i - 1].analysis) {
+            add_line(u, L_BLANK, w->msg, 0);   /* the answer apart from the thinking */
+        }
+        w->a = sp[i].analysis ? ui_attr(UI_C_DIM) : a;
+        w->base = sp[i].off;
+        wrap(text + sp[i].off, sp[i].len, tw, text_span, w);
+    }
+    w->a = a;
+    w->base = 0;
+    free(sp);
 }
 
 static const char *msg_text(chat_page *u, int msg, size_t *len)
@@ -117,6 +154,31 @@ static const char *msg_text(chat_page *u, int msg, size_t *len)
     return m->content;
 }
 
+/* Whether message i is laid out as its text: what you and the system
+ * wrote, a reply toggled raw (r), the inspector's reply (its token
+ * highlight needs the text's bytes). */
+static bool msg_raw(chat_page *u, size_t i)
+{
+    const chs_msg *m = chs_at(u->c, i);
+    if (strcmp(m->role, "assistant") || (u->inspector && (long)i == u->sel_msg) ||
+        chat_template_is_harmony(chs_template(u->c)))
+        return true;
+    for (size_t k = 0; k < u->nraw; k++)
+        if (u->raw_ids[k] == m->id)
+            return true;
+    return false;
+}
+
+/* The lines of a rendered view, as L_MD lines of message msg. */
+static void md_lines(chat_page *u, const mdview *md, int msg)
+{
+    for (size_t k = 0; k < mdview_lines(md); k++) {
+        tline *l = add_line(u, L_MD, msg, ui_attr(UI_C_NORMAL));
+        if (l)
+            l->off = k;
+    }
+}
+
 /* The transcript's lines. A message's lines are laid out once per width:
  * when the transcript changes, the messages before the first one that
  * differs (by id and figures) keep theirs, so a reply added to a long
@@ -126,14 +188,14 @@ static const char *msg_text(chat_page *u, int msg, size_t *len)
 static void layout_lines(chat_page *u, int width)
 {
     int tw = width - 2;
-    wrapctx w = {u, 0, 0, 2};
+    wrapctx w = {u, 0, 0, 2, 0};
     tline *l;
     size_t n = chs_count(u->c);
     size_t from = 0;   /* the first message laid out again */
     bool same_sys = u->lay_sys && !strcmp(u->lay_sys, chs_system(u->c));
     if (u->lay_kind == LAY_TRANSCRIPT && u->lay_w == width && same_sys) {
         while (from < n && from < u->lay_nmsg && u->lay_msg[from].id == chs_at(u->c, from)->id &&
-               u->lay_msg[from].stats == chs_at(u->c, from)->has_stats)
+               u->lay_msg[from].stats == chs_at(u->c, from)->has_stats && u->lay_msg[from].raw == msg_raw(u, from))
             from++;
         if (from == n && from == u->lay_nmsg) {
             u->nlines = u->lay_n;
@@ -156,8 +218,13 @@ static void layout_lines(chat_page *u, int width)
             add_line(u, L_BLANK, -1, 0);
         }
     }
+    for (size_t i = from; i < u->lay_nmsg; i++) {   /* the rendered views laid out again */
+        mdview_free(u->lay_msg[i].md);
+        u->lay_msg[i].md = NULL;
+    }
     if (!chat_page_grow((void **)&u->lay_msg, &u->lay_capmsg, n + 1, sizeof *u->lay_msg)) {
         u->lay_kind = LAY_NONE;
+        u->lay_nmsg = from;
         return;
     }
     for (size_t i = from; i < n; i++) {
@@ -166,12 +233,24 @@ static void layout_lines(chat_page *u, int width)
         u->lay_msg[i].id = m->id;
         u->lay_msg[i].stats = m->has_stats;
         u->lay_msg[i].first = u->nlines;
+        u->lay_msg[i].raw = msg_raw(u, i);
+        u->lay_msg[i].md = NULL;
         l = add_line(u, L_HEAD, (int)i, ui_attr(user ? UI_C_KEY : UI_C_NUMBER) | A_BOLD);
         if (l)
             snprintf(l->info, sizeof l->info, "\xe2\x96\x8c %s", user ? "you" : "assistant");
         w.msg = (int)i;
         w.a = ui_attr(UI_C_NORMAL);
-        wrap(m->content, m->len, tw, text_span, &w);
+        mdview *md = u->lay_msg[i].raw ? NULL : mdview_new();
+        if (md && mdview_render(md, m->content, m->len, tw) == 0) {
+            u->lay_msg[i].md = md;
+            md_lines(u, md, (int)i);
+        } else {
+            mdview_free(md);
+            if (user)
+                wrap(m->content, m->len, tw, text_span, &w);
+            else
+                wrap_reply(u, m->content, m->len, tw, &w);
+        }
         if (m->has_stats) {
             l = add_line(u, L_INFO, (int)i, ui_attr(UI_C_DIM));
             const chs_reply_stats *st = &m->st;
@@ -195,7 +274,12 @@ tail:
             snprintf(l->info, sizeof l->info, "\xe2\x96\x8c assistant  generating… (Esc stops)");
         w.msg = -2;
         w.a = ui_attr(UI_C_NORMAL);
-        wrap(u->reply ? u->reply : "", u->rlen, tw, text_span, &w);
+        if (!u->smd && !chat_template_is_harmony(chs_template(u->c)))
+            u->smd = mdview_new();
+        if (u->smd && mdview_update(u->smd, u->reply ? u->reply : "", u->rlen, tw) == 0)
+            md_lines(u, u->smd, -2);   /* only the last open block is parsed again */
+        else
+            wrap_reply(u, u->reply ? u->reply : "", u->rlen, tw, &w);
     }
     if (u->notice[0]) {
         l = add_line(u, L_INFO, -3, ui_attr(UI_C_ERROR));
@@ -224,6 +308,45 @@ static int put_hl(WINDOW *w, int y, int x, int maxcols, const char *text, size_t
         p = q;
     }
     return used;
+}
+
+/* The attribute of a rendered segment. */
+static attr_t md_attr(uint16_t st)
+{
+    attr_t a = ui_attr(UI_C_NORMAL);
+    if (st & (MDV_FRAME | MDV_URL))
+        a = ui_attr(UI_C_DIM);
+    if (st & (MDV_CODE | MDV_CODEBLOCK))
+        a = ui_attr(UI_C_STRING);
+    if (st & (MDV_HEADING | MDV_MARK))
+        a = ui_attr(UI_C_NUMBER);
+    if (st & MDV_LANG)
+        a = ui_attr(UI_C_GROUP);
+    if (st & MDV_CUT)
+        a = ui_attr(UI_C_ERROR);
+    if (st & MDV_LINK)
+        a = ui_attr(UI_C_KEY) | A_UNDERLINE;
+    if (st & (MDV_BOLD | MDV_THEAD | MDV_HEADING))
+        a |= A_BOLD;
+    if (st & MDV_ITALIC)
+        a |= A_ITALIC;
+    if (st & MDV_STRIKE)
+        a |= A_DIM;
+    return a;
+}
+
+static void draw_md(chat_page *u, WINDOW *w, int r, int cols, const tline *l, bool dropped)
+{
+    const mdview *md = l->msg == -2 ? u->smd : l->msg >= 0 && (size_t)l->msg < u->lay_nmsg ? u->lay_msg[l->msg].md : NULL;
+    if (!md || l->off >= mdview_lines(md))
+        return;
+    size_t ns;
+    const mdview_seg *sg = mdview_line(md, l->off, &ns);
+    const char *t = mdview_text(md);
+    int x = 2;
+    for (size_t k = 0; k < ns && x < cols; k++)   /* the text was escaped by mdview */
+        x += ui_put(w, r, x, cols - x, t + sg[k].off, sg[k].len, dropped ? ui_attr(UI_C_DIM) : md_attr(sg[k].style),
+                    false);
 }
 
 /* ---- the selected token (inspector) ---- */
@@ -312,7 +435,7 @@ static void draw_template(chat_page *u, WINDOW *w, int rows, int cols)
     SWAP_LINES(u);
     if (u->tmpl_w != cols) {
         u->nlines = 0;
-        wrapctx wc = {u, -4, ui_attr(UI_C_NORMAL), 0};
+        wrapctx wc = {u, -4, ui_attr(UI_C_NORMAL), 0, 0};
         wrap(u->tmpl_text, u->tmpl_len, cols - 1, text_span, &wc);
         u->tmpl_w = cols;
     }
@@ -355,7 +478,6 @@ static void draw_template(chat_page *u, WINDOW *w, int rows, int cols)
 void chat_page_tr_draw(panel *p, WINDOW *w, bool focused)
 {
     chat_page *u = p->self;
-    (void)focused;
     chat_page_pull(u);
     if (u->job)
         chat_page_update_title(u);
@@ -414,9 +536,16 @@ void chat_page_tr_draw(panel *p, WINDOW *w, bool focused)
             char head[200];
             snprintf(head, sizeof head, "%s  (dropped: out of the context)", l->info);
             ui_put(w, r, 0, cols, head, SIZE_MAX, la, true);
+        } else if (l->kind == L_HEAD && focused && !u->inspector && l->msg >= 0 && l->msg == chat_page_selected(u)) {
+            int x = ui_put(w, r, 0, cols, l->info, SIZE_MAX, l->a, true);
+            bool code = (size_t)l->msg < u->lay_nmsg && u->lay_msg[l->msg].md && mdview_code_count(u->lay_msg[l->msg].md);
+            ui_putf(w, r, x, cols - x, ui_attr(UI_C_DIM), "  \xe2\x97\x82 selected: r %s  y copy%s", msg_raw(u, (size_t)l->msg) ? "rendered" : "raw",
+                    code ? "  c copy code" : "");
         } else if (l->kind == L_HEAD || l->kind == L_INFO) {
             ui_put(w, r, l->kind == L_INFO ? 2 : 0, cols - (l->kind == L_INFO ? 2 : 0), l->info, SIZE_MAX, l->a,
                    true);
+        } else if (l->kind == L_MD) {
+            draw_md(u, w, r, cols, l, dropped);
         } else if (l->kind == L_TEXT) {
             size_t tl;
             const char *t = msg_text(u, l->msg, &tl);
@@ -477,6 +606,89 @@ int chat_page_scroll_key(chat_page *u, int key)
     return r;
 }
 
+long chat_page_selected(chat_page *u)
+{
+    size_t n = chs_count(u->c);
+    if (u->sel_msg >= 0 && (size_t)u->sel_msg < n && !strcmp(chs_at(u->c, (size_t)u->sel_msg)->role, "assistant"))
+        return u->sel_msg;
+    for (size_t i = n; i > 0; i--)
+        if (!strcmp(chs_at(u->c, i - 1)->role, "assistant"))
+            return (long)i - 1;
+    return -1;
+}
+
+/* [ ] without the inspector: the previous / next reply, scrolled into view. */
+static int select_step(chat_page *u, long i, int d)
+{
+    long n = (long)chs_count(u->c);
+    for (long k = i + d; k >= 0 && k < n; k += d) {
+        if (strcmp(chs_at(u->c, (size_t)k)->role, "assistant"))
+            continue;
+        u->sel_msg = k;
+        u->code_msg = -1;
+        if ((size_t)k < u->lay_nmsg) {
+            long first = (long)u->lay_msg[k].first;
+            if (first < u->top || first >= u->top + u->view_rows - 2) {
+                u->top = first > 0 ? first - 1 : 0;
+                u->follow = false;
+            }
+        }
+        break;
+    }
+    return PANEL_HANDLED | PANEL_REDRAW;
+}
+
+static void toggle_raw(chat_page *u, size_t i)
+{
+    uint64_t id = chs_at(u->c, i)->id;
+    for (size_t k = 0; k < u->nraw; k++)
+        if (u->raw_ids[k] == id) {
+            u->raw_ids[k] = u->raw_ids[--u->nraw];
+            screen_message(u->s, "reply %zu rendered", i + 1);
+            return;
+        }
+    if (chat_page_grow((void **)&u->raw_ids, &u->capraw, u->nraw + 1, sizeof *u->raw_ids)) {
+        u->raw_ids[u->nraw++] = id;
+        screen_message(u->s, "reply %zu as its raw text (r: rendered again)", i + 1);
+    }
+}
+
+static void copy_msg(chat_page *u, size_t i)
+{
+    const chs_msg *m = chs_at(u->c, i);
+    char what[64];
+    snprintf(what, sizeof what, "message %zu", i + 1);
+    chat_page_copy(u, m->content, m->len, what);
+}
+
+/* c: the selected reply's code blocks, one after the other. */
+static void copy_code(chat_page *u, size_t i)
+{
+    const chs_msg *m = chs_at(u->c, i);
+    mdview *md = mdview_new();
+    if (!md || mdview_render(md, m->content, m->len, 80)) {
+        mdview_free(md);
+        screen_message(u->s, "out of memory");
+        return;
+    }
+    size_t n = mdview_code_count(md);
+    if (!n) {
+        screen_message(u->s, "reply %zu has no code block (y copies the reply)", i + 1);
+    } else {
+        if (u->code_msg != (long)i)
+            u->code_pick = 0;
+        size_t k = u->code_pick++ % n, len;
+        const char *lang;
+        const char *code = mdview_code(md, k, &len, &lang);
+        char what[160];
+        snprintf(what, sizeof what, "code block %zu of %zu%s%.40s%s", k + 1, n, lang[0] ? " (" : "", lang,
+                 lang[0] ? ")" : "");
+        chat_page_copy(u, code, len, what);
+        u->code_msg = (long)i;
+    }
+    mdview_free(md);
+}
+
 int chat_page_tr_key(panel *p, int key)
 {
     chat_page *u = p->self;
@@ -517,7 +729,9 @@ int chat_page_tr_key(panel *p, int key)
         u->reveal = true;
         break;
     case '[': case ']': {
-        long n = (long)chs_count(u->c), i = u->sel_msg;
+        long n = (long)chs_count(u->c), i = u->inspector ? u->sel_msg : chat_page_selected(u);
+        if (!u->inspector)
+            return select_step(u, i, key == '[' ? -1 : 1);
         for (;;) {
             i += key == '[' ? -1 : 1;
             if (i < 0 || i >= n)
@@ -531,6 +745,24 @@ int chat_page_tr_key(panel *p, int key)
         }
         break;
     }
+    case 'r': case 'y': case 'c': {
+        long i = chat_page_selected(u);
+        if (i < 0) {
+            screen_message(u->s, "no reply to %s yet", key == 'r' ? "show raw" : "copy");
+            return PANEL_HANDLED | PANEL_REDRAW;
+        }
+        u->sel_msg = i;
+        if (key == 'r')
+            toggle_raw(u, (size_t)i);
+        else if (key == 'y')
+            copy_msg(u, (size_t)i);
+        else
+            copy_code(u, (size_t)i);
+        break;
+    }
+    case 'm':
+        chat_page_set_mouse(u, u->mouse_off);
+        break;
     case UIK_ESC:
         if (!chat_page_stop_reply(u)) {
             screen_focus(u->s, u->in);
@@ -558,19 +790,34 @@ int chat_page_tr_mouse(panel *p, int y, int x, int ev)
     return PANEL_HANDLED | PANEL_REDRAW;
 }
 
+/* Only the keys that do something now. */
 const char *chat_page_tr_hints(panel *p)
 {
     chat_page *u = p->self;
+    static char h[256];
     if (u->tmpl_view)
         return "↑↓ PgUp PgDn scroll  Esc back";
-    return u->inspector ? "←→ token  [ ] reply  i close  ↑↓ scroll  Esc stop/back"
-                        : "i inspector  ↑↓ PgUp PgDn scroll  Enter input  Esc stop  F2 explorer";
+    bool busy = u->job != NULL, back = u->back_page >= 0;
+    if (u->inspector) {
+        snprintf(h, sizeof h, "←→ token  [ ] reply  i close  ↑↓ scroll  %s", busy ? "Esc stop" : "Esc input");
+        return h;
+    }
+    long sel = chat_page_selected(u);
+    bool code = sel >= 0 && (size_t)sel < u->lay_nmsg && u->lay_msg[sel].md && mdview_code_count(u->lay_msg[sel].md);
+    snprintf(h, sizeof h, "%s%s↑↓ PgUp PgDn scroll  m mouse %s  Enter input  %s%s",
+             sel >= 0 ? "[ ] select  r raw  y copy  " : "", code ? "c code  " : "", u->mouse_off ? "on" : "off",
+             busy ? "Esc stop  " : "", back ? "F2 explorer" : "");
+    return h;
 }
 
 const panel_keyhelp chat_page_tr_keys[] = {
     {"i", "token inspector: probability, entropy and top-5 of the selected reply token"},
     {"← →  h l", "previous / next token of the reply (inspector)"},
-    {"[ ]", "previous / next reply (inspector)"},
+    {"[ ]", "previous / next reply (the inspector: its tokens; else the reply r, y and c act on)"},
+    {"r", "the selected reply as its raw text / rendered again"},
+    {"y", "copy the selected reply (OSC 52 and a file)"},
+    {"c", "copy the selected reply's next code block"},
+    {"m", "mouse off (the terminal's own selection works) / on"},
     {"↑↓ j k PgUp PgDn g G", "scroll the transcript (G: follow the end)"},
     {"Esc", "stop the reply being generated; else back to the input box"},
     {"Enter", "back to the input box"},

@@ -80,12 +80,8 @@ screen *screen_new(const screen_opts *opts)
     curs_set(0);
     s->mono = (opts && opts->mono) || getenv("NO_COLOR");
     ui_colors_init(s->mono);
-    if (!opts || opts->mouse) {
-        mousemask(BUTTON1_CLICKED | BUTTON1_PRESSED | BUTTON1_DOUBLE_CLICKED | BUTTON4_PRESSED |
-                      BUTTON5_PRESSED,
-                  NULL);
-        mouseinterval(0);
-    }
+    if (!opts || opts->mouse)
+        screen_set_mouse(s, true);
     refresh();
     getmaxyx(stdscr, s->rows, s->cols);
     s->dirty = true;
@@ -100,6 +96,15 @@ screen *screen_new(const screen_opts *opts)
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
         screen_bind(s, &builtins[i]);
     return s;
+}
+
+void screen_set_mouse(screen *s, bool on)
+{
+    (void)s;
+    mousemask(on ? BUTTON1_CLICKED | BUTTON1_PRESSED | BUTTON1_DOUBLE_CLICKED | BUTTON4_PRESSED | BUTTON5_PRESSED : 0,
+              NULL);
+    if (on)
+        mouseinterval(0);
 }
 
 void screen_restore_terminal(screen *s)
@@ -592,8 +597,10 @@ static void draw_bar(screen *s)
             x += ui_put(b, 0, x, s->cols - x, "  ", 2, A_NORMAL, false);
         }
     }
-    /* the page's keys first, then the global ones (q quit last) */
-    for (int i = 0; i < 2 * s->nbinds && x < s->cols; i++) {
+    /* the page's keys first, then the global ones (q quit last); none
+     * while a pane takes every key (typing) */
+    bool typing = f && f->ops->typing && f->ops->typing(f);
+    for (int i = 0; i < 2 * s->nbinds && x < s->cols && !typing; i++) {
         screen_binding *bd = &s->binds[i % s->nbinds];
         bool pass_global = i >= s->nbinds;
         if (!bd->label || (bd->page != -1 && bd->page != s->cur) || (bd->page == -1) != pass_global)

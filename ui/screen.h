@@ -50,6 +50,10 @@ screen *screen_new(const screen_opts *opts);
  * destroy callbacks run). Accepts NULL. Jobs must have finished first. */
 void screen_free(screen *s);
 
+/* Mouse reporting on (clicks and the wheel, as screen_opts.mouse) or off
+ * (the terminal's own selection works). */
+void screen_set_mouse(screen *s, bool on);
+
 /* Restore the terminal without freeing anything (for a signal or fatal path). */
 void screen_restore_terminal(screen *s);
 

@@ -177,27 +177,65 @@ static int cpu_get_rows(void *ctx, const backend_weight *w, const int32_t *ids, 
     return 0;
 }
 
-static int cpu_rms_norm(void *ctx, backend_view src, backend_view dst, uint32_t n_rows,
-                        uint32_t n_cols, float eps)
+/* Items [0, n) of a row-wise or element-wise op in chunks over the pool (a
+ * dynamic run: any thread takes any chunk, the caller alone can do all);
+ * jobs under about 64 Ki element operations stay on the caller. An item's
+ * result does not depend on the split. */
+typedef struct {
+    void (*fn)(void *arg, size_t i0, size_t i1);
+    void *arg;
+    size_t n, chunk;
+    atomic_size_t next;
+} par_job;
+
+static void par_task(void *arg, int ith, int nth)
 {
-    (void)ctx;
-    size_t n = (size_t)n_rows * n_cols;
-    const float *s = f32_at(src, n);
-    float *d = f32_at(dst, n);
-    if (!s || !d || !n_cols)
-        return BACKEND_EARG;
-    for (uint32_t r = 0; r < n_rows; r++) {
-        const float *x = s + (size_t)r * n_cols;
-        float *y = d + (size_t)r * n_cols;
+    (void)ith, (void)nth;
+    par_job *j = arg;
+    for (size_t i = atomic_fetch_add_explicit(&j->next, j->chunk, memory_order_relaxed); i < j->n;
+         i = atomic_fetch_add_explicit(&j->next, j->chunk, memory_order_relaxed))
+        j->fn(j->arg, i, j->n - i < j->chunk ? j->n : i + j->chunk);
+}
+
+static void par_for(void *ctx, size_t n, size_t cost, void (*fn)(void *arg, size_t i0, size_t i1), void *arg)
+{
+    const int nth = ctx ? backend_cpu_ctx_threads(ctx) : 1;
+    if (nth < 2 || n < 2 || n * cost < 65536) {
+        fn(arg, 0, n);
+        return;
+    }
+    par_job j = {.fn = fn, .arg = arg, .n = n, .chunk = (n + 4 * (size_t)nth - 1) / (4 * (size_t)nth)};
+    atomic_init(&j.next, 0);
+    backend_cpu_parallel(ctx, par_task, &j);
+}
+
+typedef struct {
+    const float *s, *g, *u;
+    float *d;
+    size_t n_cols;
+    float eps;
+    bool mul;
+} rows_arg;
+
+/* ggml_rms_norm (and ggml_mul by the vector g when mul) of rows [r0, r1) */
+static void rms_rows(void *arg, size_t r0, size_t r1)
+{
+    const rows_arg *a = arg;
+    const size_t n_cols = a->n_cols;
+    for (size_t r = r0; r < r1; r++) {
+        const float *x = a->s + r * n_cols;
+        float *y = a->d + r * n_cols;
         double sum = 0.0;
-        for (uint32_t c = 0; c < n_cols; c++)
+        for (size_t c = 0; c < n_cols; c++)
             sum += (double)(x[c] * x[c]);
         float mean = (float)(sum / n_cols);
-        float scale = 1.0f / sqrtf(mean + eps);
-        for (uint32_t c = 0; c < n_cols; c++)
+        float scale = 1.0f / sqrtf(mean + a->eps);
+        for (size_t c = 0; c < n_cols; c++)
             y[c] = x[c] * scale;
+        if (a->mul)
+            for (size_t c = 0; c < n_cols; c++)
+                y[c] = y[c] * a->g[c];
     }
-    return 0;
 }
 
 /* dst = src (+ or *) the vector weight, broadcast over the rows. */
@@ -217,22 +255,19 @@ static int row_vec_op(backend_view src, const backend_weight *w, backend_view ds
     return 0;
 }
 
-static int cpu_mul_w(void *ctx, backend_view src, const backend_weight *w, backend_view dst,
-                     uint32_t n_rows, uint32_t n_cols)
-{
-    (void)ctx;
-    return row_vec_op(src, w, dst, n_rows, n_cols, false);
-}
-
-/* rms_norm then mul_w in place on dst: exactly the two ops, in their float
- * order (the logits stay bit-identical to llama.cpp's). */
+/* rms_norm then mul_w, row by row: exactly the two ops, in their float
+ * order (the logits stay bit-identical to llama.cpp's). In place allowed. */
 static int cpu_rms_norm_mul(void *ctx, backend_view src, const backend_weight *w, backend_view dst,
                             uint32_t n_rows, uint32_t n_cols, float eps)
 {
-    if (!vec_weight(w, n_cols))
+    size_t n = (size_t)n_rows * n_cols;
+    const float *s = f32_at(src, n), *g = vec_weight(w, n_cols);
+    float *d = f32_at(dst, n);
+    if (!s || !d || !g || !n_cols)
         return BACKEND_EARG;
-    int rc = cpu_rms_norm(ctx, src, dst, n_rows, n_cols, eps);
-    return rc ? rc : cpu_mul_w(ctx, dst, w, dst, n_rows, n_cols);
+    rows_arg a = {.s = s, .g = g, .d = d, .n_cols = n_cols, .eps = eps, .mul = true};
+    par_for(ctx, n_rows, 3 * (size_t)n_cols, rms_rows, &a);
+    return 0;
 }
 
 static int cpu_add_w(void *ctx, backend_view src, const backend_weight *w, backend_view dst,
@@ -242,15 +277,21 @@ static int cpu_add_w(void *ctx, backend_view src, const backend_weight *w, backe
     return row_vec_op(src, w, dst, n_rows, n_cols, true);
 }
 
+static void add_range(void *arg, size_t i0, size_t i1)
+{
+    const rows_arg *a = arg;
+    for (size_t i = i0; i < i1; i++)
+        a->d[i] = a->s[i] + a->u[i];
+}
+
 static int cpu_add(void *ctx, backend_view a, backend_view b, backend_view dst, size_t n)
 {
-    (void)ctx;
     const float *x = f32_at(a, n), *y = f32_at(b, n);
     float *d = f32_at(dst, n);
     if (!x || !y || !d)
         return BACKEND_EARG;
-    for (size_t i = 0; i < n; i++)
-        d[i] = x[i] + y[i];
+    rows_arg ra = {.s = x, .u = y, .d = d};
+    par_for(ctx, n, 1, add_range, &ra);
     return 0;
 }
 
@@ -342,10 +383,32 @@ static void rope_row(float *x, uint32_t n_head, uint32_t head_dim, float p,
     }
 }
 
+typedef struct {
+    float *d;
+    size_t row;
+    uint32_t n_head, head_dim;
+    const int32_t *pos;
+    const backend_rope_params *p;
+    float corr[2];
+    atomic_bool fail;
+} rope_arg;
+
+static void rope_tokens(void *arg, size_t t0, size_t t1)
+{
+    rope_arg *a = arg;
+    float *cs = malloc(sizeof(float) * a->p->n_rot);
+    if (!cs) {
+        atomic_store(&a->fail, true);
+        return;
+    }
+    for (size_t t = t0; t < t1; t++)
+        rope_row(a->d + t * a->row, a->n_head, a->head_dim, (float)a->pos[t], a->p, a->corr, cs);
+    free(cs);
+}
+
 static int cpu_rope(void *ctx, backend_view x, uint32_t n_tok, uint32_t n_head, uint32_t head_dim,
                     const int32_t *pos, const backend_rope_params *p)
 {
-    (void)ctx;
     size_t row = (size_t)n_head * head_dim;
     float *d = f32_at(x, row * n_tok);
     if (!d || !p || (n_tok && !pos) || !p->n_rot || (p->n_rot & 1) || p->n_rot > head_dim ||
@@ -355,19 +418,27 @@ static int cpu_rope(void *ctx, backend_view x, uint32_t n_tok, uint32_t n_head, 
     if (p->ext_factor != 0.0f) /* (ggml computes them always; unused without YaRN) */
         backend_cpu_yarn_corr_dims((int)p->n_rot, (int)p->n_ctx_orig, p->freq_base, p->beta_fast, p->beta_slow,
                                    corr);
-    float *cs = malloc(sizeof(float) * p->n_rot);
-    if (!cs)
-        return BACKEND_ENOMEM;
-    for (uint32_t t = 0; t < n_tok; t++)
-        rope_row(d + t * row, n_head, head_dim, (float)pos[t], p, corr, cs);
-    free(cs);
-    return 0;
+    rope_arg a = {.d = d, .row = row, .n_head = n_head, .head_dim = head_dim, .pos = pos, .p = p,
+                  .corr = {corr[0], corr[1]}};
+    atomic_init(&a.fail, false);
+    par_for(ctx, n_tok, 2 * row, rope_tokens, &a);
+    return atomic_load(&a.fail) ? BACKEND_ENOMEM : 0;
+}
+
+typedef struct {
+    const float *s;
+    uint16_t *d;
+} f16_arg;
+
+static void f16_range(void *arg, size_t i0, size_t i1)
+{
+    const f16_arg *a = arg;
+    kern_f32_to_f16(a->s + i0, a->d + i0, (int64_t)(i1 - i0)); /* round to nearest even (F16C where there is one) */
 }
 
 static int cpu_store_f16(void *ctx, backend_view src, uint32_t n_rows, uint32_t n_cols,
                          backend_view dst, uint32_t dst_row)
 {
-    (void)ctx;
     size_t n = (size_t)n_rows * n_cols;
     const float *s = f32_at(src, n);
     backend_view dv = dst;
@@ -375,7 +446,8 @@ static int cpu_store_f16(void *ctx, backend_view src, uint32_t n_rows, uint32_t 
     uint16_t *d = f16_at(dv, n);
     if (!s || !d)
         return BACKEND_EARG;
-    kern_f32_to_f16(s, d, (int64_t)n); /* round to nearest even (F16C where there is one) */
+    f16_arg a = {s, d};
+    par_for(ctx, n, 1, f16_range, &a);
     return 0;
 }
 
@@ -616,19 +688,13 @@ static int cpu_attention(void *ctx, backend_view q, backend_view k, backend_view
 
 /* ggml's SwiGLU per row: the first n_cols & ~15 (haswell build: ~7) elements with its vectorised
  * expf, the rest with libm's expf. */
-static int cpu_silu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
-                        uint32_t n_cols)
+static void silu_rows(void *arg, size_t r0, size_t r1)
 {
-    (void)ctx;
-    size_t n = (size_t)n_rows * n_cols;
-    const float *g = f32_at(gate, n), *u = f32_at(up, n);
-    float *d = f32_at(dst, n);
-    if (!g || !u || !d)
-        return BACKEND_EARG;
-    const size_t nv = n_cols & (g_haswell ? ~(size_t)7 : ~(size_t)15);
-    for (size_t r = 0; r < n_rows; r++) {
-        const float *gr = g + r * n_cols, *ur = u + r * n_cols;
-        float *dr = d + r * n_cols;
+    const rows_arg *a = arg;
+    const size_t n_cols = a->n_cols, nv = n_cols & (g_haswell ? ~(size_t)7 : ~(size_t)15);
+    for (size_t r = r0; r < r1; r++) {
+        const float *gr = a->g + r * n_cols, *ur = a->u + r * n_cols;
+        float *dr = a->d + r * n_cols;
         size_t i = 0;
         if (g_attn_simd) {
             backend_cpu_silu_mul(gr, ur, dr, nv, g_haswell);
@@ -640,6 +706,18 @@ static int cpu_silu_mul(void *ctx, backend_view gate, backend_view up, backend_v
         for (i = nv; i < n_cols; i++)
             dr[i] = gr[i] / (1.0f + expf(-gr[i])) * ur[i];
     }
+}
+
+static int cpu_silu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
+                        uint32_t n_cols)
+{
+    size_t n = (size_t)n_rows * n_cols;
+    const float *g = f32_at(gate, n), *u = f32_at(up, n);
+    float *d = f32_at(dst, n);
+    if (!g || !u || !d)
+        return BACKEND_EARG;
+    rows_arg a = {.g = g, .u = u, .d = d, .n_cols = n_cols};
+    par_for(ctx, n_rows, 8 * (size_t)n_cols, silu_rows, &a);
     return 0;
 }
 
@@ -655,24 +733,30 @@ float backend_cpu_gelu_f32(float x)
  * GGML_GELU_FP16 (always defined, vec.h:46), the whole row through the same
  * loop (no SIMD part, so rows do not matter): 0 at or below -10, x * g at
  * or above 10, else the table entry of x rounded to F16, times g. */
+static void gelu_range(void *arg, size_t i0, size_t i1)
+{
+    const rows_arg *a = arg;
+    for (size_t i = i0; i < i1; i++) {
+        const float x = a->g[i];
+        if (x <= -10.0f)
+            a->d[i] = 0.0f;
+        else if (x >= 10.0f)
+            a->d[i] = x * a->u[i];
+        else
+            a->d[i] = g_gelu_table[codec_f32_to_f16(x)] * a->u[i];
+    }
+}
+
 static int cpu_gelu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
                         uint32_t n_cols)
 {
-    (void)ctx;
     size_t n = (size_t)n_rows * n_cols;
     const float *g = f32_at(gate, n), *u = f32_at(up, n);
     float *d = f32_at(dst, n);
     if (!g || !u || !d)
         return BACKEND_EARG;
-    for (size_t i = 0; i < n; i++) {
-        const float x = g[i];
-        if (x <= -10.0f)
-            d[i] = 0.0f;
-        else if (x >= 10.0f)
-            d[i] = x * u[i];
-        else
-            d[i] = g_gelu_table[codec_f32_to_f16(x)] * u[i];
-    }
+    rows_arg a = {.g = g, .u = u, .d = d};
+    par_for(ctx, n, 4, gelu_range, &a);
     return 0;
 }
 

@@ -6,6 +6,7 @@
 
 #include "chat.h"
 #include "gguf.h"
+#include "harmony.h"
 
 struct chat_template {
     char *text;             /* NULL when the model has no template */
@@ -44,6 +45,7 @@ const char *chat_format_name(chat_format f)
     case CHAT_FORMAT_MISTRAL_V7: return "Mistral v7";
     case CHAT_FORMAT_MISTRAL_V7_TEKKEN: return "Mistral v7 Tekken";
     case CHAT_FORMAT_OLMO2: return "OLMo 2";
+    case CHAT_FORMAT_HARMONY: return "Harmony";
     case CHAT_FORMAT_COUNT: break;
     }
     return "unknown";
@@ -53,6 +55,9 @@ chat_format chat_detect_format(const char *t, const char *eos)
 {
     if (!t)
         return CHAT_FORMAT_CHATML;
+    /* llama.cpp: gpt-oss's Harmony template */
+    if (strstr(t, "<|start|>") && strstr(t, "<|channel|>"))
+        return CHAT_FORMAT_HARMONY;
     if (strstr(t, "<|im_start|>"))
         return strstr(t, "<|im_sep|>") ? CHAT_FORMAT_PHI4 : CHAT_FORMAT_CHATML;
     if (strstr(t, "<|start_header_id|>"))
@@ -114,6 +119,8 @@ chat_format chat_default_format(const gguf_file *g)
     }
     if (!strcmp(arch, "olmo2"))
         return has_token(g, "<|im_start|>") ? CHAT_FORMAT_CHATML : CHAT_FORMAT_OLMO2;
+    if (!strcmp(arch, "gpt-oss"))
+        return CHAT_FORMAT_HARMONY;
     return CHAT_FORMAT_CHATML;
 }
 
@@ -230,6 +237,8 @@ void chat_template_free(chat_template *ct)
     free(ct->eos);
     free(ct);
 }
+
+bool chat_template_is_harmony(const chat_template *ct) { return ct && ct->fallback == CHAT_FORMAT_HARMONY; }
 
 const char *chat_template_describe(const chat_template *ct) { return ct ? ct->describe : ""; }
 
@@ -446,6 +455,18 @@ static char *render_builtin(const chat_template *ct, chat_format f, const chat_m
         if (gen && n)
             sb_adds(&b, "<|assistant|>\n");
         break;
+    case CHAT_FORMAT_HARMONY:
+        /* llama.cpp's built-in gpt-oss format (no channels, no system preamble) */
+        for (size_t i = 0; i < n; i++) {
+            sb_adds(&b, "<|start|>");
+            sb_adds(&b, m[i].role);
+            sb_adds(&b, "<|message|>");
+            sb_adds(&b, m[i].content);
+            sb_adds(&b, role_is(&m[i], "assistant") ? "<|return|>" : "<|end|>");
+        }
+        if (gen)
+            sb_adds(&b, "<|start|>assistant");
+        break;
     case CHAT_FORMAT_MISTRAL: {
         sb_adds(&b, bos);
         const char *sys = NULL;
@@ -604,16 +625,33 @@ static bool json_role_is(const cJSON *m, const char *role)
     return cJSON_IsString(r) && !strcmp(r->valuestring, role);
 }
 
-static cJSON *message_json(const char *role, const char *content)
+static cJSON *message_json(const char *role, const char *content, const char *thinking)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
     if (!cJSON_AddStringToObject(o, "role", role ? role : "") ||
-        !cJSON_AddStringToObject(o, "content", content ? content : "")) {
+        !cJSON_AddStringToObject(o, "content", content ? content : "") ||
+        (thinking && !cJSON_AddStringToObject(o, "thinking", thinking))) {
         cJSON_Delete(o);
         return NULL;
     }
+    return o;
+}
+
+/* The JSON of one turn of chat_render: a Harmony assistant reply with
+ * channel markup becomes its final channel and (when not empty) its
+ * analysis as thinking. */
+static cJSON *turn_json(const chat_template *ct, const chat_message *m)
+{
+    if (!chat_template_is_harmony(ct) || !m->content || !m->role || strcmp(m->role, "assistant"))
+        return message_json(m->role, m->content, NULL);
+    harmony_reply h;
+    if (harmony_parse(m->content, strlen(m->content), &h))
+        return NULL;
+    cJSON *o = h.channels ? message_json(m->role, h.final, h.analysis_len ? h.analysis : NULL)
+                          : message_json(m->role, m->content, NULL);
+    harmony_reply_free(&h);
     return o;
 }
 
@@ -634,7 +672,7 @@ char *chat_render_json(const chat_template *ct, const cJSON *messages, const cha
     const cJSON *first = messages->child;
     if (o.system_prompt && !(first && json_role_is(first, "system"))) {
         cJSON *arr = cJSON_Duplicate(messages, true);
-        cJSON *sys = message_json("system", o.system_prompt);
+        cJSON *sys = message_json("system", o.system_prompt, NULL);
         if (!arr || !sys || !cJSON_InsertItemInArray(arr, 0, sys)) {
             cJSON_Delete(arr);
             cJSON_Delete(sys);
@@ -665,7 +703,7 @@ char *chat_render(const chat_template *ct, const chat_message *msgs, size_t n, c
         return NULL;
     }
     for (size_t i = 0; i < n; i++) {
-        cJSON *m = message_json(msgs[i].role, msgs[i].content);
+        cJSON *m = turn_json(ct, &msgs[i]);
         if (!m || !cJSON_AddItemToArray(arr, m)) {
             cJSON_Delete(m);
             cJSON_Delete(arr);

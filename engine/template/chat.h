@@ -10,7 +10,8 @@
  * Phi-3, OLMo 2's `'<|user|>\n' + message['content'] + '\n'` -> OLMo 2,
  * `<|user|>` -> Zephyr, `[INST]` + `[SYSTEM_PROMPT]` -> Mistral v7 (v7 Tekken
  * when no `[INST] ` has a space after it), `[INST]` + `<<SYS>>` -> Llama 2,
- * `[INST]` -> Mistral; ChatML when nothing matches). A GGUF model without a
+ * `[INST]` -> Mistral, `<|start|>` + `<|channel|>` -> Harmony; ChatML when
+ * nothing matches). A GGUF model without a
  * template gets the format of its architecture (chat_default_format). The
  * formats follow llama.cpp's llm_chat_apply_template, with the BOS text
  * written where the models' own templates write it. Every result says which
@@ -38,6 +39,7 @@ typedef enum {
     CHAT_FORMAT_MISTRAL_V7,        /* [SYSTEM_PROMPT] ...[/SYSTEM_PROMPT][INST] ...[/INST] */
     CHAT_FORMAT_MISTRAL_V7_TEKKEN, /* the same without the spaces (Mistral Small 3, Ministral) */
     CHAT_FORMAT_OLMO2,             /* <|user|>\n...\n<|assistant|>\n... (OLMo 2, Tülu 3) */
+    CHAT_FORMAT_HARMONY,           /* <|start|>role<|message|>...<|end|> (gpt-oss, llama.cpp's built-in) */
     CHAT_FORMAT_COUNT
 } chat_format;
 
@@ -95,14 +97,18 @@ chat_format chat_detect_format(const char *template_text, const char *eos);
  * `general.architecture`: gemma* -> Gemma, phi3 -> Phi-3 (Phi-4 when the
  * vocabulary has `<|im_sep|>` and no `<|assistant|>`), granite* -> Granite, mistral3 -> Mistral v7
  * Tekken (v7 when `tokenizer.ggml.pre` is not "tekken"), olmo2 -> OLMo 2
- * (ChatML when the vocabulary has `<|im_start|>`: OLMo 3); ChatML for the
+ * (ChatML when the vocabulary has `<|im_start|>`: OLMo 3), gpt-oss -> Harmony; ChatML for the
  * others (qwen3, smollm3, ...) and when g is NULL. */
 chat_format chat_default_format(const struct gguf_file *g);
 
 /* "ChatML", "Llama 2", "Llama 3", "Phi-3", "Mistral", "Gemma", "Zephyr",
- * "Phi-4", "Granite", "Mistral v7", "Mistral v7 Tekken", "OLMo 2";
+ * "Phi-4", "Granite", "Mistral v7", "Mistral v7 Tekken", "OLMo 2", "Harmony";
  * "template" for CHAT_FORMAT_TEMPLATE. */
 const char *chat_format_name(chat_format f);
+
+/* Whether renders of ct take the Harmony format (gpt-oss): its text was
+ * detected as Harmony, or it is the built-in format. */
+bool chat_template_is_harmony(const chat_template *ct);
 
 /* A short description of the template for display: "model template
  * (Jinja, N bytes)", "model template (does not parse; fallback Llama 3)",
@@ -119,7 +125,11 @@ const jinja_error *chat_template_parse_error(const chat_template *ct);
 /* Render msgs[0..n). Returns a malloc'd NUL-terminated prompt (length in
  * *len when not NULL) and fills *res (may be NULL). Returns NULL when the
  * template fails and opts->no_fallback is set, or on out of memory; *res
- * then holds the error. opts may be NULL (defaults). */
+ * then holds the error. opts may be NULL (defaults).
+ * Harmony (a template detected as such, or the built-in format): an
+ * assistant turn whose content is a reply as generated, with channel markup
+ * (harmony.h), is passed as its final channel, with the analysis channel as
+ * the message's `thinking` field (the template drops it from earlier turns). */
 char *chat_render(const chat_template *ct, const chat_message *msgs, size_t n, const chat_opts *opts,
                   size_t *len, chat_result *res);
 
