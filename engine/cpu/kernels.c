@@ -323,9 +323,10 @@ kern_gemm_fn kern_vec_gemm(uint32_t wtype, int plain)
     if ((simd != KERN_SIMD_AVX2 && simd != KERN_SIMD_AVX2_PLAIN) || g_no_gemm ||
         atomic_load_explicit(&g_ref_tiles, memory_order_relaxed))
         return NULL;
-    if (wtype != GGTYPE_Q4_0 && wtype != GGTYPE_Q8_0 && wtype != GGTYPE_Q4_K && wtype != GGTYPE_Q6_K)
+    if (wtype != GGTYPE_Q4_0 && wtype != GGTYPE_Q8_0 && wtype != GGTYPE_Q4_K && wtype != GGTYPE_Q6_K &&
+        wtype != GGTYPE_MXFP4)
         return NULL;
-    return plain && wtype == GGTYPE_Q4_K ? NULL : g_gemm[simd][wtype];
+    return plain && (wtype == GGTYPE_Q4_K || wtype == GGTYPE_MXFP4) ? NULL : g_gemm[simd][wtype];
 }
 
 kern_tile_fn kern_f32_tile(void)
@@ -533,11 +534,12 @@ int kern_matmul(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
     /* The GEMM follows ggml's float order for Q4_0, Q8_0, Q4_K and Q6_K, so
      * it takes every batch of those (ggml's batched kernels start at 2). */
     const bool exact = wtype == GGTYPE_Q4_0 || wtype == GGTYPE_Q8_0 || wtype == GGTYPE_Q4_K ||
-                       wtype == GGTYPE_Q6_K || fl;
+                       wtype == GGTYPE_Q6_K || wtype == GGTYPE_MXFP4 || fl;
     /* the AVX2 GEMM: not for the reference tiles, Q4_K not repacked (the
      * tiles) and F32/F16 outside tinyBLAS's haswell order */
     const bool avx2 = simd == KERN_SIMD_AVX2 || simd == KERN_SIMD_AVX2_PLAIN;
-    const bool avx2_skip = ref || (plain && wtype == GGTYPE_Q4_K) || (fl && (use_vec || !g_haswell));
+    const bool avx2_skip = ref || (plain && (wtype == GGTYPE_Q4_K || wtype == GGTYPE_MXFP4)) ||
+                           (fl && (use_vec || !g_haswell));
     if (n_tok >= (exact ? 2 : KERN_GEMM_MIN_TOK) && g_gemm[simd][wtype] && !g_no_gemm && !(avx2 && avx2_skip))
         c.gemm = g_gemm[simd][wtype];
     c.tc = n_tok <= 64 ? n_tok : 64;
