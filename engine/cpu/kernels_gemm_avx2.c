@@ -93,6 +93,9 @@ typedef struct {
 
 enum { G_Q4_0, G_Q8_0, G_MXFP4 };
 
+/* Packs for calls of fewer tokens prefetch the weight rows they read. */
+#define G_PF_TOK 64
+
 /* MXFP4's 16 values (kvalues_mxfp4) plus 12: unsigned bytes 0..24. */
 K2 __m256i mxfp4_u(__m256i nib)
 {
@@ -101,7 +104,8 @@ K2 __m256i mxfp4_u(__m256i nib)
     return _mm256_shuffle_epi8(lut, nib);
 }
 
-K2 void g32_pack(const uint8_t *w, size_t rbytes, int nr, int64_t nb, const g32_buf *gb, const int kind)
+K2 void g32_pack(const uint8_t *w, size_t rbytes, int nr, int64_t nb, const g32_buf *gb, const int kind,
+                 const bool pf)
 {
     const size_t bsz = kind == G_Q4_0 ? 18 : kind == G_MXFP4 ? 17 : 34;
     const uint8_t *rp[16];
@@ -113,11 +117,12 @@ K2 void g32_pack(const uint8_t *w, size_t rbytes, int nr, int64_t nb, const g32_
             __m256i v[8];
             for (int r = 0; r < 8; r++) {
                 const uint8_t *blk = rp[8 * h + r] + (size_t)b * bsz;
-                /* MoE experts (a few tokens each, weights from memory): 16
-                 * row streams of small strides, which the hardware
-                 * prefetcher lags behind (gpt-oss prompt 14 -> 19-21 tok/s);
-                 * for dense Q8_0 batches the prefetch measured slower */
-                if (kind == G_MXFP4)
+                /* pf (few tokens, as an expert gets in a MoE prompt: the
+                 * weights' read matters): 16 row streams of small strides,
+                 * which the hardware prefetcher lags behind (gpt-oss-shaped
+                 * prompt 14 -> 19-21 tok/s); a dense 512-token batch
+                 * measured slower with it */
+                if (pf)
                     _mm_prefetch((const char *)blk + 8 * bsz, _MM_HINT_T0);
                 if (kind == G_MXFP4) {
                     gb->dw[b * 16 + 8 * h + r] = kern_e8m0_half(blk[0]);
@@ -307,7 +312,7 @@ K2 void g32_any(const uint8_t *w, size_t rbytes, int nr, const uint8_t *act, siz
     const int64_t nb = n_cols / 32;
     uint8_t *base = (uint8_t *)(((uintptr_t)tmp + 63) & ~(uintptr_t)63);
     g32_buf gb = {base, (float *)(void *)(base + nb * 512)}; /* then the accumulators */
-    g32_pack(w, rbytes, nr, nb, &gb, kind);
+    g32_pack(w, rbytes, nr, nb, &gb, kind, nt < G_PF_TOK);
     const int ng = nr > 8 ? 2 : 1;
     if (kind == G_MXFP4) {
         int64_t t = 0;
@@ -399,7 +404,8 @@ K2 void gk_layout(uint8_t *base, int64_t nsb, gk_buf *gb, const int kind)
     gb->DM = gb->D + nsb * 16;
 }
 
-K2 void gk_pack(const uint8_t *w, size_t rbytes, int nr, int64_t nsb, const gk_buf *gb, const int kind)
+K2 void gk_pack(const uint8_t *w, size_t rbytes, int nr, int64_t nsb, const gk_buf *gb, const int kind,
+                const bool pf)
 {
     const uint8_t *rp[16];
     for (int r = 0; r < 16; r++)
@@ -412,6 +418,9 @@ K2 void gk_pack(const uint8_t *w, size_t rbytes, int nr, int64_t nsb, const gk_b
             __m256i v[8][8]; /* [sub-block][row] */
             for (int r = 0; r < 8; r++) {
                 const int row = 8 * h + r;
+                if (pf) /* as g32_pack */
+                    for (int l = 0; l < 3; l++)
+                        _mm_prefetch((const char *)rp[row] + (size_t)(B + 2) * (rbytes / (size_t)nsb) + 64 * (size_t)l, _MM_HINT_T0);
                 if (kind == G_Q4_K) {
                     const block_q4_K *x = (const block_q4_K *)rp[row] + B;
                     uint8_t sc[8], mn[8];
@@ -553,7 +562,7 @@ K2 void gk_any(const uint8_t *w, size_t rbytes, int nr, const uint8_t *act, size
     uint8_t *base = (uint8_t *)(((uintptr_t)tmp + 63) & ~(uintptr_t)63);
     gk_buf gb;
     gk_layout(base, nsb, &gb, kind);
-    gk_pack(w, rbytes, nr, nsb, &gb, kind);
+    gk_pack(w, rbytes, nr, nsb, &gb, kind, nt < G_PF_TOK);
     const int ng = nr > 8 ? 2 : 1;
     if (kind == G_Q4_K) {
         for (int h = 0; h < ng; h++) {
