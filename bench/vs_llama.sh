@@ -27,6 +27,10 @@
 #                                  tokens without asking for logits, so that llama.cpp skips
 #                                  the output head (and the last layer's feed-forward)
 #   OUT=file                       also write the raw results (JSON lines) there
+#   WARM=0                         1: read the model file into the page cache before each run
+#                                  (untimed; for files near the RAM size, which the peer's
+#                                  load-time repacking evicts). The bandwidth-limit table
+#                                  counts every weight: not meaningful for mixture-of-experts
 set -uo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$src/build}
@@ -98,6 +102,10 @@ quiet() {   # wait until the 1-minute load is below LOAD_MAX (at most LOAD_WAIT 
 run() {
     local who=$1 t=$2 r=$3 f json
     f=$(model "$t")
+    # WARM=1: the file read into the page cache first (untimed), so that a
+    # program that maps the file lazily does not time the disk that the
+    # other read at load time (or evicted)
+    [[ ${WARM:-0} == 1 ]] && cat "$f" >/dev/null
     local l=$(load1)
     local cmd
     if [[ $who == ggscope ]]; then
