@@ -708,15 +708,22 @@ static void silu_rows(void *arg, size_t r0, size_t r1)
     }
 }
 
+/* The views of a gated activation (gate, up, dst: n_rows x n_cols) as a
+ * rows_arg; false when one is out of its buffer. */
+static bool glu_arg(backend_view gate, backend_view up, backend_view dst, uint32_t n_rows, uint32_t n_cols,
+                    rows_arg *a)
+{
+    const size_t n = (size_t)n_rows * n_cols;
+    *a = (rows_arg){.g = f32_at(gate, n), .u = f32_at(up, n), .d = f32_at(dst, n), .n_cols = n_cols};
+    return a->g && a->u && a->d;
+}
+
 static int cpu_silu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
                         uint32_t n_cols)
 {
-    size_t n = (size_t)n_rows * n_cols;
-    const float *g = f32_at(gate, n), *u = f32_at(up, n);
-    float *d = f32_at(dst, n);
-    if (!g || !u || !d)
+    rows_arg a;
+    if (!glu_arg(gate, up, dst, n_rows, n_cols, &a))
         return BACKEND_EARG;
-    rows_arg a = {.g = g, .u = u, .d = d, .n_cols = n_cols};
     par_for(ctx, n_rows, 8 * (size_t)n_cols, silu_rows, &a);
     return 0;
 }
@@ -750,13 +757,10 @@ static void gelu_range(void *arg, size_t i0, size_t i1)
 static int cpu_gelu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
                         uint32_t n_cols)
 {
-    size_t n = (size_t)n_rows * n_cols;
-    const float *g = f32_at(gate, n), *u = f32_at(up, n);
-    float *d = f32_at(dst, n);
-    if (!g || !u || !d)
+    rows_arg a;
+    if (!glu_arg(gate, up, dst, n_rows, n_cols, &a))
         return BACKEND_EARG;
-    rows_arg a = {.g = g, .u = u, .d = d};
-    par_for(ctx, n, 4, gelu_range, &a);
+    par_for(ctx, (size_t)n_rows * n_cols, 4, gelu_range, &a);
     return 0;
 }
 
