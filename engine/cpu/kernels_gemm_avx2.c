@@ -137,12 +137,18 @@ K2 void g32_pack(const uint8_t *w, size_t rbytes, int nr, int64_t nb, const g32_
     }
 }
 
-/* Q4_0 repacked in ggml: per block the 32-element sum, one fma with
- * fl(dw * dx) (vec_q4_0_r). NT tokens x ng groups of 8 rows; the eight
- * 2-product sums of a row stay below 2^15 (nibbles), so they add in int16. */
-K2 void g_q4_0(const g32_buf *gb, int64_t nb, const uint8_t *act, size_t as, float *y, int64_t ys, int nr,
-               const int NT, const int ng)
+/* Q4_0 repacked (vec_q4_0_r) and MXFP4 repacked (ggml's
+ * gemv_q4_b32_8x8_q8_0_lut for block_mxfp4x8, its gemm alike): per block the
+ * exact 32-element sum, one fma with fl(dw * dx) (MXFP4: dw =
+ * kern_e8m0_half(e)), from +0. NT tokens x ng groups of 8 rows. The weights
+ * are held unsigned (Q4_0: the nibbles, 8 x the activation sum taken out;
+ * MXFP4: the values plus 12, 12 x the sum taken out); two-product sums add
+ * in int16 before vpmaddwd, all eight groups for Q4_0 (below 2^15 with
+ * nibbles), four at a time for MXFP4 (a group's sums reach 6096). */
+K2 void g_bsum(const g32_buf *gb, int64_t nb, const uint8_t *act, size_t as, float *y, int64_t ys, int nr,
+               const int NT, const int ng, const int kind)
 {
+    const int G16 = kind == G_MXFP4 ? 4 : 8, off = kind == G_MXFP4 ? 12 : 8;
     __m256 acc[3][2];
     for (int t = 0; t < NT; t++)
         for (int h = 0; h < ng; h++)
@@ -154,58 +160,12 @@ K2 void g_q4_0(const g32_buf *gb, int64_t nb, const uint8_t *act, size_t as, flo
         for (int t = 0; t < NT; t++)
             for (int h = 0; h < ng; h++)
                 s[t][h] = _mm256_setzero_si256();
-        for (int g = 0; g < 8; g++) {
-            __m256i w0 = _mm256_loadu_si256((const __m256i *)(R + 32 * g));
-            __m256i w1 = ng == 2 ? _mm256_loadu_si256((const __m256i *)(R + 256 + 32 * g)) : w0;
-            for (int t = 0; t < NT; t++) {
-                const kq8 *A = (const kq8 *)(act + (size_t)t * as) + b;
-                __m256i xb = bcast4(A->qs + 4 * g);
-                s[t][0] = _mm256_add_epi16(s[t][0], _mm256_maddubs_epi16(w0, xb));
-                if (ng == 2)
-                    s[t][1] = _mm256_add_epi16(s[t][1], _mm256_maddubs_epi16(w1, xb));
-            }
-        }
-        for (int t = 0; t < NT; t++) {
-            const kq8 *A = (const kq8 *)(act + (size_t)t * as) + b;
-            const __m256i o8 = _mm256_set1_epi32(8 * A->s);
-            const __m256 dx = _mm256_set1_ps(A->d);
-            for (int h = 0; h < ng; h++) {
-                __m256i p = _mm256_sub_epi32(_mm256_madd_epi16(s[t][h], one), o8);
-                __m256 d = _mm256_mul_ps(_mm256_loadu_ps(gb->dw + b * 16 + 8 * h), dx);
-                acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), d, acc[t][h]);
-            }
-        }
-    }
-    for (int t = 0; t < NT; t++)
-        for (int h = 0; h < ng; h++)
-            store8(y + t * ys + 8 * h, acc[t][h], nr - 8 * h);
-}
-
-/* MXFP4 repacked (ggml's gemv_q4_b32_8x8_q8_0_lut for block_mxfp4x8, its
- * gemm alike): per block the exact 32-element sum, one fma with
- * fl(e8m0_half(e) * dx), from +0 (kern_e8m0_half). The values are held plus
- * 12 (0..24) and 12 x the activation sum is taken out; a group's
- * two-product sums reach 6096, so four of them add in int16 before vpmaddwd. */
-K2 void g_mxfp4(const g32_buf *gb, int64_t nb, const uint8_t *act, size_t as, float *y, int64_t ys, int nr,
-                const int NT, const int ng)
-{
-    __m256 acc[3][2];
-    for (int t = 0; t < NT; t++)
-        for (int h = 0; h < ng; h++)
-            acc[t][h] = _mm256_setzero_ps();
-    const __m256i one = _mm256_set1_epi16(1);
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *R = gb->R + b * 512;
-        __m256i s[3][2];
-        for (int t = 0; t < NT; t++)
-            for (int h = 0; h < ng; h++)
-                s[t][h] = _mm256_setzero_si256();
-        for (int half = 0; half < 2; half++) {
+        for (int g0 = 0; g0 < 8; g0 += G16) {
             __m256i s16[3][2];
             for (int t = 0; t < NT; t++)
                 for (int h = 0; h < ng; h++)
                     s16[t][h] = _mm256_setzero_si256();
-            for (int g = 4 * half; g < 4 * half + 4; g++) {
+            for (int g = g0; g < g0 + G16; g++) {
                 __m256i w0 = _mm256_loadu_si256((const __m256i *)(R + 32 * g));
                 __m256i w1 = ng == 2 ? _mm256_loadu_si256((const __m256i *)(R + 256 + 32 * g)) : w0;
                 for (int t = 0; t < NT; t++) {
@@ -222,10 +182,10 @@ K2 void g_mxfp4(const g32_buf *gb, int64_t nb, const uint8_t *act, size_t as, fl
         }
         for (int t = 0; t < NT; t++) {
             const kq8 *A = (const kq8 *)(act + (size_t)t * as) + b;
-            const __m256i o12 = _mm256_set1_epi32(12 * A->s);
+            const __m256i o = _mm256_set1_epi32(off * A->s);
             const __m256 dx = _mm256_set1_ps(A->d);
             for (int h = 0; h < ng; h++) {
-                __m256i p = _mm256_sub_epi32(s[t][h], o12);
+                __m256i p = _mm256_sub_epi32(s[t][h], o);
                 __m256 d = _mm256_mul_ps(_mm256_loadu_ps(gb->dw + b * 16 + 8 * h), dx);
                 acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), d, acc[t][h]);
             }
@@ -234,6 +194,19 @@ K2 void g_mxfp4(const g32_buf *gb, int64_t nb, const uint8_t *act, size_t as, fl
     for (int t = 0; t < NT; t++)
         for (int h = 0; h < ng; h++)
             store8(y + t * ys + 8 * h, acc[t][h], nr - 8 * h);
+}
+
+/* g_bsum over every token: Q4_0 three at a time, MXFP4 two (its int16
+ * partial sums take 2 x 2 x 3 accumulators). */
+K2 void g_bsum_all(const g32_buf *gb, int64_t nb, const uint8_t *act, size_t as, int64_t nt, float *y, int64_t ys,
+                   int nr, const int ng, const int kind)
+{
+    const int NT = kind == G_MXFP4 ? 2 : 3;
+    int64_t t = 0;
+    for (; t + NT <= nt; t += NT)
+        g_bsum(gb, nb, act + (size_t)t * as, as, y + t * ys, ys, nr, NT, ng, kind);
+    for (; t < nt; t++)
+        g_bsum(gb, nb, act + (size_t)t * as, as, y + t * ys, ys, nr, 1, ng, kind);
 }
 
 /* Q8_0 (vec_dot_q8_0 / tinyBLAS) and Q4_0 not repacked (vec_q4_0_plain):
@@ -314,34 +287,15 @@ K2 void g32_any(const uint8_t *w, size_t rbytes, int nr, const uint8_t *act, siz
     g32_buf gb = {base, (float *)(void *)(base + nb * 512)}; /* then the accumulators */
     g32_pack(w, rbytes, nr, nb, &gb, kind, nt < G_PF_TOK);
     const int ng = nr > 8 ? 2 : 1;
-    if (kind == G_MXFP4) {
-        int64_t t = 0;
-        if (ng == 2) {
-            for (; t + 2 <= nt; t += 2) /* 2 x 2 x 3 accumulators: 12 ymm */
-                g_mxfp4(&gb, nb, act + (size_t)t * as, as, y + t * ys, ys, nr, 2, 2);
-            for (; t < nt; t++)
-                g_mxfp4(&gb, nb, act + (size_t)t * as, as, y + t * ys, ys, nr, 1, 2);
-        } else {
-            for (; t + 3 <= nt; t += 3)
-                g_mxfp4(&gb, nb, act + (size_t)t * as, as, y + t * ys, ys, nr, 3, 1);
-            for (; t < nt; t++)
-                g_mxfp4(&gb, nb, act + (size_t)t * as, as, y + t * ys, ys, nr, 1, 1);
-        }
-        return;
-    }
-    if (kind == G_Q4_0 && !plain) {
-        int64_t t = 0;
-        if (ng == 2) {
-            for (; t + 3 <= nt; t += 3)
-                g_q4_0(&gb, nb, act + (size_t)t * as, as, y + t * ys, ys, nr, 3, 2);
-            for (; t < nt; t++)
-                g_q4_0(&gb, nb, act + (size_t)t * as, as, y + t * ys, ys, nr, 1, 2);
-        } else {
-            for (; t + 3 <= nt; t += 3)
-                g_q4_0(&gb, nb, act + (size_t)t * as, as, y + t * ys, ys, nr, 3, 1);
-            for (; t < nt; t++)
-                g_q4_0(&gb, nb, act + (size_t)t * as, as, y + t * ys, ys, nr, 1, 1);
-        }
+    if (kind == G_MXFP4 || (kind == G_Q4_0 && !plain)) {
+        if (kind == G_MXFP4 && ng == 2)
+            g_bsum_all(&gb, nb, act, as, nt, y, ys, nr, 2, G_MXFP4);
+        else if (kind == G_MXFP4)
+            g_bsum_all(&gb, nb, act, as, nt, y, ys, nr, 1, G_MXFP4);
+        else if (ng == 2)
+            g_bsum_all(&gb, nb, act, as, nt, y, ys, nr, 2, G_Q4_0);
+        else
+            g_bsum_all(&gb, nb, act, as, nt, y, ys, nr, 1, G_Q4_0);
         return;
     }
     __m256 *accb = (__m256 *)(void *)(base + nb * 576 + 64);
