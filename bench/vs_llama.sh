@@ -105,7 +105,11 @@ run() {
     # WARM=1: the file read into the page cache first (untimed), so that a
     # program that maps the file lazily does not time the disk that the
     # other read at load time (or evicted)
-    [[ ${WARM:-0} == 1 ]] && cat "$f" >/dev/null
+    # (then the quiet wait again: the reads raise the load average)
+    if [[ ${WARM:-0} == 1 ]]; then
+        cat "$f" >/dev/null
+        (( BUSY )) || quiet || true
+    fi
     local l=$(load1)
     local cmd
     if [[ $who == ggscope ]]; then
