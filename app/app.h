@@ -83,9 +83,11 @@ typedef struct {
     unsigned qerr_type;   /* quantization error page: candidate type (0 = F32: q4_K) */
     bool qerr_open;       /* start on the quantization error page */
     gguf_file *file;      /* path, already opened (the chat's), or NULL: app_explore opens it */
+    struct rchat *remote; /* the remote chat alone (app/rchat.h; no file, no explorer; freed here), NULL: none */
 } app_explore_opts;
 
-/* Run the full-screen explorer on `path` (stdin/stdout must be terminals).
+/* Run the full-screen explorer on `path` (stdin/stdout must be terminals;
+ * path NULL with opts->remote: the remote chat page alone).
  * Returns an exit status (2 when the file cannot be opened). */
 int app_explore(const char *path, const app_explore_opts *opts);
 
@@ -99,6 +101,7 @@ int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
+int cmd_chat_remote(int argc, char **argv);   /* chat --remote (app/cmd_chat_remote.c) */
 int cmd_devices(int argc, char **argv);
 int cmd_qerr(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);

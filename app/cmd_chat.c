@@ -35,6 +35,9 @@ static void help(FILE *out)
 
 int cmd_chat(int argc, char **argv)
 {
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)   /* chat --remote URL: app/cmd_chat_remote.c */
+        if (!strcmp(argv[i], "--remote") || !strncmp(argv[i], "--remote=", 9))
+            return cmd_chat_remote(argc, argv);
     chat_ui_opts co = {.eng = {.backend = "auto"}, .have_settings = true};
     co.settings = chs_default_settings();
     sampler_params *sp = &co.settings.sp;

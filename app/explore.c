@@ -24,6 +24,7 @@
 #include "explorer.h"
 #include "ggtype.h"
 #include "qerr_page.h"
+#include "rchat.h"
 #include "screen.h"
 
 typedef struct {
@@ -35,6 +36,7 @@ typedef struct {
     screen *scr;
     explorer *ex;
     chat_ui *chat;          /* the chat page, once opened */
+    rchat *remote;          /* the remote chat (chat --remote), NULL: none */
     const char *path;
     gguf_file *f;           /* the file, shared with the chat */
     qerr_page *qp;
@@ -54,8 +56,10 @@ static void begin_quit(app_state *a);
 
 static void close_if_done(app_state *a)
 {
-    if (a->quitting && screen_jobs_running(a->scr) == 0 && !uv_is_closing((uv_handle_t *)&a->wake))
+    if (a->quitting && screen_jobs_running(a->scr) == 0 && !uv_is_closing((uv_handle_t *)&a->wake)) {
         uv_close((uv_handle_t *)&a->wake, NULL);
+        rchat_close(a->remote);
+    }
 }
 
 /* Draw if something changed; one doupdate per frame. */
@@ -200,6 +204,7 @@ static void begin_quit(app_state *a)
         return;
     a->quitting = true;
     chat_ui_cancel(a->chat);
+    rchat_cancel(a->remote);
     screen_cancel_jobs(a->scr);
     uv_close((uv_handle_t *)&a->input, NULL);
     uv_close((uv_handle_t *)&a->sig_winch, NULL);
@@ -245,14 +250,16 @@ int app_explore(const char *path, const app_explore_opts *opts)
     a.t0 = (clock_now_s() * 1e3);
     const char *env = getenv("GGSCOPE_EXIT_AFTER_FIRST_FRAME");
     a.exit_after_first = env && *env && strcmp(env, "0") != 0;
-    gguf_file *f = opts && opts->file ? gguf_retain(opts->file) : app_open_gguf(path);
-    if (!f) {
+    a.remote = opts ? opts->remote : NULL;
+    gguf_file *f = opts && opts->file ? gguf_retain(opts->file) : a.remote ? NULL : app_open_gguf(path);
+    if (!f && !a.remote) {
         chat_ui_free(opts ? opts->chat : NULL);
         return APP_BADINPUT;
     }
     if (uv_loop_init(&a.loop) != 0) {
         app_error("cannot start the event loop");
         chat_ui_free(opts ? opts->chat : NULL);
+        rchat_free(a.remote);
         gguf_close(f);
         return APP_FAIL;
     }
@@ -262,10 +269,11 @@ int app_explore(const char *path, const app_explore_opts *opts)
         app_error("cannot initialise the terminal (TERM=%s)", getenv("TERM") ? getenv("TERM") : "");
         uv_loop_close(&a.loop);
         chat_ui_free(opts ? opts->chat : NULL);
+        rchat_free(a.remote);
         gguf_close(f);
         return APP_FAIL;
     }
-    a.ex = explorer_new(a.scr, f);
+    a.ex = f ? explorer_new(a.scr, f) : NULL;
     a.path = path;
     a.f = f;
     ui_runner r = {runner_submit, runner_wake, &a};
@@ -279,6 +287,10 @@ int app_explore(const char *path, const app_explore_opts *opts)
             bracketed_paste(true);
             chat_ui_show(a.chat);
         }
+    }
+    if (a.remote && rchat_attach(a.remote, &a.loop, a.scr) >= 0) {
+        bracketed_paste(true);
+        rchat_show(a.remote);
     }
     gguf_file *parent = NULL;
     if (opts && opts->qerr_vs) {
@@ -328,13 +340,16 @@ int app_explore(const char *path, const app_explore_opts *opts)
 
     explorer_free(a.ex);
     screen_free(a.scr);   /* endwin: the terminal is restored */
-    if (a.chat)
+    if (a.chat || a.remote)
         bracketed_paste(false);
     char note[1400];
     chat_ui_autosave(a.chat, note, sizeof note);   /* an unsaved conversation is kept */
+    if (a.remote)
+        rchat_autosave(a.remote, note, sizeof note);
     if (note[0])
         fprintf(stderr, "ggscope: %s\n", note);
     chat_ui_free(a.chat);   /* after the screen: its panes are gone */
+    rchat_free(a.remote);
     qerr_page_free(a.qp);
     gguf_close(parent);
     int rc = uv_loop_close(&a.loop);

@@ -201,6 +201,7 @@ struct gen_job {
     int rc;
     char err[512];
     char fallback[400];   /* the runner's notice: the device failed, the CPU took over */
+    void *sreq;           /* remote chat: the source's request (no task) */
 };
 
 /* The time the chat holds the loop thread, measured around each of its
@@ -314,9 +315,20 @@ static void script_reply(gen_job *g, const char *text, size_t n_prompt)
     g->rc = 0;
 }
 
+/* worker: a reply from the chat source (remote chat) */
+static void source_work(gen_job *g)
+{
+    chs_sink sk = {gen_on_token, g, &g->job.cancel, 0};
+    g->rc = g->u->src->generate(g->u->src_ctx, g->sreq, &sk, &g->rs, g->err, sizeof g->err);
+}
+
 static void gen_work(ui_job *j)
 {
     gen_job *g = (gen_job *)j;
+    if (g->sreq) {
+        source_work(g);
+        return;
+    }
     g->prc = task_run(g->t, j);
     if (g->prc)
         return;
@@ -394,7 +406,10 @@ static void reply_done(chat_page *u, gen_job *g)
         return;
     }
     unsigned dropped = 0;
-    chs_plan_apply(u->c, g->t->plan, &dropped);   /* the transcript cannot change while a job runs */
+    if (g->t)
+        chs_plan_apply(u->c, g->t->plan, &dropped);
+    if (g->sreq && g->rc)
+        snprintf(u->notice, sizeof u->notice, "%.250s", g->err);   /* remote: the error stays in the transcript */   /* the transcript cannot change while a job runs */
     if (dropped)
         snprintf(u->notice, sizeof u->notice,
                  "context full: the %u oldest message%s (greyed) no longer reach%s the model; the system prompt is kept",
@@ -486,6 +501,10 @@ static void gen_done(ui_job *j)
     u->rlen = 0;
     u->rntok = 0;
     u->ctx_used = (uint32_t)chs_held(u->c);
+    if (g->sreq) {
+        u->ctx_used = g->rs.n_prompt + g->rs.n_gen;
+        u->src->end(u->src_ctx, g->sreq);
+    }
     chat_page_update_title(u);
     screen_dirty(u->s);
     task_release(g->t);
@@ -498,7 +517,7 @@ static void gen_done(ui_job *j)
 }
 
 /* Start a job of `kind` on task t (taken). */
-static bool start_job(chat_page *u, int kind, task *t)
+static bool start_job(chat_page *u, int kind, task *t, void *sreq)
 {
     gen_job *g = calloc(1, sizeof *g);
     if (!g) {
@@ -511,6 +530,7 @@ static bool start_job(chat_page *u, int kind, task *t)
     g->kind = kind;
     g->c = u->c;
     g->t = t;
+    g->sreq = sreq;
     g->st = chs_get_settings(u->c);
     g->delay_ms = u->delay_ms;
     ui_job_init(&g->job, gen_work, gen_done, u);
@@ -559,9 +579,20 @@ void chat_page_start_reply(chat_page *u)
 {
     if (u->job)
         return;
+    if (u->src) {   /* remote chat: the source's request instead of a prompt plan */
+        char msg[512];
+        chs_settings st = chs_get_settings(u->c);
+        void *rq = u->src->begin(u->src_ctx, u->c, &st, msg, sizeof msg);
+        u->notice[0] = 0;
+        if (!rq)
+            screen_message(u->s, "%s", msg);
+        else if (!start_job(u, JOB_REPLY, NULL, rq))
+            u->src->end(u->src_ctx, rq);
+        return;
+    }
     task *t = plan_task(u, true);
     if (t)
-        start_job(u, JOB_REPLY, t);
+        start_job(u, JOB_REPLY, t, NULL);
 }
 
 bool chat_page_stop_reply(chat_page *u)
@@ -580,7 +611,7 @@ void chat_page_start_template(chat_page *u)
     if (!t)
         return;
     t->highlights = true;
-    if (start_job(u, JOB_TEMPLATE, t))
+    if (start_job(u, JOB_TEMPLATE, t, NULL))
         screen_message(u->s, "/template: rendering… Esc stops");
 }
 
@@ -593,7 +624,7 @@ void chat_page_start_load(chat_page *u, const char *path)
         return;
     }
     t->base = chs_get_settings(u->c);
-    if (start_job(u, JOB_LOAD, t))
+    if (start_job(u, JOB_LOAD, t, NULL))
         screen_message(u->s, "/load: reading %s… Esc stops", path);
 }
 
@@ -616,6 +647,8 @@ int chat_page_back(chat_page *u)
 void chat_page_update_title(chat_page *u)
 {
     uint32_t n_ctx = runner_n_ctx(u->core->r);
+    if (u->src && u->src->n_ctx)
+        n_ctx = u->src->n_ctx(u->src_ctx);
     uint32_t used = u->ctx_used;
     char gauge[64];
     int cells = 10, full = n_ctx ? (int)((uint64_t)used * cells / n_ctx) : 0;
@@ -646,6 +679,8 @@ void chat_page_update_title(chat_page *u)
     if (u->job && u->job->kind == JOB_REPLY) {
         pthread_mutex_lock(&u->job->mu);
         state = u->job->ids ? " · generating… Esc stops" : " · building the prompt… Esc stops";
+        if (u->job->sreq)
+            state = u->rlen ? " · streaming… Esc stops" : " · waiting for the server… Esc stops";
         pthread_mutex_unlock(&u->job->mu);
     } else if (u->job) {
         state = u->job->kind == JOB_LOAD ? " · loading… Esc stops" : " · rendering /template… Esc stops";
@@ -772,6 +807,12 @@ chat_page *chat_page_new(const chat_page_engine *e)
     if (sl && *sl)
         u->stall_path = strdup(sl);
     return u;
+}
+
+void chat_page_set_source(chat_page *u, const chat_source *src, void *ctx)
+{
+    u->src = src;
+    u->src_ctx = ctx;
 }
 
 int chat_page_attach(chat_page *u, screen *s, int back_page)

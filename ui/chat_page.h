@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "chat_source.h"
 #include "chatsession.h"
 #include "screen.h"
 #include "runner.h"
@@ -48,6 +49,11 @@ typedef struct chat_page chat_page;
 /* A chat page on e (taken: on failure, e->release has been called). Reads
  * $GGSCOPE_CHAT_STALL_LOG. NULL when out of memory. */
 chat_page *chat_page_new(const chat_page_engine *e);
+
+/* Remote chat: replies come from src (chat_source.h; src and ctx outlive
+ * the page) instead of the engine; the page's conversation is then a
+ * detached chs and its runner NULL. Call before chat_page_attach. */
+void chat_page_set_source(chat_page *u, const chat_source *src, void *ctx);
 
 /* Add the page to `s`; `back_page` is the page F2 returns to (-1: none).
  * Returns the page id or -1. */

@@ -108,6 +108,8 @@ struct chat_page {
     char *stall_path;
     double stall_max, stall_cpu;   /* seconds: wall clock, thread CPU time */
     char stall_what[32];
+    const chat_source *src;   /* remote chat (chat_page_set_source), NULL: the engine */
+    void *src_ctx;
 };
 
 enum { LAY_NONE = 0, LAY_TRANSCRIPT };

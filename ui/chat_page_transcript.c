@@ -373,7 +373,11 @@ static void select_last_reply(chat_page *u)
 static void piece(chat_page *u, int32_t id, char *buf, size_t cap)
 {
     char raw[64];
-    size_t n = tok_piece(chs_vocab(u->c), id, raw, sizeof raw - 1, TOK_DETOK_SPECIAL);
+    size_t n;
+    if (u->src)   /* remote chat: the token's text as the server sent it */
+        n = u->src->piece(u->src_ctx, id, raw, sizeof raw) ? strlen(raw) : 0;
+    else
+        n = tok_piece(chs_vocab(u->c), id, raw, sizeof raw - 1, TOK_DETOK_SPECIAL);
     if (n > sizeof raw - 1)
         n = sizeof raw - 1;
     char esc[80];
@@ -387,8 +391,10 @@ static void draw_inspector(chat_page *u, WINDOW *w, int y0, int cols)
     ui_fill(w, y0, 0, cols, ui_attr(UI_C_HEADER));
     const chs_msg *m = sel_reply(u);
     if (!m) {
-        ui_put(w, y0, 0, cols, " token inspector: no reply with tokens yet (Tab: transcript, i: close)", SIZE_MAX,
-               ui_attr(UI_C_HEADER), true);
+        const char *none = " token inspector: no reply with tokens yet (Tab: transcript, i: close)";
+        if (u->src && u->src->no_probs && chat_page_selected(u) >= 0)
+            none = u->src->no_probs;   /* remote chat: the replies came without probabilities */
+        ui_put(w, y0, 0, cols, none, SIZE_MAX, ui_attr(UI_C_HEADER), true);
         return;
     }
     if (u->sel_tok >= m->n_toks)

@@ -79,6 +79,21 @@ chs *chs_new(const gguf_file *f, runner *r, char *msg, size_t cap)
     return c;
 }
 
+chs *chs_new_detached(const char *status, char *msg, size_t cap)
+{
+    chs *c = calloc(1, sizeof *c);
+    if (c)
+        c->system = chs__dupn("", 0);
+    if (!c || !c->system) {
+        free(c);
+        emsg_set(msg, cap, "out of memory");
+        return NULL;
+    }
+    c->st = chs_default_settings();
+    snprintf(c->status, sizeof c->status, "%s", status ? status : "");
+    return c;
+}
+
 void chs__msg_free(chs_msg *m)
 {
     free(m->role);
@@ -291,6 +306,8 @@ char *chs_pop_user(chs *c)
 
 char *chs_render(chs *c, bool gen, size_t *len, chat_result *res)
 {
+    if (!c->ct)
+        return NULL;   /* detached: no template */
     chat_message *mm = malloc((c->n + 1) * sizeof *mm);
     if (!mm)
         return NULL;
@@ -345,6 +362,8 @@ static int tok_prompt(const tok_vocab *v, const char *text, size_t len, int32_t 
 
 int chs_tokenize(const chs *c, const char *text, size_t len, int32_t **ids, size_t *n)
 {
+    if (!c->v)
+        return -1;   /* detached: no tokenizer */
     return tok_prompt(c->v, text, len, ids, n);
 }
 
@@ -397,6 +416,10 @@ chs_plan *chs_plan_new(const chs *c, bool fit, char *msg, size_t cap)
         }
     if (fit && !live) {
         emsg_set(msg, cap, "no message to answer");
+        return NULL;
+    }
+    if (!c->r) {
+        emsg_set(msg, cap, "no model here: %s", c->status);
         return NULL;
     }
     chs_plan *p = calloc(1, sizeof *p);
@@ -618,13 +641,15 @@ int chs_prompt(chs *c, int32_t **ids, size_t *n, unsigned *n_dropped, char *msg,
 
 void chs_reset_cache(chs *c)
 {
-    runner_truncate(c->r, 0);
+    if (c->r)
+        runner_truncate(c->r, 0);
 }
 
 size_t chs_held(const chs *c)
 {
-    uint32_t n;
-    runner_cached(c->r, &n);
+    uint32_t n = 0;
+    if (c->r)
+        runner_cached(c->r, &n);
     return n;
 }
 
@@ -663,6 +688,12 @@ int chs_generate(chs *c, const int32_t *ids, size_t n, const chs_settings *st, c
                  chs_reply_stats *out, char *msg, size_t cap)
 {
     chs_reply_stats rs = {.n_prompt = (uint32_t)n, .stop = CHS_STOP_ERROR};
+    if (!c->r) {
+        emsg_set(msg, cap, "no model here: %s", c->status);
+        if (out)
+            *out = rs;
+        return -1;
+    }
     gen_state gs = {.c = c, .sink = sink, .ts = tok_stream_new(c->v, 0)};
     int ret = -1;
     if (!gs.ts) {

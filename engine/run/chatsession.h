@@ -82,6 +82,12 @@ typedef struct chs chs;
  * chs). Loads the tokenizer and the chat template of `f`. NULL with a
  * message in msg on failure (no tokenizer, out of memory). */
 chs *chs_new(const gguf_file *f, runner *r, char *msg, size_t cap);
+/* A conversation without a model (the remote chat: a server renders and
+ * generates): messages, settings, save and load work; chs_vocab and
+ * chs_template are NULL, chs_held is 0, and rendering, tokenizing,
+ * planning and generating fail ("no model here: STATUS"). `status` is what
+ * chs_format_status says. NULL with a message when out of memory. */
+chs *chs_new_detached(const char *status, char *msg, size_t cap);
 /* Free; accepts NULL. */
 void chs_free(chs *c);
 

@@ -205,8 +205,8 @@ void runner_close(runner *r)
 const char *runner_backend_info(const runner *r) { return r->info; }
 backend *runner_backend(const runner *r) { return r->be; }
 session *runner_session(const runner *r) { return r->s; }
-uint32_t runner_n_ctx(const runner *r) { return r->n_ctx; }
-uint64_t runner_kv_bytes(const runner *r) { return r->kv_bytes; }
+uint32_t runner_n_ctx(const runner *r) { return r ? r->n_ctx : 0; }
+uint64_t runner_kv_bytes(const runner *r) { return r ? r->kv_bytes : 0; }
 uint32_t runner_n_vocab(const runner *r) { return r->n_vocab; }
 
 const int32_t *runner_cached(const runner *r, uint32_t *n)
@@ -222,6 +222,8 @@ void runner_truncate(runner *r, uint32_t n_keep)
 
 void runner_cancel(runner *r)
 {
+    if (!r)
+        return;
     pthread_mutex_lock(&r->mu);
     session_cancel(r->s);
     pthread_mutex_unlock(&r->mu);
@@ -235,7 +237,7 @@ void runner_set_notice(runner *r, void (*fn)(void *ctx, const char *text), void 
 
 bool runner_take_notice(runner *r, char *buf, size_t cap)
 {
-    if (!r->notice_new)
+    if (!r || !r->notice_new)
         return false;
     r->notice_new = false;
     emsg_set(buf, cap, "%s", r->notice_text);

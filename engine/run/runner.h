@@ -76,6 +76,8 @@ void runner_describe_backend(const backend *b, char *buf, size_t cap);
 backend *runner_backend(const runner *r);
 session *runner_session(const runner *r);
 /* Context positions and KV cache bytes (the same after a fallback). */
+/* runner_n_ctx, runner_kv_bytes, runner_cancel and runner_take_notice accept
+ * NULL (no runner: the remote chat): 0, nothing. */
 uint32_t runner_n_ctx(const runner *r);
 uint64_t runner_kv_bytes(const runner *r);
 uint32_t runner_n_vocab(const runner *r);
