@@ -301,6 +301,15 @@ void oai_chunk_free(oai_chunk *c)
 
 /* ---- the request ---- */
 
+/* A setting as the user typed it: the float it was stored in, printed back
+ * with 6 significant digits (0.95f is sent as 0.95, not 0.949999988). */
+static double short_num(double v)
+{
+    char t[32];
+    snprintf(t, sizeof t, "%.6g", v);
+    return strtod(t, NULL);
+}
+
 char *oai_request_json(const oai_msg *m, size_t n, const oai_params *p)
 {
     cJSON *root = cJSON_CreateObject(), *msgs = cJSON_CreateArray();
@@ -330,14 +339,14 @@ char *oai_request_json(const oai_msg *m, size_t n, const oai_params *p)
     ok = ok && cJSON_AddTrueToObject(root, "stream");
     cJSON *so = cJSON_AddObjectToObject(root, "stream_options");
     ok = ok && so && cJSON_AddTrueToObject(so, "include_usage");
-    ok = ok && cJSON_AddNumberToObject(root, "temperature", p->temperature);
-    ok = ok && cJSON_AddNumberToObject(root, "top_p", p->top_p);
+    ok = ok && cJSON_AddNumberToObject(root, "temperature", short_num(p->temperature));
+    ok = ok && cJSON_AddNumberToObject(root, "top_p", short_num(p->top_p));
     if (p->top_k > 0)
         ok = ok && cJSON_AddNumberToObject(root, "top_k", p->top_k);
     if (p->min_p > 0)
-        ok = ok && cJSON_AddNumberToObject(root, "min_p", p->min_p);
+        ok = ok && cJSON_AddNumberToObject(root, "min_p", short_num(p->min_p));
     if (p->repeat_penalty != 1.0)
-        ok = ok && cJSON_AddNumberToObject(root, "repeat_penalty", p->repeat_penalty);
+        ok = ok && cJSON_AddNumberToObject(root, "repeat_penalty", short_num(p->repeat_penalty));
     if (p->max_tokens > 0)
         ok = ok && cJSON_AddNumberToObject(root, "max_tokens", p->max_tokens);
     if (p->have_seed)

@@ -2,6 +2,7 @@
 #include "rchat.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -212,7 +213,7 @@ static void ask_server(rchat *r)
 
 static void models_done(void *ud, const http_result *res)
 {
-    rchat *r = ud;
+    rchat *r = (rchat *)(void *)((char *)ud - offsetof(rchat, models_body));   /* ud: &r->models_body */
     r->models_req = NULL;
     body_t *b = &r->models_body;
     b->res = *res;
