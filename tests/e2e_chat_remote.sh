@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# End-to-end test of the remote chat (`ggscope chat --remote URL`) against
+# llama.cpp's own server (../shared/peer/llama-server, run on 127.0.0.1),
+# driven in a real terminal (tmux):
+#   - the command line without a server (exit 2, one line);
+#   - stories260K, greedy: the chat's reply equals `ggscope run` on the prompt
+#     the server rendered (POST /apply-template), the same number of tokens;
+#     the token inspector shows the server's top_logprobs; /regen, /edit,
+#     /save, /load as locally; /models lists the server's model;
+#   - Esc during a long reply closes the request within 200 ms (the screen's
+#     "reply stopped", and the server's slot idle again);
+#   - the server killed in the middle of a reply: the transcript keeps the
+#     message and the partial reply, with one error line;
+#   - connection refused, and 401 (llama-server --api-key) without the key:
+#     one line each; with --api-key-env the demo model recites its text and
+#     the key is never on the screen.
+# Skips (exit 77, a SKIP line) when llama-server is not built
+# (`../shared/peer/llama-server --path` builds it once) or tmux or curl is missing.
+#   GGSCOPE_BIN      the binary (required)
+#   GGSCOPE_SHARED   ../shared
+set -u
+BIN=${GGSCOPE_BIN:?GGSCOPE_BIN must point to the ggscope binary}
+SHARED=${GGSCOPE_SHARED:-../shared}
+fails=0
+
+# ---- 0. the command line, without a terminal or a server ----
+pre() { if "$@"; then echo "ok: $WHAT"; else echo "FAIL: $WHAT"; fails=$((fails + 1)); fi; }
+msg=$("$BIN" chat --remote </dev/null 2>&1); rc=$?
+WHAT="--remote without a URL: exit 2, one line ($msg)" pre test "$rc" = 2 -a "$(printf '%s\n' "$msg" | wc -l)" = 1
+msg=$("$BIN" chat --remote ftp://x </dev/null 2>&1); rc=$?
+WHAT="--remote ftp://x refused: exit 2 ($msg)" pre test "$rc" = 2
+msg=$(env -u GGSCOPE_NO_SUCH_KEY "$BIN" chat --remote http://127.0.0.1:1 --api-key-env GGSCOPE_NO_SUCH_KEY </dev/null 2>&1); rc=$?
+WHAT="--api-key-env of an unset variable: exit 2 ($msg)" pre test "$rc" = 2
+msg=$("$BIN" chat --remote http://127.0.0.1:1 model.gguf </dev/null 2>&1); rc=$?
+WHAT="a FILE with --remote refused: exit 2" pre test "$rc" = 2
+"$BIN" chat --remote=http://x --help | grep -q -- "--api-key-env" && echo "ok: chat --remote --help" || { echo "FAIL: chat --remote --help"; fails=$((fails + 1)); }
+
+skip() { echo "SKIP: $*"; exit $(( fails ? 1 : 77 )); }
+LS="$SHARED/peer/llama-server"
+[[ -x $LS ]] || skip "no $LS (../shared is absent)"
+"$LS" --built >/dev/null 2>&1 || skip "llama-server is not built ($LS --path builds it once, a few minutes)"
+command -v tmux >/dev/null 2>&1 || skip "tmux is not installed"
+command -v curl >/dev/null 2>&1 || skip "curl is not installed"
+STORIES=$SHARED/models/stories260K.gguf
+[[ -f $STORIES ]] || skip "no $STORIES"
+
+TMP=$(mktemp -d)
+export XDG_CACHE_HOME=$TMP/cache XDG_STATE_HOME=$TMP/state
+source "$(dirname "$0")/lib/tmux.sh"
+PIDS=()
+trap 'tmux_cleanup; for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+serve() {   # serve NAME MODEL ARGS...: llama-server on a free port; sets PORT and SRV (its pid)
+    local name=$1 model=$2; shift 2
+    PORT=$(free_port)
+    "$LS" "$model" --port "$PORT" -np 1 -t 1 "$@" >"$TMP/$name.log" 2>&1 &
+    SRV=$!; PIDS+=("$SRV")
+    local t0=$SECONDS
+    until curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; do
+        if ! kill -0 "$SRV" 2>/dev/null || (( SECONDS - t0 > 60 )); then
+            echo "FAIL: llama-server ($name) did not start:"; tail -5 "$TMP/$name.log"; fails=$((fails + 1)); return 1
+        fi
+        sleep 0.1
+    done
+}
+chat() {   # chat SESSION ARGS...: ggscope chat --remote in tmux
+    local s=$1; shift
+    start "$s" 140x40 chat "$@"
+}
+saved_reply() {   # saved_reply FILE N: message N's content of a saved session, exactly
+    python3 -c "import json,sys; sys.stdout.write(json.load(open('$1'))['messages'][$2]['content'])"
+}
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+# ---- 1. stories260K: greedy equals ggscope run on the server's rendered prompt ----
+# --ignore-eos: replies as long as asked (section 2); a greedy 40-token reply does not meet EOS
+serve stories "$STORIES" -c 8192 --ignore-eos || exit 1
+URL=http://127.0.0.1:$PORT
+S_PORT=$PORT S_PID=$SRV
+N=40
+chat st --remote "$URL" --temp 0 --repeat-penalty 1 -n $N
+wait_for "┌ Message" && wait_re "remote: [^ ]*stories260K" && echo "ok: the chat opens; the model named (the first of /v1/models)"
+keys "Once upon a time" Enter
+wait_for "n_predict reached" 30 && echo "ok: a greedy reply of $N tokens streams"
+check "tokens/s and time to first token from the stream" has "$N tokens · n_predict reached · [0-9.]+ tok/s · first token [0-9]+ ms"
+save remote-greedy
+keys "/save $TMP/st.json" Enter
+wait_for "saved 2 messages"
+chat_reply=$(saved_reply "$TMP/st.json" 1; printf x); chat_reply=${chat_reply%x}
+curl -s "$URL/apply-template" -d '{"messages":[{"role":"user","content":"Once upon a time"}]}' >"$TMP/tpl.json"
+prompt=$(python3 -c "import json,sys; sys.stdout.write(json.load(open('$TMP/tpl.json'))['prompt'])"; printf x); prompt=${prompt%x}
+echo "info: the server's rendered prompt: $(printf %q "$prompt")"
+# the server tokenizes the rendered prompt with the model's BOS and special
+# tokens parsed; `run -p` adds the BOS too (stories260K has no special tokens in the text)
+srv_ids=$(curl -s "$URL/tokenize" -d "$(python3 -c "import json,sys; print(json.dumps({'content': sys.argv[1], 'add_special': True, 'parse_special': True}))" "$prompt")" |
+          python3 -c "import json,sys; print(','.join(map(str, json.load(sys.stdin)['tokens'])))")
+our_ids=$("$BIN" tokenize "$STORIES" "$prompt" --special --ids 2>/dev/null | tr ' ' ',')
+echo "info: server's prompt tokens: $srv_ids"
+echo "info: ggscope's prompt tokens: $our_ids"
+check "the prompt is the same tokens for the server and ggscope (BOS included)" test "$srv_ids" = "$our_ids"
+run_reply=$("$BIN" run "$STORIES" -p "$prompt" -n $N --temp 0 --repeat-penalty 1 2>/dev/null; printf x); run_reply=${run_reply%x}
+run_reply=${run_reply%$'\n'}
+echo "info: remote reply: $(printf %q "$chat_reply")"
+echo "info: run reply:    $(printf %q "$run_reply")"
+check "stories260K greedy: the remote reply equals ggscope run on the server's rendered prompt" test "$chat_reply" = "$run_reply"
+check "the reply is not empty" test -n "$chat_reply"
+
+# the token inspector: the server's top_logprobs
+keys Tab; sleep 0.1; keys i
+wait_re "token 1/$N .* p = [0-9.]+" && echo "ok: the inspector shows the server's probabilities"
+check "the inspector lists 5 alternatives" has "│ 5\. "
+save remote-inspector
+keys i; keys Enter; sleep 0.1
+
+# /regen /edit as locally
+keys "/regen" Enter
+wait_for "n_predict reached" 30
+wait_for "2 messages" && check "/regen replaces the reply (greedy: the same text)" test "$(count "n_predict reached")" -eq 1
+keys "/edit" Enter
+wait_for "› Once upon a time" && echo "ok: /edit puts the message back in the input box"
+keys C-u "Once upon a time there was" Enter
+wait_for "n_predict reached" 30 && wait_for "2 messages" && echo "ok: the edited message is answered"
+keys "/save $TMP/st2.json" Enter
+wait_for "saved 2 messages"
+check "/save: the edited message" test "$(python3 -c "import json; print(json.load(open('$TMP/st2.json'))['messages'][0]['content'])")" = "Once upon a time there was"
+keys "/clear" Enter; wait_for "0 messages"
+keys "/load $TMP/st.json" Enter
+wait_for "loaded 2 messages" && wait_for "2 messages" && echo "ok: /load restores a saved conversation"
+keys "/models" Enter
+wait_for "┌─ Models" && wait_re "\* .*stories260K" && echo "ok: /models lists the server's models"
+keys q; sleep 0.1
+
+# ---- 2. Esc during a long reply closes the request within 200 ms ----
+keys "/clear" Enter; wait_for "0 messages"
+keys "/set n_predict 6000" Enter; wait_for "n_predict = 6000"
+# the terminal's own round trip (tmux: send-keys, then a capture showing the
+# change), measured on the idle chat: the Esc figure below includes one
+typed=""; idle=()
+for ch in a b c d e; do
+    typed+=$ch; t0=$(now_ms); keys "$ch"
+    while ! screen | grep -qF "› $typed"; do (( $(now_ms) - t0 > 3000 )) && break; done
+    idle+=($(( $(now_ms) - t0 )))
+done
+keys C-u
+rt=$(printf '%s\n' "${idle[@]}" | sort -n | sed -n 3p)
+echo "info: idle key -> echo: ${idle[*]} ms (median $rt ms: tmux's round trip)"
+keys "Tell me a very long story" Enter
+wait_for "streaming… Esc stops" 30
+sleep 0.3
+t0=$(now_ms); keys Escape
+t_screen=""; t_slot=""
+while (( $(now_ms) - t0 < 3000 )); do
+    [[ -z $t_screen ]] && screen | grep -qF "reply stopped (Esc)" && t_screen=$(( $(now_ms) - t0 ))
+    [[ -z $t_slot ]] && curl -s "$URL/slots" | grep -q '"is_processing":false' && t_slot=$(( $(now_ms) - t0 ))
+    [[ -n $t_screen && -n $t_slot ]] && break
+done
+echo "info: Esc -> 'reply stopped' on screen ${t_screen:-never} ms; -> the server's slot idle ${t_slot:-never} ms"
+check "Esc: the chat stops the reply within 200 ms (${t_screen:-never} ms, of which ~$rt ms tmux's round trip)" \
+    test "${t_screen:-9999}" -lt $(( 200 + rt ))
+check "Esc: the server stops generating within 200 ms (its slot idle after ${t_slot:-never} ms)" test "${t_slot:-9999}" -lt 200
+wait_re "[0-9]+ tokens · stopped" && echo "ok: the partial reply is kept, marked stopped"
+save remote-esc
+
+# ---- 3. the server killed in the middle of a reply ----
+keys "/clear" Enter; wait_for "0 messages"
+keys "Another long story please" Enter
+wait_for "streaming… Esc stops" 30
+sleep 0.2
+kill -9 "$S_PID"
+wait_re "the stream broke off after [0-9]+ tokens|the server closed the stream" 10 && echo "ok: one error line in the transcript"
+wait_for "2 messages" && echo "ok: the message and the partial reply are kept"
+check "the partial reply's line says error" has "[0-9]+ tokens · error"
+save remote-killed
+keys "/save $TMP/killed.json" Enter
+wait_for "saved 2 messages" && check "the saved conversation holds the message" \
+    test "$(python3 -c "import json; print(json.load(open('$TMP/killed.json'))['messages'][0]['content'])")" = "Another long story please"
+keys "Are you there?" Enter
+wait_for "connection refused (127.0.0.1:$S_PORT)" 10 && echo "ok: the next message: connection refused, one line"
+wait_for "3 messages" && echo "ok: the conversation is kept"
+keys C-c; wait_for "EXITED 0"
+
+# ---- 4. connection refused at start; 401 without the key; the demo model with it ----
+DEAD=$(free_port)
+chat dead --remote "http://127.0.0.1:$DEAD"
+wait_for "┌ Message"
+wait_for "models unknown: connection refused (127.0.0.1:$DEAD)" && echo "ok: no server: the status line says why"
+keys "Hello" Enter
+wait_for "connection refused (127.0.0.1:$DEAD)" && check "connection refused: one line in the transcript" test "$(count "connection refused (127.0.0.1:$DEAD)")" -ge 1
+wait_for "1 messages" && echo "ok: the message stays"
+keys C-c; wait_for "EXITED 0"
+
+"$BIN" info >/dev/null 2>&1   # writes the demo model into the cache
+DEMO=$(find "$XDG_CACHE_HOME" -name '*.gguf' | head -1)
+KEY=k-$RANDOM-secret-$RANDOM
+if [[ -z $DEMO ]]; then
+    echo "FAIL: the demo model was not written"; fails=$((fails + 1))
+elif serve demo "$DEMO" -c 512 --api-key "$KEY"; then
+    URL=http://127.0.0.1:$PORT
+    chat nokey --remote "$URL" --model demo --temp 0
+    wait_for "┌ Message"
+    keys "Hello" Enter
+    wait_re "HTTP 401: .*" 10 && echo "ok: 401 without the key: one line ($(screen | grep -o 'HTTP 401: [^│]*' | head -1 | sed 's/ *$//'))"
+    wait_for "1 messages"
+    keys C-c; wait_for "EXITED 0"
+    start_env key 140x40 "GGSCOPE_TEST_KEY=$KEY" chat --remote "$URL" --api-key-env GGSCOPE_TEST_KEY --temp 0
+    wait_for "┌ Message"
+    keys "Hello" Enter
+    wait_for "end of turn" 30 && echo "ok: with --api-key-env the server answers"
+    keys "/save $TMP/demo.json" Enter
+    wait_for "saved 2 messages"
+    demo_reply=$(saved_reply "$TMP/demo.json" 1)
+    echo "info: demo reply: $demo_reply"
+    check "the demo model recites its text through llama-server" \
+        test "$demo_reply" = "Once upon a time, ggscope opened one GGUF file. It showed every tensor in hex, measured quantization error layer by layer, and chatted with models on its own engine. The end."
+    keys Tab; sleep 0.1; keys i
+    wait_re "token 1/[0-9]+ " && echo "ok: the inspector on the demo model's reply"
+    keys i; keys Enter
+    check "the key is never on the screen" test "$(count "$KEY")" -eq 0
+    keys C-c; wait_for "EXITED 0"
+fi
+
+tmux_retry_if_gone "$0"
+if (( fails )); then echo "$fails check(s) failed"; exit 1; fi
+echo "all remote chat checks passed"
