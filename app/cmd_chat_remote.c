@@ -6,6 +6,7 @@
 
 #include "app.h"
 #include "engine_cli.h"
+#include "http.h"
 #include "rchat.h"
 
 static void help(FILE *out)
@@ -115,6 +116,10 @@ int cmd_chat_remote(int argc, char **argv)
     }
     if (!ro.url) {
         app_error("chat: --remote needs a URL");
+        return APP_BADINPUT;
+    }
+    if (!http_is_url(ro.url)) {
+        app_error("--remote: '%s' is not an http:// or https:// URL", ro.url);
         return APP_BADINPUT;
     }
     if (key_env) {
