@@ -52,6 +52,7 @@ typedef struct {
     uint32_t n_tok;            /* tokens (content chunks, or logprobs entries) */
     bool thinking;             /* inside the <think> block of reasoning_content */
     bool done_seen, cancelled, failed;
+    double t_cancel_seen, t_closed;   /* Esc: the worker saw the flag; the loop closed the request */
     char finish[32];
     oai_chunk last;            /* usage and timings, when a chunk had them */
     bool has_usage, has_timings;
@@ -480,6 +481,7 @@ static void async_cb(uv_async_t *h)
         }
     } else if (c && c->state == CALL_RUNNING && c->cancel_req) {
         http_cancel(c->hr);   /* the connection is closed now; no callback follows */
+        c->t_closed = clock_now_s();
         c->hr = NULL;
         c->cancelled = true;
         call_finish(c);
@@ -521,6 +523,19 @@ static void src_end(void *ctx, void *req)
     free(req);
 }
 
+/* GGSCOPE_REMOTE_LOG=FILE (tests): for each reply stopped with Esc, a line
+ * "esc_close_ms T": from the cancel flag to the request closed on the loop,
+ * at most (the worker polls the flag every 10 ms: counted in full). */
+static void log_cancel(const call *c)
+{
+    const char *path = getenv("GGSCOPE_REMOTE_LOG");
+    FILE *f = path && *path ? fopen(path, "a") : NULL;
+    if (f) {
+        fprintf(f, "esc_close_ms %.1f\n", (c->t_closed - c->t_cancel_seen) * 1e3 + 10.0);
+        fclose(f);
+    }
+}
+
 static int src_generate(void *ctx, void *req, const chs_sink *sink, chs_reply_stats *out, char *msg, size_t cap)
 {
     rchat *r = ctx;
@@ -533,6 +548,7 @@ static int src_generate(void *ctx, void *req, const chs_sink *sink, chs_reply_st
     while (c.state != CALL_DONE) {
         if (!c.cancel_req && sink->cancel && atomic_load(sink->cancel)) {
             c.cancel_req = true;
+            c.t_cancel_seen = clock_now_s();
             uv_async_send(&r->async);
         }
         struct timespec ts;
@@ -571,6 +587,8 @@ static int src_generate(void *ctx, void *req, const chs_sink *sink, chs_reply_st
     *out = st;
     if (c.failed && !c.cancelled)
         snprintf(msg, cap, "%s", c.msg);
+    if (c.t_closed > 0)
+        log_cancel(&c);
     oai_sse_free(&c.sse);
     free(c.err.p);
     pthread_cond_destroy(&c.cv);
