@@ -3,6 +3,10 @@
 # llama.cpp's own server (../shared/peer/llama-server, run on 127.0.0.1),
 # driven in a real terminal (tmux):
 #   - the command line without a server (exit 2, one line);
+#   - a scripted server (tests/lib/oai_mock.py, python3) for what llama-server
+#     does not do on demand: reasoning_content, no logprobs (the inspector
+#     says so), an unknown model (404), an error event mid-stream, silence
+#     (--timeout 1): one line each, the message and any partial reply kept;
 #   - stories260K, greedy: the chat's reply equals `ggscope run` on the prompt
 #     the server rendered (POST /apply-template), the same number of tokens;
 #     the token inspector shows the server's top_logprobs; /regen, /edit,
@@ -14,8 +18,9 @@
 #   - connection refused, and 401 (llama-server --api-key) without the key:
 #     one line each; with --api-key-env the demo model recites its text and
 #     the key is never on the screen.
-# Skips (exit 77, a SKIP line) when llama-server is not built
-# (`../shared/peer/llama-server --path` builds it once) or tmux or curl is missing.
+# Skips (exit 77, a SKIP line) when tmux, curl or python3 is missing, and the
+# llama-server part when it is not built (`../shared/peer/llama-server --path`
+# builds it once).
 #   GGSCOPE_BIN      the binary (required)
 #   GGSCOPE_SHARED   ../shared
 set -u
@@ -36,15 +41,9 @@ WHAT="a FILE with --remote refused: exit 2" pre test "$rc" = 2
 "$BIN" chat --remote=http://x --help | grep -q -- "--api-key-env" && echo "ok: chat --remote --help" || { echo "FAIL: chat --remote --help"; fails=$((fails + 1)); }
 
 skip() { echo "SKIP: $*"; exit $(( fails ? 1 : 77 )); }
-LS="$SHARED/peer/llama-server"
-# the peer's cache, where llama-server was built (ctest points XDG_CACHE_HOME at the build folder)
-export PEER_CACHE=${PEER_CACHE:-$HOME/.cache/ggscope-peer}
-[[ -x $LS ]] || skip "no $LS (../shared is absent)"
-"$LS" --built >/dev/null 2>&1 || skip "llama-server is not built ($LS --path builds it once, a few minutes)"
 command -v tmux >/dev/null 2>&1 || skip "tmux is not installed"
 command -v curl >/dev/null 2>&1 || skip "curl is not installed"
-STORIES=$SHARED/models/stories260K.gguf
-[[ -f $STORIES ]] || skip "no $STORIES"
+command -v python3 >/dev/null 2>&1 || skip "python3 is not installed"
 
 TMP=$(mktemp -d)
 export XDG_CACHE_HOME=$TMP/cache XDG_STATE_HOME=$TMP/state
@@ -52,15 +51,11 @@ source "$(dirname "$0")/lib/tmux.sh"
 PIDS=()
 trap 'tmux_cleanup; for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-serve() {   # serve NAME MODEL ARGS...: llama-server on a free port; sets PORT and SRV (its pid)
-    local name=$1 model=$2; shift 2
-    PORT=$(free_port)
-    "$LS" "$model" --port "$PORT" -np 1 -t 1 "$@" >"$TMP/$name.log" 2>&1 &
-    SRV=$!; PIDS+=("$SRV")
+wait_http() {   # wait_http URL PID NAME: until URL answers (60 s)
     local t0=$SECONDS
-    until curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; do
-        if ! kill -0 "$SRV" 2>/dev/null || (( SECONDS - t0 > 60 )); then
-            echo "FAIL: llama-server ($name) did not start:"; tail -5 "$TMP/$name.log"; fails=$((fails + 1)); return 1
+    until curl -sf "$1" >/dev/null 2>&1 || curl -s -o /dev/null -w '%{http_code}' "$1" 2>/dev/null | grep -q 401; do
+        if ! kill -0 "$2" 2>/dev/null || (( SECONDS - t0 > 60 )); then
+            echo "FAIL: $3 did not start:"; tail -5 "$TMP/$3.log"; fails=$((fails + 1)); return 1
         fi
         sleep 0.1
     done
@@ -73,6 +68,57 @@ saved_reply() {   # saved_reply FILE N: message N's content of a saved session, 
     python3 -c "import json,sys; sys.stdout.write(json.load(open('$1'))['messages'][$2]['content'])"
 }
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+# ---- A. a scripted server (tests/lib/oai_mock.py) for what llama-server does not do ----
+MPORT=$(free_port)
+python3 "$(dirname "$0")/lib/oai_mock.py" "$MPORT" >"$TMP/mock.log" 2>&1 &
+PIDS+=($!)
+if wait_http "http://127.0.0.1:$MPORT/v1/models" $! mock; then
+    MURL=http://127.0.0.1:$MPORT
+    chat mock --remote "$MURL" --timeout 1
+    wait_for "┌ Message" && wait_for "remote: noprobs at $MURL" && echo "ok: --model defaults to the first of /v1/models"
+    keys "Hello" Enter
+    wait_for "end of turn" && echo "ok: a reply from the scripted server"
+    check "reasoning_content shown before the reply (a <think> block)" has "The user says hello"
+    check "the reply" has "Hello from the mock\."
+    keys Tab; sleep 0.1; keys i
+    wait_for "the server returned no token probabilities" && echo "ok: no logprobs: the inspector says so"
+    keys i; keys Enter
+    keys "/models" Enter
+    wait_for "4 models at $MURL" && echo "ok: /models"
+    keys q; sleep 0.1
+    keys C-c; wait_for "EXITED 0"
+    chat missing --remote "$MURL" --model missing
+    wait_for "┌ Message"; keys "Hello" Enter
+    wait_for "HTTP 404: The model \`missing\` does not exist." && echo "ok: an unknown model: one line"
+    wait_for "1 messages" && echo "ok: the message stays"
+    keys C-c; wait_for "EXITED 0"
+    chat mid --remote "$MURL" --model midstream
+    wait_for "┌ Message"; keys "Hello" Enter
+    wait_for "the server: out of memory on the device" && echo "ok: an error in the middle of the stream: one line"
+    wait_for "2 messages" && check "the partial reply is kept" has "Three words then"
+    keys C-c; wait_for "EXITED 0"
+    chat silent --remote "$MURL" --model silent --timeout 1
+    wait_for "┌ Message"; keys "Hello" Enter
+    wait_for "the stream broke off after 2 tokens: timed out: no data from 127.0.0.1:$MPORT for 1 s" 10 && echo "ok: a silent server: one line after --timeout"
+    wait_for "2 messages" && check "the partial reply is kept" has "Waiting for"
+    keys C-c; wait_for "EXITED 0"
+fi
+
+LS="$SHARED/peer/llama-server"
+# the peer's cache, where llama-server was built (ctest points XDG_CACHE_HOME at the build folder)
+export PEER_CACHE=${PEER_CACHE:-$HOME/.cache/ggscope-peer}
+[[ -x $LS ]] || skip "no $LS (../shared is absent): the llama-server part"
+"$LS" --built >/dev/null 2>&1 || skip "llama-server is not built ($LS --path builds it once, a few minutes): the llama-server part"
+STORIES=$SHARED/models/stories260K.gguf
+[[ -f $STORIES ]] || skip "no $STORIES"
+serve() {   # serve NAME MODEL ARGS...: llama-server on a free port; sets PORT and SRV (its pid)
+    local name=$1 model=$2; shift 2
+    PORT=$(free_port)
+    "$LS" "$model" --port "$PORT" -np 1 -t 1 "$@" >"$TMP/$name.log" 2>&1 &
+    SRV=$!; PIDS+=("$SRV")
+    wait_http "http://127.0.0.1:$PORT/health" "$SRV" "$name"
+}
 
 # ---- 1. stories260K: greedy equals ggscope run on the server's rendered prompt ----
 # --ignore-eos: replies as long as asked (section 2); a greedy 40-token reply does not meet EOS
