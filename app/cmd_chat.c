@@ -11,6 +11,7 @@ static void help(FILE *out)
 {
     fprintf(out,
             "usage: ggscope chat [FILE] [options]\n"
+            "       ggscope chat --remote URL [options]   a server's model instead (--remote URL --help)\n"
             "\n"
             "Chat with the model in FILE (no FILE: the built-in demo model) on ggscope's own\n"
             "engine, in the terminal. The reply is generated on a worker thread; Esc stops it.\n"

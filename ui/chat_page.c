@@ -407,9 +407,9 @@ static void reply_done(chat_page *u, gen_job *g)
     }
     unsigned dropped = 0;
     if (g->t)
-        chs_plan_apply(u->c, g->t->plan, &dropped);
+        chs_plan_apply(u->c, g->t->plan, &dropped);   /* the transcript cannot change while a job runs */
     if (g->sreq && g->rc)
-        snprintf(u->notice, sizeof u->notice, "%.250s", g->err);   /* remote: the error stays in the transcript */   /* the transcript cannot change while a job runs */
+        snprintf(u->notice, sizeof u->notice, "%.250s", g->err);   /* remote: the error stays in the transcript */
     if (dropped)
         snprintf(u->notice, sizeof u->notice,
                  "context full: the %u oldest message%s (greyed) no longer reach%s the model; the system prompt is kept",
