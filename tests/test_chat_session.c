@@ -584,6 +584,48 @@ static void test_load_hostile(void **state)
 /* The plan API the chat uses off the loop thread: a copy (the conversation
  * may change meanwhile), O(log turns) renders, cancellation, apply refused
  * when the transcript changed. */
+/* A conversation without a model (the remote chat): messages, settings,
+ * save and load work; what needs the model fails with a message. */
+static void test_detached(void **state)
+{
+    (void)state;
+    char msg[512];
+    chs *c = chs_new_detached("remote: m at http://127.0.0.1:1", msg, sizeof msg);
+    assert_non_null(c);
+    assert_null(chs_vocab(c));
+    assert_null(chs_template(c));
+    assert_string_equal(chs_format_status(c), "remote: m at http://127.0.0.1:1");
+    assert_int_equal(chs_held(c), 0);
+    chs_reset_cache(c);
+    assert_int_equal(chs_set_system(c, "be brief"), 0);
+    assert_int_equal(chs_add(c, "user", "hi", 2), 0);
+    chs_reply_stats st = {.n_gen = 1};
+    assert_int_equal(chs_add_reply(c, "yo", 2, NULL, 0, &st), 0);
+    assert_int_equal(chs_set(c, "temp", "0", msg, sizeof msg), 0);
+    size_t len;
+    assert_null(chs_render(c, true, &len, NULL));
+    int32_t *ids = NULL;
+    size_t n = 0;
+    assert_int_equal(chs_tokenize(c, "x", 1, &ids, &n), -1);
+    assert_null(chs_plan_new(c, true, msg, sizeof msg));
+    assert_non_null(strstr(msg, "no model here"));
+    chs_settings ss = chs_get_settings(c);
+    chs_reply_stats rs;
+    assert_int_equal(chs_generate(c, NULL, 0, &ss, NULL, &rs, msg, sizeof msg), -1);
+    char path[600];
+    snprintf(path, sizeof path, "%s", tu_tmp_path("chs-detached.json"));
+    assert_int_equal(chs_save(c, path, msg, sizeof msg), 0);
+    chs *d = chs_new_detached("", msg, sizeof msg);
+    assert_int_equal(chs_load(d, path, msg, sizeof msg), 0);
+    assert_int_equal(chs_count(d), 2);
+    assert_string_equal(chs_at(d, 1)->content, "yo");
+    assert_string_equal(chs_system(d), "be brief");
+    assert_true(chs_get_settings(d).sp.temp == 0);
+    unlink(path);
+    chs_free(d);
+    chs_free(c);
+}
+
 static void test_plan(void **state)
 {
     (void)state;
@@ -639,6 +681,7 @@ int main(void)
         cmocka_unit_test(test_prompt_cut_is_minimal),
         cmocka_unit_test(test_load_hostile),
         cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_detached),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
