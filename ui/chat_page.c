@@ -770,8 +770,8 @@ void chat_page_update_title(chat_page *u)
         pthread_mutex_lock(&u->job->mu);
         bool ids = u->job->ids != NULL;
         pthread_mutex_unlock(&u->job->mu);
-        snprintf(state, sizeof state, " · %s Esc stops",
-                 pp[0] ? pp : ids ? "generating…" : "building the prompt…");
+        snprintf(state, sizeof state, " · %s%sEsc stops", pp[0] ? pp : ids ? "generating…" : "building the prompt…",
+                 pp[0] ? " · " : " ");
     } else if (u->job) {
         snprintf(state, sizeof state, "%s", u->job->kind == JOB_LOAD ? " · loading… Esc stops" : " · rendering /template… Esc stops");
     }

@@ -383,8 +383,12 @@ int chat_page_in_key(panel *p, int key)
 void chat_page_in_draw(panel *p, WINDOW *w, bool focused)
 {
     chat_page *u = p->self;
+    char pp[160];
+    chat_page_progress(u, pp, sizeof pp);
+    if (pp[0])
+        snprintf(pp + strlen(pp), sizeof pp - strlen(pp), " · Esc stops it");
     chat_input_draw(&u->ed, w, p->ih, p->iw, focused,
-                    u->streaming ? "generating… Esc stops it" : "type a message · / for commands · Alt+Enter new line");
+                    pp[0] ? pp : u->streaming ? "generating… Esc stops it" : "type a message · / for commands · Alt+Enter new line");
 }
 
 void chat_page_in_title(panel *p, char *buf, size_t cap)
