@@ -25,8 +25,8 @@ static void help(FILE *out)
             "                        continues, as `ggscope run -p` (/mode chat|raw switches)\n"
             "  --template FILE       use the Jinja chat template in FILE instead of the model's\n"
             "  --format NAME         use a built-in chat format: chatml, llama2, llama3, phi3,\n"
-            "                        mistral, gemma, zephyr, phi4, granite, mistralv7,\n"
-            "                        mistralv7tekken, olmo2, harmony\n"
+            "                        mistral, gemma, zephyr, phi4, granite, mistral-v7,\n"
+            "                        mistral-v7-tekken, olmo2, harmony\n"
             ECLI_SAMPLING_HELP
             "  -n N                  max tokens per reply (default 512; 0 = until the context is full)\n"
             "  -c, --ctx N           context positions (default min(model's, 4096))\n"

@@ -91,6 +91,7 @@ chat() {   # chat SESSION COLSxROWS ENV ARGS...
     start_env "$1" "$2" "XDG_CACHE_HOME=$XDG_CACHE_HOME XDG_STATE_HOME=$XDG_STATE_HOME HOME=$HOME $3" chat "${@:4}"
 }
 lacks() { ! screen | grep -qF -- "$1"; }
+hasF() { screen | grep -qF -- "$1"; }
 gauge() { screen | head -1 | grep -oE 'ctx [^ ]+ [0-9]+/' | grep -oE '[0-9]+/$' | tr -d /; }
 gauge_is() {   # gauge_is WHAT N: the gauge shows N (it may take a worker's render)
     local t0=$SECONDS
@@ -199,7 +200,8 @@ if [[ -f $MODEL ]]; then
     first=$(python3 -c "import json; print(repr(json.load(open('$TMP/e.json'))['messages'][1]['content'][:1]))")
     keys Tab i
     wait_for "token 1/"
-    save chat-inspector
+    save chat-inspector-stories
+    check "the inspector escapes a token's '\"' as \\\"" hasF '"\""'   # stories260K greedy: the reply opens with a quote
     row=$(screen | grep -n "▌ assistant" | head -1 | cut -d: -f1)
     line=$(screen | sed -n "$((row + 1))p")
     echo "info: the reply's text starts with $first; its first line: '${line:0:40}'"
@@ -230,7 +232,7 @@ S
     info=$(screen | grep -E "tokens · (n_predict reached|end of turn|context full)" | tail -1)
     np=$(sed -E 's/.*prompt ([0-9]+) tokens.*/\1/' <<<"$info"); ng=$(sed -E 's/^│? *([0-9]+) tokens.*/\1/' <<<"$info")
     gauge_is "after an overflow (prompt $np + reply $ng - 1)" $((np + ng - 1))
-    save chat-context-full
+    save chat-context-gauge
     keys C-c; wait_for "EXITED 0"
 else
     echo "SKIP (part): no $MODEL: raw mode, --format/--template in the chat, the gauge not checked"

@@ -715,6 +715,9 @@ static void test_format_names(void **state)
     chat_format_names(names, sizeof names);
     assert_non_null(strstr(names, "chatml, llama2, llama3"));
     assert_non_null(strstr(names, "harmony"));
+    assert_non_null(strstr(names, "mistral-v7, mistral-v7-tekken"));   /* as ggscope template --format */
+    assert_true(chat_format_from_name("mistral-v7", &f));
+    assert_int_equal(f, CHAT_FORMAT_MISTRAL_V7);
 }
 
 int main(void)

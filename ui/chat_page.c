@@ -776,8 +776,8 @@ void chat_page_update_title(chat_page *u)
         snprintf(state, sizeof state, "%s", u->job->kind == JOB_LOAD ? " · loading… Esc stops" : " · rendering /template… Esc stops");
     }
     const char *be = runner_backend_info(u->core->r), *why = strstr(be, " (");   /* the reason: in /show */
-    snprintf(u->title, sizeof u->title, " chat · %.60s · %.*s · ctx %s %u/%u%s%s · %.200s", base,
-             why ? (int)(why - be) : 80, be, gauge, used, n_ctx, speed, state, fmt);
+    snprintf(u->title, sizeof u->title, " chat · %.60s · ctx %s %u/%u%s%s · %.*s · %.200s", base, gauge, used, n_ctx,
+             speed, state, why ? (int)(why - be) : 80, be, fmt);
     screen_set_title(u->s, u->page, u->title);
 }
 

@@ -248,12 +248,23 @@ static void fmt_key(const char *s, char *out, size_t cap)
     out[k] = 0;
 }
 
+/* the names on the command line (ggscope template --format's), by format */
+static const char *const CLI_NAMES[CHAT_FORMAT_COUNT] = {
+    [CHAT_FORMAT_CHATML] = "chatml",   [CHAT_FORMAT_LLAMA2] = "llama2",
+    [CHAT_FORMAT_LLAMA3] = "llama3",   [CHAT_FORMAT_PHI3] = "phi3",
+    [CHAT_FORMAT_MISTRAL] = "mistral", [CHAT_FORMAT_GEMMA] = "gemma",
+    [CHAT_FORMAT_ZEPHYR] = "zephyr",   [CHAT_FORMAT_PHI4] = "phi4",
+    [CHAT_FORMAT_GRANITE] = "granite", [CHAT_FORMAT_MISTRAL_V7] = "mistral-v7",
+    [CHAT_FORMAT_MISTRAL_V7_TEKKEN] = "mistral-v7-tekken", [CHAT_FORMAT_OLMO2] = "olmo2",
+    [CHAT_FORMAT_HARMONY] = "harmony",
+};
+
 bool chat_format_from_name(const char *name, chat_format *out)
 {
     char want[64], have[64];
     fmt_key(name ? name : "", want, sizeof want);
     for (int f = 1; f < CHAT_FORMAT_COUNT && want[0]; f++) {
-        fmt_key(chat_format_name((chat_format)f), have, sizeof have);
+        fmt_key(CLI_NAMES[f] ? CLI_NAMES[f] : "", have, sizeof have);
         if (!strcmp(want, have)) {
             *out = (chat_format)f;
             return true;
@@ -267,11 +278,8 @@ void chat_format_names(char *buf, size_t cap)
     size_t k = 0;
     if (cap)
         buf[0] = 0;
-    for (int f = 1; f < CHAT_FORMAT_COUNT && k < cap; f++) {
-        char key[64];
-        fmt_key(chat_format_name((chat_format)f), key, sizeof key);
-        k += (size_t)snprintf(buf + k, cap - k, "%s%s", f > 1 ? ", " : "", key);
-    }
+    for (int f = 1; f < CHAT_FORMAT_COUNT && k < cap; f++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%s", f > 1 ? ", " : "", CLI_NAMES[f] ? CLI_NAMES[f] : "?");
 }
 
 bool chat_template_is_harmony(const chat_template *ct) { return ct && ct->fallback == CHAT_FORMAT_HARMONY; }

@@ -106,8 +106,10 @@ chat_format chat_default_format(const struct gguf_file *g);
  * "template" for CHAT_FORMAT_TEMPLATE. */
 const char *chat_format_name(chat_format f);
 
-/* The format named `name` ("chatml", "llama3", "Llama 3", "mistral-v7":
- * chat_format_name without case, spaces, '-', '_', '.'); not TEMPLATE.
+/* The format named `name`: one of chatml, llama2, llama3, phi3, mistral,
+ * gemma, zephyr, phi4, granite, mistral-v7, mistral-v7-tekken, olmo2,
+ * harmony, without regard to case, spaces, '-', '_', '.' ("Llama 3",
+ * "mistralv7"); not TEMPLATE.
  * false when no format has that name. */
 bool chat_format_from_name(const char *name, chat_format *out);
 /* The names chat_format_from_name takes, ", "-separated, into buf. */
