@@ -540,9 +540,10 @@ static void job_free(gen_job *g)
  * changed meanwhile or a reply started (the reply's figures then win). */
 static void measure_done(chat_page *u, gen_job *g)
 {
-    if (u->measure == g)
+    bool latest = u->measure == g;   /* a later measurement replaced a cancelled one */
+    if (latest)
         u->measure = NULL;
-    if (g->prc == 0 && !u->job && g->sig == chat_page_sig(u)) {
+    if (latest && g->prc == 0 && !u->job && g->sig == chat_page_sig(u)) {
         size_t n;
         chs_plan_ids(g->t->plan, &n);
         u->ctx_used = (uint32_t)n;
@@ -917,6 +918,7 @@ int chat_page_attach(chat_page *u, screen *s, int back_page)
         u->tr = u->in = NULL;
         return -1;
     }
+    chat_page_measure(u);   /* a conversation given with --load, a system prompt */
     chat_page_update_title(u);
     return u->page;
 }
