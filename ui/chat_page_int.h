@@ -107,7 +107,7 @@ struct chat_page {
     uint32_t *tmpl_hl;   /* pairs of byte offsets of special tokens */
     size_t tmpl_nhl;
     char notice[256];
-    char title[512];
+    char title[1024];
     /* u->lines as last laid out: what (LAY_*), for which width; lay_n
      * lines before the streamed reply */
     tline *tlines;        /* the template view's */

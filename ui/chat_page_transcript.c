@@ -1,7 +1,6 @@
 /* chat_page: the transcript pane (the conversation laid out and drawn, the
  * token inspector, the /template view) and its keys (see chat_page.h). */
 #include "chat_page_int.h"
-#include "harmony.h"
 #include "textesc.h"
 
 #include <math.h>
@@ -102,8 +101,6 @@ void chat_page_wrap(chat_page *u, const char *text, size_t len, int width, wrapc
     wrap(text, len, width, text_span, w);
 }
 
-#define add_line chat_page_add_line
-
 static const char *msg_text(chat_page *u, int msg, size_t *len)
 {
     if (msg == -1) {
@@ -151,7 +148,7 @@ static bool msg_think(chat_page *u, size_t i)
 void chat_page_md_lines(chat_page *u, const mdview *md, int msg)
 {
     for (size_t k = 0; k < mdview_lines(md); k++) {
-        tline *l = add_line(u, L_MD, msg, ui_attr(UI_C_NORMAL));
+        tline *l = chat_page_add_line(u, L_MD, msg, ui_attr(UI_C_NORMAL));
         if (l)
             l->off = k;
     }
@@ -186,7 +183,7 @@ static void layout_lines(chat_page *u, int width)
         free(u->lay_sys);
         u->lay_sys = strdup(chs_system(u->c));
         if (chs_system(u->c)[0]) {
-            l = add_line(u, L_HEAD, -1, ui_attr(UI_C_GROUP) | A_BOLD);
+            l = chat_page_add_line(u, L_HEAD, -1, ui_attr(UI_C_GROUP) | A_BOLD);
             if (l)
                 snprintf(l->info, sizeof l->info, "\xe2\x96\x8c system");
             w.msg = -1;
@@ -194,7 +191,7 @@ static void layout_lines(chat_page *u, int width)
             size_t len;
             const char *t = msg_text(u, -1, &len);
             wrap(t, len, tw, text_span, &w);
-            add_line(u, L_BLANK, -1, 0);
+            chat_page_add_line(u, L_BLANK, -1, 0);
         }
     }
     for (size_t i = from; i < u->lay_nmsg; i++) {   /* the rendered views laid out again */
@@ -215,7 +212,7 @@ static void layout_lines(chat_page *u, int width)
         u->lay_msg[i].raw = msg_raw(u, i);
         u->lay_msg[i].think = msg_think(u, i);
         u->lay_msg[i].md = NULL;
-        l = add_line(u, L_HEAD, (int)i, ui_attr(user ? UI_C_KEY : UI_C_NUMBER) | A_BOLD);
+        l = chat_page_add_line(u, L_HEAD, (int)i, ui_attr(user ? UI_C_KEY : UI_C_NUMBER) | A_BOLD);
         if (l)
             snprintf(l->info, sizeof l->info, "\xe2\x96\x8c %s", user ? "you" : "assistant");
         w.msg = (int)i;
@@ -229,7 +226,7 @@ static void layout_lines(chat_page *u, int width)
             chat_page_lay_reply(u, &r, tw, &w);
         }
         if (m->has_stats) {
-            l = add_line(u, L_INFO, (int)i, ui_attr(UI_C_DIM));
+            l = chat_page_add_line(u, L_INFO, (int)i, ui_attr(UI_C_DIM));
             const chs_reply_stats *st = &m->st;
             double tps = st->n_gen > 1 && st->t_gen_s > 0 ? (st->n_gen - 1) / st->t_gen_s : 0;
             if (l)
@@ -238,7 +235,7 @@ static void layout_lines(chat_page *u, int width)
                          st->n_gen, stop_name(st->stop), tps, st->t_first_s * 1e3, st->n_prompt, st->n_reused,
                          st->n_eval);
         }
-        add_line(u, L_BLANK, (int)i, 0);
+        chat_page_add_line(u, L_BLANK, (int)i, 0);
     }
     u->lay_nmsg = n;
     u->lay_kind = LAY_TRANSCRIPT;
@@ -247,7 +244,7 @@ static void layout_lines(chat_page *u, int width)
 tail:
     u->cursor_line = -1;
     if (u->streaming) {
-        l = add_line(u, L_HEAD, -2, ui_attr(UI_C_NUMBER) | A_BOLD);
+        l = chat_page_add_line(u, L_HEAD, -2, ui_attr(UI_C_NUMBER) | A_BOLD);
         if (l)
         {
             char pp[128];
@@ -268,7 +265,7 @@ tail:
         u->cursor_line = u->nlines > first ? (long)u->nlines - 1 : (long)first - 1;
     }
     if (u->notice[0]) {
-        l = add_line(u, L_INFO, -3, ui_attr(UI_C_ERROR));
+        l = chat_page_add_line(u, L_INFO, -3, ui_attr(UI_C_ERROR));
         if (l)
             snprintf(l->info, sizeof l->info, "%.150s", u->notice);
     }
