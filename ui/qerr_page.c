@@ -251,6 +251,24 @@ int qp_put_name(const qerr_page *q, WINDOW *w, int y, int x, int maxcols, const 
     return screen_put_text(w, y, x, maxcols, r->name, strlen(r->name), a, true);
 }
 
+/* The heatmap column of a tensor: its role, and ".bias" for a bias (a
+ * layer's attn_q.weight and attn_q.bias would share the role's cell). */
+static const char *col_key(const char *name, const char *role, char *buf, size_t cap)
+{
+    size_t n = strlen(name);
+    if (n > 5 && !strcmp(name + n - 5, ".bias")) {
+        snprintf(buf, cap, "%.58s.bias", role);
+        return buf;
+    }
+    return role;
+}
+
+static int col_of(const qerr_page *q, const qerr_result *r)
+{
+    char b[64];
+    return qp_role_index(q, col_key(r->name, r->role, b, sizeof b));
+}
+
 int qp_role_index(const qerr_page *q, const char *role)
 {
     for (int i = 0; i < q->n_roles; i++)
@@ -272,7 +290,7 @@ static void rebuild(qerr_page *q)
             continue;
         qerr_acc_merge(&acc, &r->acc);
         bits += r->bpw * (double)r->elements;
-        int c = qp_role_index(q, r->role);
+        int c = col_of(q, r);
         int y = r->layer >= 0 && r->layer < q->n_layers ? r->layer : q->n_layers;
         if (c >= 0)
             q->grid[y * QP_MAX_ROLES + c] = (int32_t)i;
@@ -297,8 +315,10 @@ void qp_fold(qerr_page *q)
         return;
     for (size_t i = q->seen; i < n; i++) {
         const qerr_result *r = &q->res[i];
-        if (qp_role_index(q, r->role) < 0 && q->n_roles < QP_MAX_ROLES) {
-            snprintf(q->roles[q->n_roles], 64, "%s", r->role);
+        char b[64];
+        const char *key = col_key(r->name, r->role, b, sizeof b);
+        if (qp_role_index(q, key) < 0 && q->n_roles < QP_MAX_ROLES) {
+            snprintf(q->roles[q->n_roles], 64, "%s", key);
             q->n_roles++;
         }
     }
@@ -316,7 +336,7 @@ void qp_select(qerr_page *q, int64_t i)
     for (size_t k = 0; k < q->n_order; k++)
         if ((int64_t)q->order[k] == i)
             q->cur = k;
-    int c = qp_role_index(q, r->role);
+    int c = col_of(q, r);
     if (c >= 0) {
         q->hx = c;
         q->hy = r->layer >= 0 && r->layer < q->n_layers ? r->layer : q->n_layers;
@@ -567,8 +587,10 @@ qerr_page *qerr_page_new(screen *s, const gguf_file *f, const gguf_file *parent,
             if (!mat && !parent)
                 continue;
             int want = l >= 0 ? (mat ? 0 : 1) : 2;
-            if (want == pass && qp_role_index(q, role) < 0 && q->n_roles < QP_MAX_ROLES)
-                snprintf(q->roles[q->n_roles++], 64, "%s", role);
+            char b[64];
+            const char *key = col_key(nm, role, b, sizeof b);
+            if (want == pass && qp_role_index(q, key) < 0 && q->n_roles < QP_MAX_ROLES)
+                snprintf(q->roles[q->n_roles++], 64, "%s", key);
         }
     q->page = screen_add_page(s, "qerr", layout, q);
     q->table = mk(&qp_table_ops, q);

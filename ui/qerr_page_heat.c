@@ -29,6 +29,7 @@ static const struct {
     {"gate", "gate", "g"},  {"down", "down", "d"},  {"up", "up", "u"},      {"token", "tok", "t"},
     {"embd", "emb", "e"},   {"exps", "exp", "x"},   {"shexp", "shx", "s"},  {"inp", "inp", "i"},
     {"post", "post", "p"},  {"sinks", "snk", "sk"}, {"rope", "rope", "r"},  {"freqs", "frq", "fq"},
+    {"bias", "bias", "b"},
 };
 #define N_WORDS (sizeof WORDS / sizeof WORDS[0])
 
@@ -45,7 +46,7 @@ static void role_label(const char *role, int level, char *out, size_t cap, bool 
     out[0] = 0;
     char buf[64];
     snprintf(buf, sizeof buf, "%s", role);
-    for (char *save = NULL, *w = strtok_r(buf, "_", &save); w; w = strtok_r(NULL, "_", &save)) {
+    for (char *save = NULL, *w = strtok_r(buf, "_.", &save); w; w = strtok_r(NULL, "_.", &save)) {
         const char *a = NULL;
         for (size_t k = 0; k < N_WORDS; k++)
             if (!strcmp(w, WORDS[k].word)) {
