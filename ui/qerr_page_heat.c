@@ -112,9 +112,11 @@ static int draw_word_legend(WINDOW *w, int y, int W, const labels *L, int max_li
     if (L->level == LBL_FULL)
         return 0;
     int x = 0, line = 0;
+    bool any = false;
     for (size_t k = 0; k < N_WORDS; k++) {
         if (!L->used[k])
             continue;
+        any = true;
         const char *a = L->level == LBL_MEDIUM ? WORDS[k].medium : WORDS[k].compact;
         char item[40];
         snprintf(item, sizeof item, "%s%s=%s", x ? " " : "", a, WORDS[k].word);
@@ -130,7 +132,7 @@ static int draw_word_legend(WINDOW *w, int y, int W, const labels *L, int max_li
             ui_put(w, y + line, x, W - x, item, SIZE_MAX, ui_attr(UI_C_DIM), false);
         x += iw;
     }
-    return line + 1;
+    return any ? line + 1 : 0;
 }
 
 /* ---- heatmap pane ---- */
