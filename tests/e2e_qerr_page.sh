@@ -64,8 +64,7 @@ for SIZE in 80x24 200x60; do
 
     # ---- labels on 22 layers, against a parent (norms and output_norm measured) ----
     start lab$ROWS $SIZE qerr "$Q8" --vs "$M" --tui --mono
-    wait_for "Heatmap"
-    wait_gone "Esc cancels" $SLOW
+    wait_for " bpw · " $SLOW   # measured (while measuring: "bpw so far")
     keys Tab
     wait_for "[Heatmap]"
     role_labels >"$TMPD/roles"
@@ -122,7 +121,7 @@ for SIZE in 80x24 200x60; do
 
     # ---- fixed bands, three types on one page (t) ----
     start bands$ROWS $SIZE qerr "$M" --types q8_0,q4_K,q2_K --tui --mono
-    wait_gone "Esc cancels" $SLOW
+    wait_for " bpw · " $SLOW   # measured (while measuring: "bpw so far")
     wait_for "good ▁≤1% ▂≤3.2% ▄≤10% ▆≤32% █>32% bad  · no data"
     wait_for "t type"
     wait_for "q8_0 1/3"
@@ -146,7 +145,7 @@ for SIZE in 80x24 200x60; do
 
     # ---- aggregates and the title's figures, as the CLI's ----
     start agg$ROWS $SIZE qerr "$M" --types q4_K --tui
-    wait_gone "Esc cancels" $SLOW
+    wait_for " bpw · " $SLOW   # measured (while measuring: "bpw so far")
     wait_for "SQNR $cli_sqnr dB · $(printf %.2f "$cli_bpw") bpw"
     keys v
     wait_for "per layer"
@@ -169,15 +168,14 @@ for SIZE in 80x24 200x60; do
 
     # ---- another model as the parent: a warning ----
     start other$ROWS $SIZE qerr "$M" --vs "$OTHER" --tui
-    wait_gone "Esc cancels" $SLOW
-    wait_for "⚠ NOT THE SAME MODEL? relative error"
+    wait_for "⚠ NOT THE SAME MODEL? relative error" $SLOW
     keys q
     wait_for "EXITED 0"
     T kill-session -t other$ROWS
 
     # ---- 16 roles: markers where columns are off the pane ----
     start mk$ROWS $SIZE qerr "$GEMMA" --vs "$GEMMA" --tui
-    wait_gone "Esc cancels" $SLOW
+    wait_for " bpw · " $SLOW   # measured (while measuring: "bpw so far")
     keys Tab
     wait_for "[Heatmap]"
     role_labels >"$TMPD/roles"

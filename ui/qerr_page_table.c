@@ -31,8 +31,8 @@ static void table_title(panel *p, char *buf, size_t cap)
     if (skipped)
         snprintf(sk, sizeof sk, " · %llu skipped", (unsigned long long)skipped);
     if (q->job)
-        snprintf(buf, cap, "%s · %3d%% · %zu tensors · Esc cancels", what,
-                 (int)(ui_job_fraction(&q->job->job) * 100), q->n_order);
+        snprintf(buf, cap, "%s · %3d%% · %zu tensors · %s · Esc cancels", what,
+                 (int)(ui_job_fraction(&q->job->job) * 100), q->n_order, VIEW_NAME[q->view]);
     else if (q->status[0])
         snprintf(buf, cap, "%s · %s", what, q->status);
     else if (q->view == QP_VIEW_TENSORS)
