@@ -300,9 +300,10 @@ int app_explore(const char *path, const app_explore_opts *opts)
     }
     if (a.qerr_err[0]) {   /* no silent fallback to re-quantization: `e` says why */
         screen_message(a.scr, "--vs: %s", a.qerr_err);
+        const screen_binding eb = {'e', "e", "qerr", "quantization error (the --vs file cannot be opened)",
+                                   a.ex ? explorer_page(a.ex) : -1, key_qerr, &a};
         if (a.ex)
-            screen_bind(a.scr, &(screen_binding){'e', "e", "qerr", "quantization error (the --vs file cannot be opened)",
-                                                 explorer_page(a.ex), key_qerr, &a});
+            screen_bind(a.scr, &eb);
     }
     a.qp = a.ex && !a.qerr_err[0] ? qerr_page_new(a.scr, f, parent, opts ? opts->qerr_types : NULL,
                                                   opts ? opts->qerr_n_types : 0, qerr_jump, &a)
