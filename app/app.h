@@ -80,7 +80,8 @@ typedef struct {
     const char *search;   /* start with this search (NULL: none) */
     struct chat_ui *chat; /* start on this chat page (app/chat_ui.h; the explorer frees it); NULL: explorer */
     const char *qerr_vs;  /* quantization error page: parent file (NULL: re-quantize) */
-    unsigned qerr_type;   /* quantization error page: candidate type (0 = F32: q4_K) */
+    const uint32_t *qerr_types;   /* quantization error page: candidate types (none: q4_K) */
+    size_t qerr_n_types;
     bool qerr_open;       /* start on the quantization error page */
     gguf_file *file;      /* path, already opened (the chat's), or NULL: app_explore opens it */
 } app_explore_opts;

@@ -38,6 +38,7 @@ typedef struct {
     const char *path;
     gguf_file *f;           /* the file, shared with the chat */
     qerr_page *qp;
+    char qerr_err[1024];    /* the --vs file could not be opened: why */
     bool quitting;
     bool exit_after_first;
     double t0;
@@ -221,11 +222,12 @@ static void qerr_jump(void *ctx, uint64_t ti)
 
 static int key_qerr(screen *s, int key, void *ctx)
 {
-    (void)s;
     (void)key;
     app_state *a = ctx;
     if (a->qp)
         qerr_page_show(a->qp);
+    else if (a->qerr_err[0])
+        screen_message(s, "--vs: %s", a->qerr_err);
     return PANEL_HANDLED | PANEL_REDRAW;
 }
 
@@ -249,6 +251,22 @@ int app_explore(const char *path, const app_explore_opts *opts)
     if (!f) {
         chat_ui_free(opts ? opts->chat : NULL);
         return APP_BADINPUT;
+    }
+    /* The parent of the qerr page, before any page: `qerr --tui` with a bad
+     * one is bad input (one line, exit 2); in the explorer `e` says why. */
+    gguf_file *parent = NULL;
+    if (opts && opts->qerr_vs) {
+        gguf_error pe;
+        parent = gguf_open(opts->qerr_vs, &pe);
+        if (!parent) {
+            gguf_error_format(&pe, a.qerr_err, sizeof a.qerr_err);
+            if (opts->qerr_open) {
+                app_error("--vs: %s", a.qerr_err);
+                chat_ui_free(opts->chat);
+                gguf_close(f);
+                return APP_BADINPUT;
+            }
+        }
     }
     if (uv_loop_init(&a.loop) != 0) {
         app_error("cannot start the event loop");
@@ -280,17 +298,16 @@ int app_explore(const char *path, const app_explore_opts *opts)
             chat_ui_show(a.chat);
         }
     }
-    gguf_file *parent = NULL;
-    if (opts && opts->qerr_vs) {
-        gguf_error pe;
-        parent = gguf_open(opts->qerr_vs, &pe);
-        if (!parent) {
-            char eb[1024];
-            screen_message(a.scr, "%s", gguf_error_format(&pe, eb, sizeof eb));
-        }
+    if (a.qerr_err[0]) {   /* no silent fallback to re-quantization: `e` says why */
+        screen_message(a.scr, "--vs: %s", a.qerr_err);
+        const screen_binding eb = {'e', "e", "qerr", "quantization error (the --vs file cannot be opened)",
+                                   a.ex ? explorer_page(a.ex) : -1, key_qerr, &a};
+        if (a.ex)
+            screen_bind(a.scr, &eb);
     }
-    uint32_t qtype = opts && opts->qerr_type ? opts->qerr_type : GGTYPE_Q4_K;
-    a.qp = a.ex ? qerr_page_new(a.scr, f, parent, qtype, qerr_jump, &a) : NULL;
+    a.qp = a.ex && !a.qerr_err[0] ? qerr_page_new(a.scr, f, parent, opts ? opts->qerr_types : NULL,
+                                                  opts ? opts->qerr_n_types : 0, qerr_jump, &a)
+                                  : NULL;
     if (a.qp) {
         const screen_binding qb[] = {
             {'e', "e", "qerr", parent ? "quantization error against the parent (--vs)"
