@@ -358,7 +358,7 @@ int cmd_dump(int argc, char **argv)
     if (rc != APP_OK)
         return rc < 0 ? APP_OK : rc;
 
-    gguf_file *f = app_open_gguf(o.file);
+    gguf_file *f = app_open_any(o.file);
     if (!f)
         return APP_BADINPUT;
     FILE *out = NULL;

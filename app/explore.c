@@ -245,7 +245,7 @@ int app_explore(const char *path, const app_explore_opts *opts)
     a.t0 = (clock_now_s() * 1e3);
     const char *env = getenv("GGSCOPE_EXIT_AFTER_FIRST_FRAME");
     a.exit_after_first = env && *env && strcmp(env, "0") != 0;
-    gguf_file *f = opts && opts->file ? gguf_retain(opts->file) : app_open_gguf(path);
+    gguf_file *f = opts && opts->file ? gguf_retain(opts->file) : app_open_any(path);
     if (!f) {
         chat_ui_free(opts ? opts->chat : NULL);
         return APP_BADINPUT;
