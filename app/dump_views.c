@@ -227,15 +227,44 @@ static int dump_stats_hist(const gguf_tensor *t, const dump_view_opts *o, FILE *
     return APP_OK;
 }
 
-int dump_view(const gguf_tensor *t, const dump_view_opts *o, FILE *out)
+static int show(const gguf_tensor *t, const dump_view_opts *o, FILE *out)
 {
-    if (!t->type_known || !t->data || !ggtype_get(t->type)) {
-        app_error("tensor type %u is unknown: nothing to show", t->type);
-        return APP_BADINPUT;
-    }
     switch (o->view) {
     case DUMP_VIEW_HEX: return dump_hex(t, o, out);
     case DUMP_VIEW_VALUES: return dump_values(t, o, out);
     default: return dump_stats_hist(t, o, out);
     }
+}
+
+int dump_view(const gguf_file *f, const gguf_tensor *t, const dump_view_opts *o, FILE *out)
+{
+    const ggtype_traits *tr = ggtype_get(t->type);
+    if (!t->type_known || !tr || (!t->data && !gguf_is_remote(f))) {
+        app_error("tensor type %u is unknown: nothing to show", t->type);
+        return APP_BADINPUT;
+    }
+    if (t->data)
+        return show(t, o, out);
+    /* remote: the bytes of rows [0, row_first + row_count), then as a mapping */
+    uint64_t elems = (o->row_first + o->row_count) * t->ne[0];
+    uint64_t bytes = (elems + tr->blck_size - 1) / tr->blck_size * tr->type_size;
+    if (bytes > t->n_bytes)
+        bytes = t->n_bytes;
+    uint8_t *buf = malloc(bytes + 1);
+    if (!buf) {
+        app_error("out of memory");
+        return APP_FAIL;
+    }
+    gguf_error err;
+    if (gguf_tensor_read(f, t, 0, bytes, buf, NULL, &err) != GGUF_OK) {
+        char line[1024];
+        app_error("%s", gguf_error_format(&err, line, sizeof line));
+        free(buf);
+        return APP_BADINPUT;
+    }
+    gguf_tensor tc = *t;
+    tc.data = buf;
+    int rc = show(&tc, o, out);
+    free(buf);
+    return rc;
 }
