@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "app.h"
+#include "remote.h"
 #include "clock.h"
 #include "chat_ui.h"
 #include "cliopt.h"
@@ -257,6 +258,8 @@ int app_explore(const char *path, const app_explore_opts *opts)
         return APP_FAIL;
     }
     screen_opts so = {.mono = opts && opts->mono, .mouse = !(opts && opts->no_mouse)};
+    bool remote = gguf_is_remote(f);   /* a URL: no chat or qerr page (they need the data in memory) */
+    remote_set_quiet(true);            /* the screen is ncurses' */
     a.scr = screen_new(&so);
     if (!a.scr) {
         app_error("cannot initialise the terminal (TERM=%s)", getenv("TERM") ? getenv("TERM") : "");
@@ -270,7 +273,7 @@ int app_explore(const char *path, const app_explore_opts *opts)
     a.f = f;
     ui_runner r = {runner_submit, runner_wake, &a};
     screen_set_runner(a.scr, &r);
-    if (a.ex)
+    if (a.ex && !remote)
         screen_bind(a.scr, &(screen_binding){'c', "c", "chat", "chat with the model of this file (F2 comes back)",
                                              explorer_page(a.ex), key_chat, &a});
     if (opts && opts->chat) {
@@ -290,7 +293,7 @@ int app_explore(const char *path, const app_explore_opts *opts)
         }
     }
     uint32_t qtype = opts && opts->qerr_type ? opts->qerr_type : GGTYPE_Q4_K;
-    a.qp = a.ex ? qerr_page_new(a.scr, f, parent, qtype, qerr_jump, &a) : NULL;
+    a.qp = a.ex && !remote ? qerr_page_new(a.scr, f, parent, qtype, qerr_jump, &a) : NULL;
     if (a.qp) {
         const screen_binding qb[] = {
             {'e', "e", "qerr", parent ? "quantization error against the parent (--vs)"
@@ -328,6 +331,7 @@ int app_explore(const char *path, const app_explore_opts *opts)
 
     explorer_free(a.ex);
     screen_free(a.scr);   /* endwin: the terminal is restored */
+    remote_set_quiet(false);
     if (a.chat)
         bracketed_paste(false);
     char note[1400];
