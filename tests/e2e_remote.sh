@@ -43,7 +43,7 @@ www=$tmp/www; mkdir -p "$www/sub" "$tmp/logs" "$tmp/temp"
 "$mk" "$www/m.gguf" --type q4_0 --embd 256 --layers 2 --ff 512 --heads 4 --kv-heads 4 --n-vocab 70000 >/dev/null
 (cd "$www/sub" && python3 "$src/tests/hostile/write-mkgguf.py" split "$www/sub/S")
 printf '<!DOCTYPE html><html><body>not a model</body></html>\n' > "$www/page.gguf"
-big=/work/notes/vs/tinyllama-f16.gguf
+big=${GGSCOPE_BIG_GGUF:-/work/notes/vs/tinyllama-f16.gguf}   # the TinyLlama-shaped 2.2 GB file, when there
 if [ -f "$big" ]; then
     ln -s "$big" "$www/big.gguf"; echo "note: the 2.2 GB file: $big"
 else
