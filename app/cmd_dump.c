@@ -67,6 +67,7 @@ static void dump_usage(FILE *out)
             "\n"
             "Write one tensor's values, for scripts and checks. A row is ne[0] elements\n"
             "(higher dimensions are flattened: row r of a [n0, n1, n2] tensor is at r*n0).\n"
+            "FILE may be an http:// or https:// URL: only the rows asked for are fetched.\n"
             "\n"
             "  --f32           the tensor dequantized, as raw little-endian float32\n"
             "  --requant TYPE  the tensor's values quantized to TYPE with ggml's reference\n"
