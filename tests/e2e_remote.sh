@@ -113,7 +113,8 @@ check "the name line is the URL" 'head -1 "$tmp/r.txt" | grep -qF "$U/m.gguf"'
 "$bin" info --json "$U/m.gguf" | sed "s|$U/m.gguf|X|g" > "$tmp/rj"
 check "info --json URL == info --json FILE" 'cmp -s "$tmp/lj" "$tmp/rj"'
 for args in "token_embd.weight --values" "token_embd.weight --hex --rows 60000:60002" "output_norm.weight --stats" \
-            "blk.1.ffn_down.weight --hist --bins 8" "blk.0.attn_q.weight --f32" "token_embd.weight --raw --rows 100:300"; do
+            "blk.1.ffn_down.weight --hist --bins 8" \
+            "token_embd.weight --stats --rows 60000:60010" "token_embd.weight --values --rows 69998:70000 --json" "blk.0.attn_q.weight --f32" "token_embd.weight --raw --rows 100:300"; do
     "$bin" dump "$www/m.gguf" $args > "$tmp/l.bin" 2>&1
     "$bin" dump "$U/m.gguf" $args > "$tmp/r.bin" 2>&1
     check "dump URL $args == dump FILE" 'cmp -s "$tmp/l.bin" "$tmp/r.bin"'
@@ -123,6 +124,10 @@ done
 "$bin" dump "$U/m.gguf" blk.1.attn_k.weight --raw > /dev/null
 n=$(logbytes /m.gguf)
 check "dump reads the header and the tensor's blocks only ($n bytes of $(stat -c %s "$www/m.gguf"))" '[ "$n" -le $((4 << 20)) ]'
+: > "$tmp/logs/access.log"
+"$bin" dump "$U/m.gguf" token_embd.weight --hex --rows 60000:60002 > /dev/null
+n=$(logbytes /m.gguf)
+check "dump --rows of a 9.6 MiB tensor reads the header and one or two blocks ($n bytes)" '[ "$n" -le $((4 << 20)) ]'
 check "read counts on stderr with GGSCOPE_VERBOSE" \
     'GGSCOPE_VERBOSE=1 "$bin" info "$U/m.gguf" 2>&1 >/dev/null | grep -qE "^ggscope: read [0-9.]+ MiB of 21\.[0-9] MiB in [0-9]+ requests?$"'
 
