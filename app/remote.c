@@ -129,6 +129,10 @@ static int64_t net_read(void *ctx, const char *url, uint64_t off, uint64_t len, 
         atomic_fetch_add(&g_net.requests, 1);
         if (res.bytes > 0)
             atomic_fetch_add(&g_net.bytes, (uint64_t)res.bytes);
+        if (e == HTTP_OK && res.status == 200 && res.content_length == 0 && off + done == 0) {
+            *total = 0;   /* an empty file (nginx answers 200): the reader says so */
+            break;
+        }
         if (res.status >= 200 && res.status < 300 && res.status != 206) {
             err->code = GGUF_EIO;
             rc = -1;

@@ -6,8 +6,9 @@
  * readers (a command's main thread, the explorer's workers) wait for them in
  * http_fetch, never on that thread, so the explorer's loop keeps answering.
  *
- * Progress: a read that takes over 0.5 s shows "fetching … x of y MiB" on
- * stderr when it is a terminal (not while the explorer owns the screen). At
+ * Progress: a read goes out in requests of at most 4 MiB; one that takes
+ * over 0.5 s shows "fetching NAME: x of y MiB" on stderr between them when it
+ * is a terminal (not while the explorer owns the screen). At
  * exit, "ggscope: read 1.0 MiB of 2.1 GiB in 3 requests" goes to stderr when
  * it is a terminal or GGSCOPE_VERBOSE is set. GGSCOPE_NET_TIMEOUT (seconds,
  * default 30) ends a request that receives nothing for that long. */

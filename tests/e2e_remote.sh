@@ -42,6 +42,7 @@ www=$tmp/www; mkdir -p "$www/sub" "$tmp/logs" "$tmp/temp"
 # a header over 1 MiB (70000 tokens): the reader grows its window
 "$mk" "$www/m.gguf" --type q4_0 --embd 256 --layers 2 --ff 512 --heads 4 --kv-heads 4 --n-vocab 70000 >/dev/null
 (cd "$www/sub" && python3 "$src/tests/hostile/write-mkgguf.py" split "$www/sub/S")
+: > "$www/empty.gguf"
 printf '<!DOCTYPE html><html><body>not a model</body></html>\n' > "$www/page.gguf"
 big=${GGSCOPE_BIG_GGUF:-/work/notes/vs/tinyllama-f16.gguf}   # the TinyLlama-shaped 2.2 GB file, when there
 if [ -f "$big" ]; then
@@ -143,6 +144,7 @@ expect 2 'S-00002-of-00002\.gguf: shard 2 of 2 is missing' "$bin" info "$U/sub/S
 expect 2 "^$U/nope\.gguf: HTTP 404 Not Found$" "$bin" info "$U/nope.gguf"
 expect 2 'the server ignores range requests \(HTTP 200 for bytes=0-1048575\): download the file instead' "$bin" info "$U/norange/m.gguf"
 expect 2 'page\.gguf: offset 0: this is an HTML/XML page' "$bin" info "$U/page.gguf"
+expect 2 'empty\.gguf: offset 0: the file is empty' "$bin" info "$U/empty.gguf"
 expect 2 'this command reads local files only' "$bin" qerr "$U/m.gguf"
 "$bin" info "$www/m.gguf" >/dev/null   # (warm)
 python3 "$src/tests/helpers/badhttp.py" "$tmp/badport" "$www/m.gguf" "$U/m.gguf" &
