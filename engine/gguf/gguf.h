@@ -3,7 +3,9 @@
  * The reader maps the file read-only and validates the whole structure at open
  * time (every count, length, dimension product and offset against overflow and
  * the file size). Strings, arrays and tensor data stay in the mapping: nothing
- * is copied, and large arrays are only indexed when asked for. */
+ * is copied, and large arrays are only indexed when asked for. A remote file
+ * (gguf_open_source) goes through the same parser over its header's bytes;
+ * its tensor data is read on demand (gguf_tensor_read). */
 #ifndef GGSCOPE_GGUF_H
 #define GGSCOPE_GGUF_H
 
