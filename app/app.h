@@ -37,8 +37,12 @@ char *app_text(char *buf, size_t cap, const char *s, size_t len);
 struct cJSON *app_json_text(const char *s, size_t len);
 
 /* Open a GGUF file; on failure print the one-line error
- * ("FILE: offset N: what (expected)") and return NULL: the caller exits 2. */
+ * ("FILE: offset N: what (expected)") and return NULL: the caller exits 2.
+ * A URL is refused (this command needs the tensor data in memory). */
 gguf_file *app_open_gguf(const char *path);
+/* The same, and an http:// or https:// URL opens a remote file (app/remote.h:
+ * tensor data read with gguf_tensor_read). For info, dump and the explorer. */
+gguf_file *app_open_any(const char *path);
 
 /* Path of the embedded demo model, writing it into the cache directory on
  * first use. NULL (message printed) on failure. */

@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "app.h"
+#include "remote.h"
 #include "clock.h"
 #include "chat_ui.h"
 #include "cliopt.h"
@@ -247,7 +248,7 @@ int app_explore(const char *path, const app_explore_opts *opts)
     a.t0 = (clock_now_s() * 1e3);
     const char *env = getenv("GGSCOPE_EXIT_AFTER_FIRST_FRAME");
     a.exit_after_first = env && *env && strcmp(env, "0") != 0;
-    gguf_file *f = opts && opts->file ? gguf_retain(opts->file) : app_open_gguf(path);
+    gguf_file *f = opts && opts->file ? gguf_retain(opts->file) : app_open_any(path);
     if (!f) {
         chat_ui_free(opts ? opts->chat : NULL);
         return APP_BADINPUT;
@@ -275,6 +276,8 @@ int app_explore(const char *path, const app_explore_opts *opts)
         return APP_FAIL;
     }
     screen_opts so = {.mono = opts && opts->mono, .mouse = !(opts && opts->no_mouse)};
+    bool remote = gguf_is_remote(f);   /* a URL: no chat or qerr page (they need the data in memory) */
+    remote_set_quiet(true);            /* the screen is ncurses' */
     a.scr = screen_new(&so);
     if (!a.scr) {
         app_error("cannot initialise the terminal (TERM=%s)", getenv("TERM") ? getenv("TERM") : "");
@@ -288,7 +291,7 @@ int app_explore(const char *path, const app_explore_opts *opts)
     a.f = f;
     ui_runner r = {runner_submit, runner_wake, &a};
     screen_set_runner(a.scr, &r);
-    if (a.ex)
+    if (a.ex && !remote)
         screen_bind(a.scr, &(screen_binding){'c', "c", "chat", "chat with the model of this file (F2 comes back)",
                                              explorer_page(a.ex), key_chat, &a});
     if (opts && opts->chat) {
@@ -305,7 +308,7 @@ int app_explore(const char *path, const app_explore_opts *opts)
         if (a.ex)
             screen_bind(a.scr, &eb);
     }
-    a.qp = a.ex && !a.qerr_err[0] ? qerr_page_new(a.scr, f, parent, opts ? opts->qerr_types : NULL,
+    a.qp = a.ex && !a.qerr_err[0] && !remote ? qerr_page_new(a.scr, f, parent, opts ? opts->qerr_types : NULL,
                                                   opts ? opts->qerr_n_types : 0, qerr_jump, &a)
                                   : NULL;
     if (a.qp) {
@@ -345,6 +348,7 @@ int app_explore(const char *path, const app_explore_opts *opts)
 
     explorer_free(a.ex);
     screen_free(a.scr);   /* endwin: the terminal is restored */
+    remote_set_quiet(false);
     if (a.chat)
         bracketed_paste(false);
     char note[1400];
