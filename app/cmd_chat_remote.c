@@ -145,10 +145,10 @@ int cmd_chat_remote(int argc, char **argv)
         return APP_BADINPUT;
     }
     char err[512];
-    eo.remote = rchat_new(&ro, err, sizeof err);
+    eo.rchat = rchat_new(&ro, err, sizeof err);
     if (load)
         chs_file_free(&session);
-    if (!eo.remote) {
+    if (!eo.rchat) {
         app_error("%s", err);
         return APP_BADINPUT;
     }

@@ -378,7 +378,7 @@ int cmd_info(int argc, char **argv)
         info_usage(stderr);
         return APP_BADINPUT;
     }
-    gguf_file *f = app_open_gguf(argv[optind]);
+    gguf_file *f = app_open_any(argv[optind]);
     if (!f)
         return APP_BADINPUT;
     int rc = json ? print_json(f, items) : (print_text(f, items), APP_OK);

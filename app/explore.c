@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "app.h"
+#include "remote.h"
 #include "clock.h"
 #include "chat_ui.h"
 #include "cliopt.h"
@@ -36,10 +37,11 @@ typedef struct {
     screen *scr;
     explorer *ex;
     chat_ui *chat;          /* the chat page, once opened */
-    rchat *remote;          /* the remote chat (chat --remote), NULL: none */
+    rchat *rchat;           /* the remote chat (chat --remote), NULL: none */
     const char *path;
     gguf_file *f;           /* the file, shared with the chat */
     qerr_page *qp;
+    char qerr_err[1024];    /* the --vs file could not be opened: why */
     bool quitting;
     bool exit_after_first;
     double t0;
@@ -58,7 +60,7 @@ static void close_if_done(app_state *a)
 {
     if (a->quitting && screen_jobs_running(a->scr) == 0 && !uv_is_closing((uv_handle_t *)&a->wake)) {
         uv_close((uv_handle_t *)&a->wake, NULL);
-        rchat_close(a->remote);
+        rchat_close(a->rchat);
     }
 }
 
@@ -204,7 +206,7 @@ static void begin_quit(app_state *a)
         return;
     a->quitting = true;
     chat_ui_cancel(a->chat);
-    rchat_cancel(a->remote);
+    rchat_cancel(a->rchat);
     screen_cancel_jobs(a->scr);
     uv_close((uv_handle_t *)&a->input, NULL);
     uv_close((uv_handle_t *)&a->sig_winch, NULL);
@@ -226,11 +228,12 @@ static void qerr_jump(void *ctx, uint64_t ti)
 
 static int key_qerr(screen *s, int key, void *ctx)
 {
-    (void)s;
     (void)key;
     app_state *a = ctx;
     if (a->qp)
         qerr_page_show(a->qp);
+    else if (a->qerr_err[0])
+        screen_message(s, "--vs: %s", a->qerr_err);
     return PANEL_HANDLED | PANEL_REDRAW;
 }
 
@@ -250,26 +253,44 @@ int app_explore(const char *path, const app_explore_opts *opts)
     a.t0 = (clock_now_s() * 1e3);
     const char *env = getenv("GGSCOPE_EXIT_AFTER_FIRST_FRAME");
     a.exit_after_first = env && *env && strcmp(env, "0") != 0;
-    a.remote = opts ? opts->remote : NULL;
-    gguf_file *f = opts && opts->file ? gguf_retain(opts->file) : a.remote ? NULL : app_open_gguf(path);
-    if (!f && !a.remote) {
+    a.rchat = opts ? opts->rchat : NULL;
+    gguf_file *f = opts && opts->file ? gguf_retain(opts->file) : a.rchat ? NULL : app_open_any(path);
+    if (!f && !a.rchat) {
         chat_ui_free(opts ? opts->chat : NULL);
         return APP_BADINPUT;
+    }
+    /* The parent of the qerr page, before any page: `qerr --tui` with a bad
+     * one is bad input (one line, exit 2); in the explorer `e` says why. */
+    gguf_file *parent = NULL;
+    if (opts && opts->qerr_vs) {
+        gguf_error pe;
+        parent = gguf_open(opts->qerr_vs, &pe);
+        if (!parent) {
+            gguf_error_format(&pe, a.qerr_err, sizeof a.qerr_err);
+            if (opts->qerr_open) {
+                app_error("--vs: %s", a.qerr_err);
+                chat_ui_free(opts->chat);
+                gguf_close(f);
+                return APP_BADINPUT;
+            }
+        }
     }
     if (uv_loop_init(&a.loop) != 0) {
         app_error("cannot start the event loop");
         chat_ui_free(opts ? opts->chat : NULL);
-        rchat_free(a.remote);
+        rchat_free(a.rchat);
         gguf_close(f);
         return APP_FAIL;
     }
     screen_opts so = {.mono = opts && opts->mono, .mouse = !(opts && opts->no_mouse)};
+    bool remote = f && gguf_is_remote(f);   /* a URL: no chat or qerr page (they need the data in memory) */
+    remote_set_quiet(true);            /* the screen is ncurses' */
     a.scr = screen_new(&so);
     if (!a.scr) {
         app_error("cannot initialise the terminal (TERM=%s)", getenv("TERM") ? getenv("TERM") : "");
         uv_loop_close(&a.loop);
         chat_ui_free(opts ? opts->chat : NULL);
-        rchat_free(a.remote);
+        rchat_free(a.rchat);
         gguf_close(f);
         return APP_FAIL;
     }
@@ -278,7 +299,7 @@ int app_explore(const char *path, const app_explore_opts *opts)
     a.f = f;
     ui_runner r = {runner_submit, runner_wake, &a};
     screen_set_runner(a.scr, &r);
-    if (a.ex)
+    if (a.ex && !remote)
         screen_bind(a.scr, &(screen_binding){'c', "c", "chat", "chat with the model of this file (F2 comes back)",
                                              explorer_page(a.ex), key_chat, &a});
     if (opts && opts->chat) {
@@ -288,21 +309,20 @@ int app_explore(const char *path, const app_explore_opts *opts)
             chat_ui_show(a.chat);
         }
     }
-    if (a.remote && rchat_attach(a.remote, &a.loop, a.scr) >= 0) {
+    if (a.rchat && rchat_attach(a.rchat, &a.loop, a.scr) >= 0) {
         bracketed_paste(true);
-        rchat_show(a.remote);
+        rchat_show(a.rchat);
     }
-    gguf_file *parent = NULL;
-    if (opts && opts->qerr_vs) {
-        gguf_error pe;
-        parent = gguf_open(opts->qerr_vs, &pe);
-        if (!parent) {
-            char eb[1024];
-            screen_message(a.scr, "%s", gguf_error_format(&pe, eb, sizeof eb));
-        }
+    if (a.qerr_err[0]) {   /* no silent fallback to re-quantization: `e` says why */
+        screen_message(a.scr, "--vs: %s", a.qerr_err);
+        const screen_binding eb = {'e', "e", "qerr", "quantization error (the --vs file cannot be opened)",
+                                   a.ex ? explorer_page(a.ex) : -1, key_qerr, &a};
+        if (a.ex)
+            screen_bind(a.scr, &eb);
     }
-    uint32_t qtype = opts && opts->qerr_type ? opts->qerr_type : GGTYPE_Q4_K;
-    a.qp = a.ex ? qerr_page_new(a.scr, f, parent, qtype, qerr_jump, &a) : NULL;
+    a.qp = a.ex && !a.qerr_err[0] && !remote ? qerr_page_new(a.scr, f, parent, opts ? opts->qerr_types : NULL,
+                                                  opts ? opts->qerr_n_types : 0, qerr_jump, &a)
+                                  : NULL;
     if (a.qp) {
         const screen_binding qb[] = {
             {'e', "e", "qerr", parent ? "quantization error against the parent (--vs)"
@@ -340,16 +360,17 @@ int app_explore(const char *path, const app_explore_opts *opts)
 
     explorer_free(a.ex);
     screen_free(a.scr);   /* endwin: the terminal is restored */
-    if (a.chat || a.remote)
+    remote_set_quiet(false);
+    if (a.chat || a.rchat)
         bracketed_paste(false);
     char note[1400];
     chat_ui_autosave(a.chat, note, sizeof note);   /* an unsaved conversation is kept */
-    if (a.remote)
-        rchat_autosave(a.remote, note, sizeof note);
+    if (a.rchat)
+        rchat_autosave(a.rchat, note, sizeof note);
     if (note[0])
         fprintf(stderr, "ggscope: %s\n", note);
     chat_ui_free(a.chat);   /* after the screen: its panes are gone */
-    rchat_free(a.remote);
+    rchat_free(a.rchat);
     qerr_page_free(a.qp);
     gguf_close(parent);
     int rc = uv_loop_close(&a.loop);

@@ -4,7 +4,7 @@
 # driven in a real terminal (tmux):
 #   - the command line without a server (exit 2, one line);
 #   - a scripted server (tests/lib/oai_mock.py, python3) for what llama-server
-#     does not do on demand: reasoning_content, no logprobs (the inspector
+#     does not do on demand: reasoning_content (the page's thinking block), no logprobs (the inspector
 #     says so), an unknown model (404), an error event mid-stream, silence
 #     (--timeout 1): one line each, the message and any partial reply kept;
 #   - stories260K, greedy: the chat's reply equals `ggscope run` on the prompt
@@ -79,9 +79,11 @@ if wait_http "http://127.0.0.1:$MPORT/v1/models" $! mock; then
     wait_for "┌ Message" && wait_for "remote: noprobs at $MURL" && echo "ok: --model defaults to the first of /v1/models"
     keys "Hello" Enter
     wait_for "end of turn" && echo "ok: a reply from the scripted server"
-    check "reasoning_content shown before the reply (a <think> block)" has "The user says hello"
+    check "reasoning_content: the chat's thinking block, folded" has "▸ thinking"
     check "the reply" has "Hello from the mock\."
-    keys Tab; sleep 0.1; keys i
+    keys Tab; sleep 0.1; keys t
+    wait_for "The user says hello" && echo "ok: t unfolds the reasoning"
+    keys i
     wait_for "the server returned no token probabilities" && echo "ok: no logprobs: the inspector says so"
     keys i; keys Enter
     keys "/models" Enter

@@ -202,7 +202,7 @@ void runner_close(runner *r)
     free(r);
 }
 
-const char *runner_backend_info(const runner *r) { return r->info; }
+const char *runner_backend_info(const runner *r) { return r ? r->info : "no local backend"; }
 backend *runner_backend(const runner *r) { return r->be; }
 session *runner_session(const runner *r) { return r->s; }
 uint32_t runner_n_ctx(const runner *r) { return r ? r->n_ctx : 0; }
@@ -346,6 +346,8 @@ int runner_generate(runner *r, const int32_t *ids, uint32_t n, const runner_gen 
     for (uint32_t i = 0; i < n; i++)
         sampler_accept(smp, ids[i]);
     ret = RUNNER_EEVAL;
+    if (g->on_prompt)
+        g->on_prompt(g->ctx, 0, n - common);
     for (uint32_t p = common; p < n;) {
         if (cancelled(g)) {
             rs.stop = RUNNER_STOP_CANCEL;
@@ -365,6 +367,8 @@ int runner_generate(runner *r, const int32_t *ids, uint32_t n, const runner_gen 
             goto done;
         rs.n_eval += k;
         p += k;
+        if (g->on_prompt)
+            g->on_prompt(g->ctx, rs.n_eval, n - common);
     }
     rs.t_prompt_s = clock_now_s() - t0;
     double t1 = clock_now_s();

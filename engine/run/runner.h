@@ -76,8 +76,9 @@ void runner_describe_backend(const backend *b, char *buf, size_t cap);
 backend *runner_backend(const runner *r);
 session *runner_session(const runner *r);
 /* Context positions and KV cache bytes (the same after a fallback). */
-/* runner_n_ctx, runner_kv_bytes, runner_cancel and runner_take_notice accept
- * NULL (no runner: the remote chat): 0, nothing. */
+/* runner_n_ctx, runner_kv_bytes, runner_backend_info, runner_cancel and
+ * runner_take_notice accept NULL (no runner: the remote chat): 0, "no local
+ * backend", nothing. */
 uint32_t runner_n_ctx(const runner *r);
 uint64_t runner_kv_bytes(const runner *r);
 uint32_t runner_n_vocab(const runner *r);
@@ -127,6 +128,10 @@ typedef struct {
     void *ctx;
     const atomic_bool *cancel;   /* polled before every token and prompt chunk (may be NULL) */
     unsigned delay_ms;           /* sleep after each token (tests: slow generation down) */
+    /* (optional) prompt evaluation progress: called before the first prompt
+     * chunk with done = 0 and after each chunk; total = the prompt tokens
+     * evaluated now (the reused prefix not counted) */
+    void (*on_prompt)(void *ctx, uint32_t done, uint32_t total);
 } runner_gen;
 
 /* Figures of one generation. */
