@@ -491,9 +491,10 @@ static void async_cb(uv_async_t *h)
 
 /* ---- the chat source ---- */
 
-static void *src_begin(void *ctx, const chs *c, const chs_settings *st, char *msg, size_t cap)
+static void *src_begin(void *ctx, const chs *c, char *msg, size_t cap)
 {
     rchat *r = ctx;
+    chs_settings stv = chs_get_settings(c), *st = &stv;
     size_t n = chs_count(c), k = 0;
     oai_msg *m = malloc((n + 1) * sizeof *m);
     if (!m) {

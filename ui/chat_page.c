@@ -346,18 +346,12 @@ static void script_reply(gen_job *g, const char *text, size_t n_prompt)
     g->rc = 0;
 }
 
-/* worker: a reply from the chat source (remote chat) */
-static void source_work(gen_job *g)
-{
-    chs_sink sk = {gen_on_token, g, &g->job.cancel, 0, NULL};
-    g->rc = g->u->src->generate(g->u->src_ctx, g->sreq, &sk, &g->rs, g->err, sizeof g->err);
-}
-
 static void gen_work(ui_job *j)
 {
     gen_job *g = (gen_job *)j;
-    if (g->sreq) {
-        source_work(g);
+    if (g->sreq) {   /* remote chat: the source streams the reply */
+        chs_sink sk = {gen_on_token, g, &j->cancel, 0, NULL};
+        g->rc = g->u->src->generate(g->u->src_ctx, g->sreq, &sk, &g->rs, g->err, sizeof g->err);
         return;
     }
     g->prc = task_run(g->t, j);
@@ -684,8 +678,7 @@ void chat_page_start_reply(chat_page *u)
         return;
     if (u->src) {   /* remote chat: the source's request instead of a prompt plan */
         char msg[512];
-        chs_settings st = chs_get_settings(u->c);
-        void *rq = u->src->begin(u->src_ctx, u->c, &st, msg, sizeof msg);
+        void *rq = u->src->begin(u->src_ctx, u->c, msg, sizeof msg);
         u->notice[0] = 0;
         if (!rq)
             screen_message(u->s, "%s", msg);
@@ -938,12 +931,6 @@ chat_page *chat_page_new(const chat_page_engine *e)
     if (sl && *sl)
         u->stall_path = strdup(sl);
     return u;
-}
-
-void chat_page_set_source(chat_page *u, const chat_source *src, void *ctx)
-{
-    u->src = src;
-    u->src_ctx = ctx;
 }
 
 int chat_page_attach(chat_page *u, screen *s, int back_page)

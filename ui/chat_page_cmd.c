@@ -269,6 +269,13 @@ static int run_command(chat_page *u, const char *line)
 }
 
 
+/* the remote chat's source: its replies and its commands (/models) */
+void chat_page_set_source(chat_page *u, const chat_source *src, void *ctx)
+{
+    u->src = src;
+    u->src_ctx = ctx;
+}
+
 /* ---- input pane ---- */
 
 /* The input box has as many rows as its text has lines (at most

@@ -18,9 +18,9 @@
 
 typedef struct chat_source {
     /* Loop thread: a request for the next reply to c's messages (those not
-     * dropped, the system prompt first) with settings st. NULL with one
+     * dropped, the system prompt first) with c's settings. NULL with one
      * line in msg. */
-    void *(*begin)(void *ctx, const chs *c, const chs_settings *st, char *msg, size_t cap);
+    void *(*begin)(void *ctx, const chs *c, char *msg, size_t cap);
     /* The job's worker: stream the reply into sink (its cancel flag stops
      * it within ~20 ms) and fill *out. Returns 0 (also when cancelled), or
      * -1 with one line in msg (what was streamed before stays). */
