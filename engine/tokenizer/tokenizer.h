@@ -126,6 +126,10 @@ const char *tok_stream_flush(tok_stream *s, size_t *len);
 /* ---- vocabulary ---- */
 
 uint32_t tok_n_vocab(const tok_vocab *v);
+/* Bytes of host memory the tokenizer's tables take (the token texts stay in
+ * the file's mapping and are not counted; the pre-tokenizer's compiled
+ * expressions neither). */
+uint64_t tok_mem_bytes(const tok_vocab *v);
 tok_model tok_model_kind(const tok_vocab *v);
 /* Special ids (TOK_NULL when the model has none). */
 tok_id tok_bos(const tok_vocab *v);
