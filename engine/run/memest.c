@@ -19,6 +19,8 @@
 #define VK_STAGING_BYTES (32u << 20)
 #define VK_BUF_PAD 272 /* a device buffer's padding and rounding, at most */
 
+#define PAGE_BYTES 4096
+
 /* sampler.c: a candidate (id, logit, p) and a logit per token */
 #define SAMPLER_BYTES_PER_TOKEN 16
 
@@ -142,7 +144,16 @@ int memest_compute(const model *m, uint64_t file_bytes, uint64_t tok_bytes, cons
      * the sampler's candidates */
     const uint64_t scratch = 4ull * pl.f32 / pl.n_batch * rows + pl.host_bytes;
     const uint64_t host_fixed = 4ull * hp->n_vocab + 4ull * pl.n_ctx + (uint64_t)SAMPLER_BYTES_PER_TOKEN * hp->n_vocab;
+    /* every page of the file is read but the token embeddings' rows of
+     * tokens never seen (get_rows), unless the output head reads them all;
+     * a row read touches its pages: at most n_used distinct rows */
     out->weights = file_bytes;
+    const backend_weight *te = &m->tok_embd;
+    const uint64_t te_bytes = te->ne1 * te->row_bytes;
+    if (!hp->tied_embeddings && te_bytes <= file_bytes) {
+        const uint64_t seen = min64(te_bytes, (uint64_t)used * (te->row_bytes + PAGE_BYTES));
+        out->weights = file_bytes - te_bytes + seen;
+    }
     out->tokenizer = tok_bytes;
     out->runtime = RUNTIME_BASE + (uint64_t)RUNTIME_PER_THREAD * (uint64_t)(out->n_threads - 1);
     if (p->backend == MEMEST_CPU) {

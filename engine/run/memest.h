@@ -27,7 +27,8 @@ typedef struct {
 typedef struct {
     uint32_t n_ctx, n_batch, n_used, n_swa_cells;
     int n_threads;
-    uint64_t weights;     /* the file's mapping: a run reads every page of it */
+    uint64_t weights;     /* the file's mapping: a run reads every page of it but the token
+                           * embeddings of tokens not seen (n_used rows at most) */
     uint64_t repacked;    /* weight copies the backend makes when loading (the CPU backend reads
                            * weights in place and repacks per product into thread buffers: 0) */
     uint64_t kv;          /* resident KV cache (n_used positions) */
