@@ -82,6 +82,12 @@ int info_mem_estimate(const gguf_file *f, const info_mem_opts *o, info_mem *out)
     memest_params p = {.n_ctx = o->n_ctx, .n_used = o->n_used, .backend = vk ? MEMEST_VULKAN : MEMEST_CPU,
                        .n_threads = o->threads, .kv_type = o->kv_type};
     int rc = memest_compute(m, gguf_file_size(f), tb, &p, &out->m, msg, sizeof msg);
+    if (rc && vk && !strcmp(be, "auto")) { /* auto: a model the device cannot run goes to the CPU, as runner_open does */
+        snprintf(out->why, sizeof out->why, "%s", msg);
+        snprintf(out->backend, sizeof out->backend, "cpu");
+        p.backend = MEMEST_CPU;
+        rc = memest_compute(m, gguf_file_size(f), tb, &p, &out->m, msg, sizeof msg);
+    }
     model_free(m);
     if (rc) {
         app_error("memory estimate: %s", msg);

@@ -22,7 +22,7 @@ typedef struct {
 typedef struct {
     memest m;
     char backend[16];      /* the backend estimated: "cpu" or "vulkan" */
-    char why[320];         /* auto: why it chose that backend */
+    char why[512];         /* auto: why it chose the CPU */
     char kv_type[16];
 } info_mem;
 

@@ -5,13 +5,16 @@
 #include "emsg.h"
 #include "session.h"
 #include "tpool.h"
+#ifdef GGSCOPE_HAVE_VULKAN
+#include "backend_vulkan.h"
+#endif
 
 /* The process without the model: the ggscope binary's pages, its libraries
  * (libc, libuv, ncursesw, the Vulkan loader) and the C heap's fixed part;
  * and each worker thread's stack and heap arena. Measured with peak RSS
  * (bench/mem_check.sh) on x86-64 Linux, glibc. */
-#define RUNTIME_BASE (4u << 20)
-#define RUNTIME_PER_THREAD (160u << 10)
+#define RUNTIME_BASE (9u << 19) /* 4.5 MiB */
+#define RUNTIME_PER_THREAD (96u << 10)
 
 /* backend_vulkan.c: its buffers of fixed size (device-local arena,
  * host-visible staging). */
@@ -122,6 +125,18 @@ int memest_compute(const model *m, uint64_t file_bytes, uint64_t tok_bytes, cons
     if (p->n_used > pl.n_ctx) {
         emsg_set(msg, cap, "%u positions used is more than the context (%u)", p->n_used, pl.n_ctx);
         return -1;
+    }
+    if (p->backend == MEMEST_VULKAN) {
+#ifdef GGSCOPE_HAVE_VULKAN
+        char why[256];
+        if (!vk_model_supported(m, why, sizeof why)) {
+            emsg_set(msg, cap, "the Vulkan backend cannot run this model: %s", why);
+            return -1;
+        }
+#else
+        emsg_set(msg, cap, "this build of ggscope has no Vulkan backend");
+        return -1;
+#endif
     }
     const model_hparams *hp = &m->hp;
     const uint32_t used = p->n_used ? p->n_used : pl.n_ctx;
