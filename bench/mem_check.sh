@@ -32,8 +32,11 @@ row() { # MODEL CTX [PROMPT]
     --ignore-eos --temp 0 > /dev/null 2>&1
   peak=$(tail -1 "$tf"); rm -f "$tf"
   local est
-  est=$("$bin" info "$model" --ctx "$ctx" --used $((np + 8)) --backend cpu -t "$T" --json |
-        python3 -c 'import json,sys; print(json.load(sys.stdin)["memory"]["total"])')
+  est=$("$bin" info "$model" --ctx "$ctx" --used $((np + 8)) --backend cpu -t "$T" --json 2>&1 |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["memory"]["total"])' 2>/dev/null)
+  if ! [[ $peak =~ ^[0-9]+$ && $est =~ ^[0-9]+$ ]]; then
+    echo "| $(basename "$model") | $ctx | $((np + 8)) | ${peak:-?} | ${est:-?} | failed |"; fail=1; return
+  fi
   python3 - "$model" "$ctx" "$((np + 8))" "$peak" "$est" <<'PY' || fail=1
 import os, sys
 model, ctx, used, peak_kb, est = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
@@ -54,7 +57,13 @@ else
   stories=../shared/models/stories260K.gguf
   tiny=${TINY:-/work/notes/vs/tinyllama-q4_0.gguf}
   for c in 512 8192; do row "$demo" $c; done
-  if [ -f "$stories" ]; then for c in 512 8192; do row "$stories" $c; done; else echo "SKIP: no $stories"; fi
+  row "$demo" 8192 6
+  if [ -f "$stories" ]; then
+    for c in 512 8192; do row "$stories" $c; done
+    row "$stories" 8192 6
+  else
+    echo "SKIP: no $stories"
+  fi
   if [ -f "$tiny" ]; then
     row "$tiny" 512 6; row "$tiny" 512; row "$tiny" 8192 6; row "$tiny" 8192 504
   else
