@@ -41,7 +41,7 @@ static uint64_t min64(uint64_t a, uint64_t b)
  * rounded activations over the products of the forward pass, and the
  * largest per-thread buffer. */
 typedef struct {
-    uint64_t act, rounded, per_thread, dev_weights, n_weights;
+    uint64_t act, rounded, per_thread;
 } mm_sizes;
 
 static void mm_add(mm_sizes *s, const backend_weight *w, uint32_t n_tok)
@@ -161,11 +161,12 @@ int memest_compute(const model *m, uint64_t file_bytes, uint64_t tok_bytes, cons
     const uint64_t host_fixed = 4ull * hp->n_vocab + 4ull * pl.n_ctx + (uint64_t)SAMPLER_BYTES_PER_TOKEN * hp->n_vocab;
     /* every page of the file is read but the token embeddings' rows of
      * tokens never seen (get_rows), unless the output head reads them all;
-     * a row read touches its pages: at most n_used distinct rows */
+     * a row read touches its pages: at most n_used distinct rows (the
+     * Vulkan backend's upload reads them all) */
     out->weights = file_bytes;
     const backend_weight *te = &m->tok_embd;
     const uint64_t te_bytes = te->ne1 * te->row_bytes;
-    if (!hp->tied_embeddings && te_bytes <= file_bytes) {
+    if (p->backend == MEMEST_CPU && !hp->tied_embeddings && te_bytes <= file_bytes) {
         const uint64_t seen = min64(te_bytes, (uint64_t)used * (te->row_bytes + PAGE_BYTES));
         out->weights = file_bytes - te_bytes + seen;
     }
