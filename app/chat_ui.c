@@ -8,6 +8,7 @@
 
 #include "app.h"
 #include "chat_page.h"
+#include "rfile.h"
 
 /* The engine and conversation the chat page runs on; the page frees them
  * (core_release) once its helper threads are done with them. */
@@ -23,6 +24,68 @@ struct chat_ui {
     chat_page *pg;
 };
 
+int chat_ui_template(const gguf_file *f, const char *file, const char *format, chat_template **out, char *source,
+                     size_t cap)
+{
+    *out = NULL;
+    if (!file && !format)
+        return APP_OK;
+    if (file && format) {
+        app_error("give either --template or --format, not both");
+        return APP_BADINPUT;
+    }
+    chat_template *model = chat_template_from_gguf(f, NULL, NULL);
+    if (!model) {
+        app_error("out of memory");
+        return APP_FAIL;
+    }
+    chat_template *ct = NULL;
+    if (file) {
+        size_t n;
+        rfile_status st;
+        int err = 0;
+        char *text = rfile_read(file, 1u << 20, RFILE_REGULAR, &n, &st, &err);
+        if (!text || memchr(text, 0, n)) {
+            app_error("--template %s: %s", file, text ? "not a text file (holds a NUL byte)" : rfile_strerror(st, err));
+            free(text);
+            chat_template_free(model);
+            return APP_BADINPUT;
+        }
+        ct = chat_template_new(text, chat_template_bos(model), chat_template_eos(model));
+        free(text);
+        snprintf(source, cap, "%s (--template)", file);
+    } else {
+        chat_format fm;
+        if (!chat_format_from_name(format, &fm)) {
+            char names[400];
+            chat_format_names(names, sizeof names);
+            app_error("--format %s: unknown format (one of: %s)", format, names);
+            chat_template_free(model);
+            return APP_BADINPUT;
+        }
+        ct = chat_template_new_builtin(fm, chat_template_bos(model), chat_template_eos(model));
+        snprintf(source, cap, "built-in %s (--format %s)", chat_format_name(fm), format);
+    }
+    chat_template_free(model);
+    if (!ct) {
+        app_error("out of memory");
+        return APP_FAIL;
+    }
+    /* a template that cannot render one user message is refused now */
+    chat_message probe = {"user", "Hello"};
+    chat_opts o = {.add_generation_prompt = true, .no_fallback = true};
+    chat_result res;
+    char *t = chat_render(ct, &probe, 1, &o, NULL, &res);
+    if (!t) {
+        app_error("--template %s: %s", file ? file : format, res.status);
+        chat_template_free(ct);
+        return APP_BADINPUT;
+    }
+    free(t);
+    *out = ct;
+    return APP_OK;
+}
+
 static void core_release(void *ctx)
 {
     chat_ui_core *k = ctx;
@@ -36,6 +99,7 @@ chat_ui *chat_ui_new(const char *path, gguf_file *f, const chat_ui_opts *o, bool
     chat_ui *u = calloc(1, sizeof *u);
     if (!u) {
         snprintf(err, cap, "out of memory");
+        chat_template_free(o->tmpl);
         return NULL;
     }
     u->o = *o;
@@ -52,6 +116,7 @@ chat_ui *chat_ui_new(const char *path, gguf_file *f, const chat_ui_opts *o, bool
     if (!u->core) {
         snprintf(err, cap, "out of memory");
         free(u);
+        chat_template_free(o->tmpl);
         return NULL;
     }
     int rc;
@@ -65,6 +130,7 @@ chat_ui *chat_ui_new(const char *path, gguf_file *f, const chat_ui_opts *o, bool
     if (rc) {
         free(u->core);
         free(u);
+        chat_template_free(o->tmpl);
         return NULL;
     }
     runner_set_notice(u->core->e.r, NULL, NULL);   /* the screen is ours: the reply shows the notice */
@@ -77,8 +143,21 @@ chat_ui *chat_ui_new(const char *path, gguf_file *f, const chat_ui_opts *o, bool
         ecli_close(&u->core->e);
         free(u->core);
         free(u);
+        chat_template_free(o->tmpl);
         return NULL;
     }
+    u->o.tmpl = NULL;
+    if (o->tmpl && chs_set_template(u->c, o->tmpl, true, o->tmpl_source)) {
+        snprintf(err, cap, "out of memory");
+        if (!quiet)
+            app_error("%s", err);
+        chs_free(u->c);
+        ecli_close(&u->core->e);
+        free(u->core);
+        free(u);
+        return NULL;
+    }
+    chs_set_raw(u->c, o->raw);
     if (o->have_settings)
         chs_set_settings(u->c, &o->settings);
     if (o->system)

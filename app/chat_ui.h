@@ -19,7 +19,21 @@ typedef struct chat_ui_opts {
     chs_settings settings;    /* when have_settings */
     unsigned delay_ms;        /* sleep after each token (tests; GGSCOPE_CHAT_DELAY_MS) */
     chs_file *session;        /* a session file read (--load): taken by chat_ui_new, NULL: none */
+    bool raw;                 /* --raw: no template, the model continues the text */
+    chat_template *tmpl;      /* --template / --format (chat_ui_template): taken by chat_ui_new; NULL: the model's */
+    const char *tmpl_source;  /* ... and where it comes from */
 } chat_ui_opts;
+
+/* The chat template --template FILE (a Jinja file) or --format NAME (a
+ * built-in format, chat_format_from_name) ask for, with the BOS / EOS texts
+ * of model f; neither given: *out NULL and APP_OK. The template must render
+ * a user message with a generation prompt without falling back. APP_OK with
+ * *out and source ("FILE", "built-in Llama 3 (--format llama3)"), or
+ * APP_BADINPUT with one line printed (the file missing or unreadable, an
+ * unknown name with the known ones, a template that does not parse or
+ * render). For `chat` and `run`. */
+int chat_ui_template(const gguf_file *f, const char *file, const char *format, chat_template **out, char *source,
+                     size_t cap);
 
 typedef struct chat_ui chat_ui;
 

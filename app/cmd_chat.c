@@ -15,12 +15,18 @@ static void help(FILE *out)
             "Chat with the model in FILE (no FILE: the built-in demo model) on ggscope's own\n"
             "engine, in the terminal. The reply is generated on a worker thread; Esc stops it.\n"
             "Type /help inside for the commands (/system /clear /regen /edit /set /show /save\n"
-            "/load /template /quit); F2 shows the file in the explorer.\n"
+            "/load /template /mode /quit); F2 shows the file in the explorer.\n"
             "\n"
             "options:\n"
             "  --system TEXT         system prompt\n"
             "  --load SESSION        start with a session file saved by /save (checked before\n"
             "                        anything else; its system prompt and settings apply)\n"
+            "  --raw                 no chat template: the conversation is one text the model\n"
+            "                        continues, as `ggscope run -p` (/mode chat|raw switches)\n"
+            "  --template FILE       use the Jinja chat template in FILE instead of the model's\n"
+            "  --format NAME         use a built-in chat format: chatml, llama2, llama3, phi3,\n"
+            "                        mistral, gemma, zephyr, phi4, granite, mistral-v7,\n"
+            "                        mistral-v7-tekken, olmo2, harmony\n"
             ECLI_SAMPLING_HELP
             "  -n N                  max tokens per reply (default 512; 0 = until the context is full)\n"
             "  -c, --ctx N           context positions (default min(model's, 4096))\n"
@@ -39,11 +45,12 @@ int cmd_chat(int argc, char **argv)
     co.settings = chs_default_settings();
     sampler_params *sp = &co.settings.sp;
     app_explore_opts eo = {0};
-    const char *path = NULL, *load = NULL;
+    const char *path = NULL, *load = NULL, *tmpl_file = NULL, *format = NULL;
     static const struct option lo[] = {
         {"help", no_argument, 0, 'h'}, {"system", required_argument, 0, 'S'},
         {"load", required_argument, 0, 'L'}, {"n-predict", required_argument, 0, 'n'},
-        {"mono", no_argument, 0, 'M'}, {"no-mouse", no_argument, 0, 'N'}, ECLI_COMMON_LONGOPTS,
+        {"mono", no_argument, 0, 'M'}, {"no-mouse", no_argument, 0, 'N'}, {"raw", no_argument, 0, 'R'},
+        {"template", required_argument, 0, 'J'}, {"format", required_argument, 0, 'F'}, ECLI_COMMON_LONGOPTS,
         ECLI_SAMPLING_LONGOPTS, {0, 0, 0, 0}};
     cliopt p;
     cliopt_init(&p, argc, argv, "hn:" ECLI_COMMON_SHORTOPTS, lo);
@@ -74,6 +81,15 @@ int cmd_chat(int argc, char **argv)
             break;
         }
         case 'M': eo.mono = true; break;
+        case 'R': co.raw = true; break;
+        case 'J':
+        case 'F':
+            if (!p.arg) {
+                app_error("%s needs a value", p.name);
+                return APP_BADINPUT;
+            }
+            *(c == 'J' ? &tmpl_file : &format) = p.arg;
+            break;
         case 'N': eo.no_mouse = true; break;
         case CLIOPT_ARG:
             if (path) {
@@ -95,17 +111,24 @@ int cmd_chat(int argc, char **argv)
         }
         co.session = &session;
     }
-    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-        if (load)
-            chs_file_free(&session);
-        app_error("chat: stdin and stdout must be a terminal (use `ggscope run` in scripts)");
-        return APP_BADINPUT;
-    }
     if (!path)
         path = app_demo_path();
-    char err[512];
+    char err[512], source[1200];
     /* one mapping for the chat and the explorer behind it (F2) */
     gguf_file *f = path ? app_open_gguf(path) : NULL;
+    int trc = f ? chat_ui_template(f, tmpl_file, format, &co.tmpl, source, sizeof source) : APP_OK;
+    co.tmpl_source = source;
+    if (trc == APP_OK && f && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))) {
+        app_error("chat: stdin and stdout must be a terminal (use `ggscope run` in scripts)");
+        trc = APP_BADINPUT;
+    }
+    if (trc != APP_OK) {
+        chat_template_free(co.tmpl);
+        if (load)
+            chs_file_free(&session);
+        gguf_close(f);
+        return trc;
+    }
     eo.chat = f ? chat_ui_new(path, f, &co, false, err, sizeof err) : NULL;
     if (load)
         chs_file_free(&session);   /* taken by chat_ui_new, or not needed */

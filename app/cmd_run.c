@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "app.h"
+#include "chat_ui.h"
 #include "clock.h"
 #include "engine_cli.h"
 #include "sampler.h"
@@ -29,6 +30,44 @@ static int put_token(void *ctx, int32_t tok, const sampler_result *sr)
     return 0;
 }
 
+/* --template / --format: PROMPT as one user turn with a generation prompt,
+ * tokenized as the chat tokenizes a rendered prompt. APP_OK or an APP_* code
+ * with the error printed. */
+static int render_prompt(const gguf_file *f, ecli_text *tx, const char *file, const char *format, const char *prompt,
+                         int32_t **ids, uint32_t *n)
+{
+    chat_template *ct;
+    char source[1200];
+    int rc = chat_ui_template(f, file, format, &ct, source, sizeof source);
+    if (rc)
+        return rc;
+    if (!ecli_vocab(tx)) {
+        chat_template_free(ct);
+        app_error("this model has no usable tokenizer: use --tokens IDS");
+        return APP_BADINPUT;
+    }
+    chat_message m = {"user", prompt};
+    chat_opts o = {.add_generation_prompt = true, .no_fallback = true};
+    chat_result res;
+    size_t len, cnt;
+    char *text = chat_render(ct, &m, 1, &o, &len, &res);
+    chat_template_free(ct);
+    if (!text) {
+        app_error("%s: %s", source, res.status);
+        return APP_BADINPUT;
+    }
+    int32_t *t;
+    rc = chs_tokenize_vocab(ecli_vocab(tx), text, len, &t, &cnt);
+    free(text);
+    if (rc || cnt > UINT32_MAX) {
+        app_error("out of memory");
+        return APP_FAIL;
+    }
+    *ids = t;
+    *n = (uint32_t)cnt;
+    return APP_OK;
+}
+
 static void help(FILE *out)
 {
     fprintf(out,
@@ -42,6 +81,12 @@ static void help(FILE *out)
             "  --tokens IDS          start from comma-separated token ids instead of text\n"
             "  -n N                  tokens to generate (default 128; stops early at end of text)\n"
             "  --ids                 print the generated token ids (comma-separated) instead of text\n"
+            "  --template FILE       render PROMPT as one user turn with the Jinja chat template\n"
+            "                        in FILE and a generation prompt (special tokens parsed, BOS\n"
+            "                        only when the model asks and the text lacks it); without\n"
+            "                        --template / --format PROMPT is used as it is\n"
+            "  --format NAME         the same with a built-in chat format (chatml, llama3, ...;\n"
+            "                        see ggscope chat --help)\n"
             ECLI_SAMPLING_HELP
             "  --ignore-eos          do not stop at end of text\n"
             "  -c, --ctx N           context positions (default min(model's, 4096))\n"
@@ -53,13 +98,14 @@ int cmd_run(int argc, char **argv)
 {
     ecli_opts o = {.backend = "auto"};
     sampler_params sp = sampler_default_params();
-    const char *path = NULL, *prompt = NULL, *tokens_s = NULL;
+    const char *path = NULL, *prompt = NULL, *tokens_s = NULL, *tmpl_file = NULL, *format = NULL;
     long n_gen = 128;
     bool print_ids = false, ignore_eos = false;
     static const struct option lo[] = {
         {"help", no_argument, 0, 'h'}, {"prompt", required_argument, 0, 'p'},
         {"tokens", required_argument, 0, 'T'}, {"ids", no_argument, 0, 'I'},
-        {"ignore-eos", no_argument, 0, 'E'}, ECLI_COMMON_LONGOPTS, ECLI_SAMPLING_LONGOPTS,
+        {"ignore-eos", no_argument, 0, 'E'}, {"template", required_argument, 0, 'J'},
+        {"format", required_argument, 0, 'F'}, ECLI_COMMON_LONGOPTS, ECLI_SAMPLING_LONGOPTS,
         {0, 0, 0, 0}};
     cliopt p;
     cliopt_init(&p, argc, argv, "hp:n:" ECLI_COMMON_SHORTOPTS, lo);
@@ -70,11 +116,13 @@ int cmd_run(int argc, char **argv)
         case 'h': help(stdout); return APP_OK;
         case 'p':
         case 'T':
+        case 'J':
+        case 'F':
             if (!p.arg) {
                 app_error("%s needs a value", p.name);
                 return APP_BADINPUT;
             }
-            *(c == 'p' ? &prompt : &tokens_s) = p.arg;
+            *(c == 'p' ? &prompt : c == 'T' ? &tokens_s : c == 'J' ? &tmpl_file : &format) = p.arg;
             break;
         case 'n':
             if (!ecli_parse_long(p.name, p.arg, 0, 1 << 24, &n_gen))
@@ -98,6 +146,10 @@ int cmd_run(int argc, char **argv)
         help(stderr);
         return APP_BADINPUT;
     }
+    if (tokens_s && (tmpl_file || format)) {
+        app_error("run: --template and --format render -p; they do not apply to --tokens");
+        return APP_BADINPUT;
+    }
     int32_t *ids = NULL;
     uint32_t n_prompt = 0;
     if (tokens_s) {
@@ -118,7 +170,11 @@ int cmd_run(int argc, char **argv)
         rc = APP_FAIL;
         goto done;
     }
-    if (prompt) {
+    if (prompt && (tmpl_file || format)) {
+        rc = render_prompt(e.f, tx, tmpl_file, format, prompt, &ids, &n_prompt);
+        if (rc)
+            goto done;
+    } else if (prompt) {
         if (!ecli_tokenize(tx, prompt, &ids, &n_prompt)) {
             rc = APP_BADINPUT;
             goto done;

@@ -227,7 +227,7 @@ if [[ -n ${GGSCOPE_MKMODEL:-} ]] && "$GGSCOPE_MKMODEL" "$TMP/eval.gguf" --embd 3
     wait_for "┌ Message"
     keys -l "$long"
     keys Enter
-    wait_for "generating… Esc stops" 10
+    wait_re "prompt [0-9]+/[0-9]+ tokens.* Esc stops" 10   # the progress line (issue 19, item 4)
     keys Escape
     wait_for "stopped while the prompt was evaluated (Esc): no reply" 10 && echo "ok: Esc while the prompt is evaluated: no reply"
     check "evaluation: the message is back in the input box (its last rows shown)" has "word48 word49 *│$"

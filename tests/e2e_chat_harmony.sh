@@ -3,7 +3,8 @@
 # random-weight model (bench_mkmodel) carrying a short Harmony-shaped
 # template; a session whose reply holds an analysis and a final channel is
 # loaded (/load):
-#   - the transcript shows the analysis dimmed under "thinking" and the final
+#   - the transcript shows the analysis folded under a "thinking" line (t in
+#     the transcript unfolds it, dimmed, and folds it again) and the final
 #     channel as the answer, without the channel markup;
 #   - /template: the next prompt carries only the final channel of the reply
 #     (the Harmony template drops earlier analyses), through the model's template.
@@ -40,8 +41,15 @@ start_env main 120x30 "XDG_CACHE_HOME=$TMP/cache" chat "$TMP/h.gguf"
 wait_for "┌ Message" && wait_for "model template (Jinja" && echo "ok: the model's Harmony template is used"
 keys "/load $TMP/s.json" Enter
 wait_for "loaded 3 messages" && wait_for "Hi, how can I help?" && echo "ok: the final channel is the reply"
-wait_for "thinking" && wait_for "The user greets me." && echo "ok: the analysis channel shows as thinking"
 lacks() { ! screen | grep -qF -- "$1"; }
+wait_for "▸ thinking · " && check "the analysis channel is folded" lacks "The user greets me."
+keys Tab; wait_for "t thinking"
+keys t
+wait_for "▾ thinking · " && wait_for "The user greets me." && echo "ok: t unfolds the analysis channel as thinking"
+keys t
+wait_gone "The user greets me." && echo "ok: t folds it again"
+keys t; wait_for "The user greets me."
+keys Enter
 check "the channel markup is hidden" lacks "<|channel|>"
 save harmony-transcript
 keys "/template" Enter

@@ -656,6 +656,70 @@ static void test_common_prefix(void **state)
     assert_int_equal(chat_common_prefix("x\xC3\xA9", 3, "x\xC3", 2), 1);
 }
 
+/* Reasoning: a <think> block is split off the answer; an assistant turn
+ * reaches the template as its answer with the thinking as
+ * reasoning_content (llama.cpp's field), so the template decides. */
+static void test_think(void **state)
+{
+    (void)state;
+    size_t to, tl, ao;
+    const char *t = "<think>\nI think.\n</think>\n\nThe answer.";
+    assert_true(chat_think_split(t, strlen(t), &to, &tl, &ao));
+    assert_int_equal(tl, 8);
+    assert_memory_equal(t + to, "I think.", 8);
+    assert_string_equal(t + ao, "The answer.");
+    const char *open = "Thinking opened by the prompt</think>Answer";   /* no <think>: from the start */
+    assert_true(chat_think_split(open, strlen(open), &to, &tl, &ao));
+    assert_int_equal(to, 0);
+    assert_int_equal(tl, strlen("Thinking opened by the prompt"));
+    assert_string_equal(open + ao, "Answer");
+    assert_false(chat_think_split("no thinking", 11, &to, &tl, &ao));
+    assert_false(chat_think_split("<think>still thinking", 21, &to, &tl, &ao));
+    /* a template that writes reasoning_content back, and one that ignores it */
+    chat_template *keep = chat_template_new(
+        "{% for m in messages %}[{{ m.role }}]{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>"
+        "{% endif %}{{ m.content }}{% endfor %}",
+        "", "");
+    chat_template *drop = chat_template_new("{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}", "", "");
+    chat_message msgs[] = {{"user", "Q"}, {"assistant", t}};
+    chat_opts o = {.no_fallback = true};
+    char *a = chat_render(keep, msgs, 2, &o, NULL, NULL);
+    char *b = chat_render(drop, msgs, 2, &o, NULL, NULL);
+    assert_string_equal(a, "[user]Q[assistant]<think>I think.</think>The answer.");
+    assert_string_equal(b, "[user]Q[assistant]The answer.");
+    free(a);
+    free(b);
+    chat_template_free(keep);
+    chat_template_free(drop);
+}
+
+/* --format NAME: chat_format_name without case, spaces, '-'. */
+static void test_format_names(void **state)
+{
+    (void)state;
+    chat_format f;
+    assert_true(chat_format_from_name("chatml", &f));
+    assert_int_equal(f, CHAT_FORMAT_CHATML);
+    assert_true(chat_format_from_name("Llama 3", &f));
+    assert_int_equal(f, CHAT_FORMAT_LLAMA3);
+    assert_true(chat_format_from_name("llama-3", &f));
+    assert_int_equal(f, CHAT_FORMAT_LLAMA3);
+    assert_true(chat_format_from_name("mistralv7tekken", &f));
+    assert_int_equal(f, CHAT_FORMAT_MISTRAL_V7_TEKKEN);
+    assert_true(chat_format_from_name("PHI-3", &f));
+    assert_int_equal(f, CHAT_FORMAT_PHI3);
+    assert_false(chat_format_from_name("template", &f));
+    assert_false(chat_format_from_name("nope", &f));
+    assert_false(chat_format_from_name("", &f));
+    char names[400];
+    chat_format_names(names, sizeof names);
+    assert_non_null(strstr(names, "chatml, llama2, llama3"));
+    assert_non_null(strstr(names, "harmony"));
+    assert_non_null(strstr(names, "mistral-v7, mistral-v7-tekken"));   /* as ggscope template --format */
+    assert_true(chat_format_from_name("mistral-v7", &f));
+    assert_int_equal(f, CHAT_FORMAT_MISTRAL_V7);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -664,7 +728,8 @@ int main(void)
         cmocka_unit_test(test_fallbacks),       cmocka_unit_test(test_system_prompt_and_json),
         cmocka_unit_test(test_delta),           cmocka_unit_test(test_common_prefix),
         cmocka_unit_test(test_from_gguf),       cmocka_unit_test(test_builtin_vs_family_templates),
-        cmocka_unit_test(test_default_format),
+        cmocka_unit_test(test_default_format), cmocka_unit_test(test_think),
+        cmocka_unit_test(test_format_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,10 @@
 #include <math.h>
 #include <string.h>
 
+#include <stdio.h>
+
 #include "chat_page.h"
+#include "testmodel.h"
 #include "testutil.h"
 
 static void test_setting_ranges(void **state)
@@ -40,10 +43,44 @@ static void test_setting_ranges(void **state)
     assert_int_equal(chat_page_check_setting("top_p", INFINITY, msg, sizeof msg), -1);
 }
 
+/* The token inspector's form of a token: '"' as \", a new line as ⏎
+ * (the synthetic SentencePiece vocabulary: <0xNN> byte tokens from id 3). */
+static void test_token_text(void **state)
+{
+    (void)state;
+    const char *path = tu_tmp_path("chat_page_vocab");
+    testmodel_params p = testmodel_default_params();
+    p.n_layer = 1;
+    p.n_embd = 64;
+    p.n_ff = 64;
+    char msg[512];
+    if (testmodel_write(&p, path, msg, sizeof msg))
+        fail_msg("testmodel_write: %s", msg);
+    gguf_error err;
+    gguf_file *f = gguf_open(path, &err);
+    assert_non_null(f);
+    tok_error te;
+    tok_vocab *v = tok_open(f, &te);
+    assert_non_null(v);
+    char buf[64];
+    chat_page_token_text(v, 3 + '\n', buf, sizeof buf);
+    assert_string_equal(buf, "\"\xe2\x8f\x8e\"");
+    chat_page_token_text(v, 3 + '"', buf, sizeof buf);
+    assert_string_equal(buf, "\"\\\"\"");
+    chat_page_token_text(v, 3 + 'a', buf, sizeof buf);
+    assert_string_equal(buf, "\"a\"");
+    chat_page_token_text(v, 3 + 0x1b, buf, sizeof buf);   /* an escape never reaches the terminal */
+    assert_null(strchr(buf, 0x1b));
+    tok_close(v);
+    gguf_close(f);
+    remove(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_setting_ranges),
+        cmocka_unit_test(test_token_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -116,7 +116,7 @@ static chs_reply_stats turn(fixture *fx, const char *user, collect *co, int32_t 
         fail_msg("chs_prompt: %s", msg);
     memset(co, 0, sizeof *co);
     atomic_init(&co->cancel, false);
-    chs_sink sk = {on_tok, co, &co->cancel, 0};
+    chs_sink sk = {on_tok, co, &co->cancel, 0, NULL};
     chs_settings st = chs_get_settings(fx->c);
     chs_reply_stats rs;
     if (chs_generate(fx->c, ids, n, &st, &sk, &rs, msg, sizeof msg))
@@ -178,7 +178,7 @@ static void test_second_turn_reuses_prefix(void **state)
     memcpy(ids_reply2, co->ids, nr2 * sizeof *ids_reply2);
     chs_reset_cache(fx->c);
     chs_settings st = chs_get_settings(fx->c);
-    chs_sink sk = {on_tok, co, NULL, 0};
+    chs_sink sk = {on_tok, co, NULL, 0, NULL};
     memset(co, 0, sizeof *co);
     chs_reply_stats r3;
     char msg[256];
@@ -272,7 +272,7 @@ static void test_cancel(void **state)
     collect *co = calloc(1, sizeof *co);
     atomic_init(&co->cancel, false);
     co->cancel_after = 3;
-    chs_sink sk = {on_tok, co, &co->cancel, 0};
+    chs_sink sk = {on_tok, co, &co->cancel, 0, NULL};
     chs_reply_stats rs;
     assert_int_equal(chs_generate(fx->c, ids, n, &cs, &sk, &rs, msg, sizeof msg), 0);
     if (rs.stop == CHS_STOP_EOG)
@@ -283,7 +283,7 @@ static void test_cancel(void **state)
     }
     /* a pending engine cancel does not break the next reply */
     session_cancel(fx->s);
-    chs_sink sk2 = {on_tok, co, NULL, 0};
+    chs_sink sk2 = {on_tok, co, NULL, 0, NULL};
     co->cancel_after = 0;
     assert_int_equal(chs_generate(fx->c, ids, n, &cs, &sk2, &rs, msg, sizeof msg), 0);
     assert_int_not_equal(rs.stop, CHS_STOP_CANCEL);
@@ -326,7 +326,7 @@ static void test_overflow_drops_oldest(void **state)
     free(text);
     /* a reply still fits */
     collect *co = calloc(1, sizeof *co);
-    chs_sink sk = {on_tok, co, NULL, 0};
+    chs_sink sk = {on_tok, co, NULL, 0, NULL};
     chs_reply_stats rs;
     assert_int_equal(chs_generate(fx->c, ids, n, &st, &sk, &rs, msg, sizeof msg), 0);
     assert_int_not_equal(rs.stop, CHS_STOP_ERROR);
@@ -626,6 +626,97 @@ static void test_plan(void **state)
     close_fx(fx);
 }
 
+static uint32_t pp_calls, pp_done, pp_total, pp_last;
+static bool pp_monotonic;
+
+static void on_pp(void *ctx, uint32_t done, uint32_t total)
+{
+    (void)ctx;
+    if (pp_calls && done < pp_last)
+        pp_monotonic = false;
+    pp_calls++;
+    pp_last = done;
+    pp_done = done;
+    pp_total = total;
+}
+
+/* The prompt's evaluation reported in chunks (the chat's progress line):
+ * 0 first, then after each chunk, up to the tokens evaluated. */
+static void test_prompt_progress(void **state)
+{
+    (void)state;
+    fixture *fx = open_fx("chs-progress.gguf", 512);
+    char text[800] = "";
+    for (int i = 0; i < 60; i++)
+        strcat(text, "word ");
+    assert_int_equal(chs_add(fx->c, "user", text, strlen(text)), 0);
+    int32_t *ids;
+    size_t n;
+    char msg[512];
+    assert_int_equal(chs_prompt(fx->c, &ids, &n, NULL, msg, sizeof msg), 0);
+    collect *co = calloc(1, sizeof *co);
+    atomic_init(&co->cancel, false);
+    chs_sink sk = {on_tok, co, NULL, 0, on_pp};
+    chs_settings st = chs_get_settings(fx->c);
+    chs_reply_stats rs;
+    pp_calls = 0;
+    pp_monotonic = true;
+    assert_int_equal(chs_generate(fx->c, ids, n, &st, &sk, &rs, msg, sizeof msg), 0);
+    assert_true(n > 64);
+    assert_true(pp_calls >= 3);   /* 0, then one per 32-token chunk */
+    assert_true(pp_monotonic);
+    assert_int_equal(pp_total, rs.n_eval);
+    assert_int_equal(pp_done, rs.n_eval);
+    /* every token carries its time from the start of the reply, in order */
+    for (size_t i = 1; i < co->n; i++)
+        assert_true(co->ti[i].t_s >= co->ti[i - 1].t_s);
+    assert_true(co->n == 0 || co->ti[0].t_s > 0);
+    free(ids);
+    free(co);
+    close_fx(fx);
+}
+
+/* Raw mode: the prompt is the system prompt and the messages as they are,
+ * tokenized as `ggscope run -p` (TOK_ADD_SPECIAL); a --template given by
+ * the user does not fall back. */
+static void test_raw_and_template(void **state)
+{
+    (void)state;
+    fixture *fx = open_fx("chs-raw.gguf", 512);
+    assert_int_equal(chs_add(fx->c, "user", "Once upon", 9), 0);
+    assert_int_equal(chs_add(fx->c, "assistant", " a time", 7), 0);
+    assert_int_equal(chs_add(fx->c, "user", " there", 6), 0);
+    chs_set_raw(fx->c, true);
+    assert_true(chs_raw(fx->c));
+    size_t len;
+    char *t = chs_render(fx->c, true, &len, NULL);
+    assert_string_equal(t, "Once upon a time there");
+    int32_t *ids, *want;
+    size_t n, nw;
+    char msg[512];
+    assert_int_equal(chs_prompt(fx->c, &ids, &n, NULL, msg, sizeof msg), 0);
+    assert_int_equal(tok_tokenize(chs_vocab(fx->c), t, len, TOK_ADD_SPECIAL, &want, &nw), TOK_OK);
+    assert_int_equal(n, nw);
+    assert_memory_equal(ids, want, n * sizeof *ids);
+    assert_non_null(strstr(chs_format_status(fx->c), "raw"));
+    free(t);
+    free(ids);
+    free(want);
+    chs_set_raw(fx->c, false);
+    /* a strict template that fails: an error, no built-in fallback */
+    chat_template *bad = chat_template_new("{{ raise_exception('no') }}", "", "");
+    assert_int_equal(chs_set_template(fx->c, bad, true, "bad.jinja (--template)"), 0);
+    assert_string_equal(chs_template_source(fx->c), "bad.jinja (--template)");
+    assert_int_equal(chs_prompt(fx->c, &ids, &n, NULL, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "no"));
+    chat_template *ok = chat_template_new_builtin(CHAT_FORMAT_LLAMA3, "", "");
+    assert_int_equal(chs_set_template(fx->c, ok, true, "built-in Llama 3 (--format llama3)"), 0);
+    t = chs_render(fx->c, true, &len, NULL);
+    assert_non_null(strstr(t, "<|start_header_id|>user<|end_header_id|>"));
+    free(t);
+    close_fx(fx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -639,6 +730,8 @@ int main(void)
         cmocka_unit_test(test_prompt_cut_is_minimal),
         cmocka_unit_test(test_load_hostile),
         cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_prompt_progress),
+        cmocka_unit_test(test_raw_and_template),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,8 +7,8 @@
 set -u
 cd "$(dirname "$0")/.."
 pkgs=(build-essential cmake pkg-config libncurses-dev libuv1-dev libcmocka-dev
-      libcjson-dev libmd4c-dev libvulkan-dev glslc mesa-vulkan-drivers tmux)
-[ "${1:-}" = "--test" ] && pkgs+=(clang libclang-rt-14-dev vulkan-validationlayers python3)
+      libcjson-dev libmd4c-dev libcurl4-openssl-dev libvulkan-dev glslc mesa-vulkan-drivers tmux)
+[ "${1:-}" = "--test" ] && pkgs+=(clang libclang-rt-14-dev vulkan-validationlayers python3 nginx-light)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

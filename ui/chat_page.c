@@ -195,6 +195,10 @@ struct gen_job {
     size_t ntok, captok;
     size_t total;          /* bytes produced so far (worker side) */
     double last_wake;
+    bool think_open;       /* the prompt ends inside a <think> block */
+    uint32_t pp_done, pp_total;   /* prompt evaluation: tokens evaluated of those to evaluate */
+    double pp_t0;          /* its start */
+    uint64_t sig;          /* JOB_MEASURE: the conversation it measures (chat_page_sig) */
     /* set by work, read in done */
     int prc;               /* the task: 0 done, 1 cancelled, -1 failed */
     chs_reply_stats rs;
@@ -285,6 +289,32 @@ static void gen_on_token(void *ctx, const char *text, size_t len, const chs_toki
     }
 }
 
+/* worker thread: prompt evaluation progress */
+static void gen_on_prompt(void *ctx, uint32_t done, uint32_t total)
+{
+    gen_job *g = ctx;
+    double t = clock_now_s();
+    pthread_mutex_lock(&g->mu);
+    if (!done)
+        g->pp_t0 = t;
+    g->pp_done = done;
+    g->pp_total = total;
+    pthread_mutex_unlock(&g->mu);
+    if ((!done || t - g->last_wake >= WAKE_INTERVAL_S) && g->job.wake) {
+        g->last_wake = t;
+        g->job.wake(g->job.wake_ctx);
+    }
+}
+
+/* Whether a rendered prompt ends inside a <think> block (a template that
+ * opens it in the generation prompt: the reply starts with the thinking). */
+static bool ends_in_think(const char *t, size_t len)
+{
+    while (len && (t[len - 1] == '\n' || t[len - 1] == ' '))
+        len--;
+    return len >= 7 && !memcmp(t + len - 7, "<think>", 7);
+}
+
 /* GGSCOPE_CHAT_REPLY_FILE (tests): the reply is that file's text, streamed
  * a few bytes a "token" (whole characters) with the chat's delay after
  * each, instead of the model's; the prompt is built as for a reply. */
@@ -301,7 +331,8 @@ static void script_reply(gen_job *g, const char *text, size_t n_prompt)
         size_t k = off + 4 < len ? off + 4 : len;
         while (k < len && ((unsigned char)text[k] & 0xC0) == 0x80)
             k++;
-        chs_tokinfo ti = {.id = 0, .off = (uint32_t)off, .len = (uint32_t)(k - off), .prob = 1};
+        chs_tokinfo ti = {.id = 0, .off = (uint32_t)off, .len = (uint32_t)(k - off), .prob = 1,
+                          .t_s = (float)(clock_now_s() - t0)};
         gen_on_token(g, text + off, k - off, &ti);
         g->rs.n_gen++;
         if (!g->rs.t_first_s)
@@ -322,15 +353,18 @@ static void gen_work(ui_job *j)
         return;
     if (g->kind != JOB_REPLY)
         return;
-    size_t n;
+    size_t n, tlen;
+    const char *text = chs_plan_text(g->t->plan, &tlen);
+    bool think = text && !chs_raw(g->c) && ends_in_think(text, tlen);
     int32_t *ids = chs_plan_take_ids(g->t->plan, &n);
     pthread_mutex_lock(&g->mu);
     g->ids = ids;
     g->n = n;
+    g->think_open = think;
     pthread_mutex_unlock(&g->mu);
     if (g->job.wake)
         g->job.wake(g->job.wake_ctx);   /* the gauge: the prompt's size */
-    chs_sink sk = {gen_on_token, g, &j->cancel, g->delay_ms};
+    chs_sink sk = {gen_on_token, g, &j->cancel, g->delay_ms, gen_on_prompt};
     if (g->u->reply_script) {
         script_reply(g, g->u->reply_script, n);
         return;
@@ -364,8 +398,29 @@ void chat_page_pull(chat_page *u)
             last->len = (uint32_t)(g->total - last->off);
     }
     size_t n = g->n;
+    u->think_open = g->think_open;
     pthread_mutex_unlock(&g->mu);
     u->ctx_used = (uint32_t)(n + u->rntok);
+}
+
+void chat_page_progress(chat_page *u, char *buf, size_t cap)
+{
+    buf[0] = 0;
+    gen_job *g = u->job;
+    if (!g || g->kind != JOB_REPLY)
+        return;
+    pthread_mutex_lock(&g->mu);
+    uint32_t done = g->pp_done, total = g->pp_total;
+    double t0 = g->pp_t0;
+    bool tokens = g->total > 0 || g->ntok > 0 || u->rntok > 0;
+    pthread_mutex_unlock(&g->mu);
+    if (!total || done >= total || tokens)
+        return;
+    double el = clock_now_s() - t0, rate = el > 0 && done ? done / el : 0;
+    if (rate > 0)
+        snprintf(buf, cap, "prompt %u/%u tokens · %.0f tok/s · %.1f s left", done, total, rate, (total - done) / rate);
+    else
+        snprintf(buf, cap, "prompt %u/%u tokens…", done, total);
 }
 
 /* Stopped before the reply's first token: no assistant turn is added, and
@@ -448,7 +503,8 @@ static void template_done(chat_page *u, gen_job *g)
     u->tmpl_w = -1;
     u->top = 0;
     screen_focus(u->s, u->tr);
-    screen_message(u->s, "%zu tokens, %zu special; Esc returns", n, u->tmpl_nhl);
+    screen_message(u->s, "template: %s · %zu tokens, %zu special; Esc returns", chat_page_template_source(u), n,
+                   u->tmpl_nhl);
 }
 
 static void load_done(chat_page *u, gen_job *g)
@@ -463,10 +519,38 @@ static void load_done(chat_page *u, gen_job *g)
     }
     chs_load_file(u->c, &g->t->file);
     u->saved_sig = chat_page_sig(u);
+    u->measure_after = true;
     u->notice[0] = 0;
     u->sel_msg = -1;
     u->follow = true;
     screen_message(u->s, "loaded %zu messages from %s", chs_count(u->c), g->t->path);
+}
+
+static void job_free(gen_job *g)
+{
+    task_release(g->t);
+    pthread_mutex_destroy(&g->mu);
+    free(g->text);
+    free(g->toks);
+    free(g->ids);
+    free(g);
+}
+
+/* The gauge's job: the tokens of the conversation as it is, unless it
+ * changed meanwhile or a reply started (the reply's figures then win). */
+static void measure_done(chat_page *u, gen_job *g)
+{
+    bool latest = u->measure == g;   /* a later measurement replaced a cancelled one */
+    if (latest)
+        u->measure = NULL;
+    if (latest && g->prc == 0 && !u->job && g->sig == chat_page_sig(u)) {
+        size_t n;
+        chs_plan_ids(g->t->plan, &n);
+        u->ctx_used = (uint32_t)n;
+        chat_page_update_title(u);
+        screen_dirty(u->s);
+    }
+    job_free(g);
 }
 
 static void gen_done(ui_job *j)
@@ -474,6 +558,11 @@ static void gen_done(ui_job *j)
     gen_job *g = (gen_job *)j;
     chat_page *u = g->u;
     stall_t t0 = stall_begin();
+    if (g->kind == JOB_MEASURE) {
+        measure_done(u, g);
+        stall_end(u, t0, "job done");
+        return;
+    }
     chat_page_pull(u);
     u->job = NULL;
     u->streaming = false;
@@ -485,15 +574,16 @@ static void gen_done(ui_job *j)
         load_done(u, g);
     u->rlen = 0;
     u->rntok = 0;
-    u->ctx_used = (uint32_t)chs_held(u->c);
+    u->think_open = false;
+    if (g->kind == JOB_REPLY)
+        u->ctx_used = (uint32_t)chs_held(u->c);   /* the prompt as cut to fit, and the reply */
     chat_page_update_title(u);
     screen_dirty(u->s);
-    task_release(g->t);
-    pthread_mutex_destroy(&g->mu);
-    free(g->text);
-    free(g->toks);
-    free(g->ids);
-    free(g);
+    job_free(g);
+    if (u->measure_after) {   /* a conversation loaded */
+        u->measure_after = false;
+        chat_page_measure(u);
+    }
     stall_end(u, t0, "job done");
 }
 
@@ -513,11 +603,24 @@ static bool start_job(chat_page *u, int kind, task *t)
     g->t = t;
     g->st = chs_get_settings(u->c);
     g->delay_ms = u->delay_ms;
+    g->sig = chat_page_sig(u);
     ui_job_init(&g->job, gen_work, gen_done, u);
+    if (kind == JOB_MEASURE) {
+        u->measure = g;
+        if (screen_submit(u->s, &g->job) != 0) {
+            u->measure = NULL;
+            job_free(g);
+        }
+        return u->measure != NULL;
+    }
     u->job = g;
     if (kind == JOB_REPLY) {
+        if (u->measure)   /* the reply's figures make the gauge now */
+            ui_job_cancel(&u->measure->job);
         if (u->smd)
             mdview_render(u->smd, "", 0, 80);   /* a new reply: nothing of the last one is kept */
+        u->smd_from = (size_t)-1;
+        u->think_open = false;
         u->streaming = true;
         u->rlen = 0;
         u->rntok = 0;
@@ -562,6 +665,25 @@ void chat_page_start_reply(chat_page *u)
     task *t = plan_task(u, true);
     if (t)
         start_job(u, JOB_REPLY, t);
+}
+
+void chat_page_measure(chat_page *u)
+{
+    if (u->measure)
+        ui_job_cancel(&u->measure->job);
+    if (!chs_count(u->c) && !chs_system(u->c)[0]) {
+        u->ctx_used = 0;   /* nothing to render */
+        chat_page_update_title(u);
+        return;
+    }
+    task *t = plan_task(u, false);
+    if (t)
+        start_job(u, JOB_MEASURE, t);
+}
+
+const char *chat_page_backend(const chat_page *u)
+{
+    return runner_backend_info(u->core->r);
 }
 
 bool chat_page_stop_reply(chat_page *u)
@@ -642,16 +764,21 @@ void chat_page_update_title(chat_page *u)
     const char *fmt = chs_format_status(u->c);
     if (!strncmp(fmt, "chat format: ", 13))
         fmt += 13;
-    const char *state = "";
+    char state[200] = "";
     if (u->job && u->job->kind == JOB_REPLY) {
+        char pp[128];
+        chat_page_progress(u, pp, sizeof pp);
         pthread_mutex_lock(&u->job->mu);
-        state = u->job->ids ? " · generating… Esc stops" : " · building the prompt… Esc stops";
+        bool ids = u->job->ids != NULL;
         pthread_mutex_unlock(&u->job->mu);
+        snprintf(state, sizeof state, " · %s%sEsc stops", pp[0] ? pp : ids ? "generating…" : "building the prompt…",
+                 pp[0] ? " · " : " ");
     } else if (u->job) {
-        state = u->job->kind == JOB_LOAD ? " · loading… Esc stops" : " · rendering /template… Esc stops";
+        snprintf(state, sizeof state, "%s", u->job->kind == JOB_LOAD ? " · loading… Esc stops" : " · rendering /template… Esc stops");
     }
-    snprintf(u->title, sizeof u->title, " chat · %.60s · ctx %s %u/%u%s%s · %.200s", base, gauge, used, n_ctx, speed,
-             state, fmt);
+    const char *be = runner_backend_info(u->core->r), *why = strstr(be, " (");   /* the reason: in /show */
+    snprintf(u->title, sizeof u->title, " chat · %.60s · ctx %s %u/%u%s%s · %.*s · %.200s", base, gauge, used, n_ctx,
+             speed, state, why ? (int)(why - be) : 80, be, fmt);
     screen_set_title(u->s, u->page, u->title);
 }
 
@@ -760,6 +887,8 @@ chat_page *chat_page_new(const chat_page_engine *e)
     u->in_rows = 1;
     u->back_page = -1;
     u->code_msg = -1;
+    u->cursor_line = -1;
+    u->smd_from = (size_t)-1;
     u->saved_sig = chat_page_sig(u);   /* a session given with --load is saved already */
     chat_page_history_load(u);
     snprintf(u->path, sizeof u->path, "%s", e->path);
@@ -789,6 +918,7 @@ int chat_page_attach(chat_page *u, screen *s, int back_page)
         u->tr = u->in = NULL;
         return -1;
     }
+    chat_page_measure(u);   /* a conversation given with --load, a system prompt */
     chat_page_update_title(u);
     return u->page;
 }
@@ -801,8 +931,11 @@ void chat_page_show(chat_page *u)
 
 void chat_page_cancel(chat_page *u)
 {
-    if (u)
-        chat_page_stop_reply(u);
+    if (!u)
+        return;
+    chat_page_stop_reply(u);
+    if (u->measure)
+        ui_job_cancel(&u->measure->job);
 }
 
 void chat_page_free(chat_page *u)
@@ -825,6 +958,7 @@ void chat_page_free(chat_page *u)
     free(u->lay_msg);
     mdview_free(u->smd);
     free(u->raw_ids);
+    free(u->think_ids);
     free(u->reply_script);
     free(u->lay_sys);
     free(u->tmpl_text);

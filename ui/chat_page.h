@@ -71,6 +71,10 @@ int chat_page_autosave(chat_page *u, char *msg, size_t cap);
  * RANGE (got V)" in msg. Other names: 0. */
 int chat_page_check_setting(const char *name, double v, char *msg, size_t cap);
 
+/* Token `id` as the token inspector shows it, in double quotes: escaped for
+ * the terminal, '"' as \", a new line as ⏎ ("\"Hello\"", "\"⏎\""). */
+void chat_page_token_text(const tok_vocab *v, int32_t id, char *buf, size_t cap);
+
 /* Free (after the screen's jobs have finished); accepts NULL. The panes
  * belong to the screen and must not be drawn after this. */
 void chat_page_free(chat_page *u);

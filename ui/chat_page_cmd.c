@@ -22,7 +22,8 @@ static const struct {
     {"/copy", "[N]", "copy the last reply, or message N (OSC 52 and a file)"},
     {"/mouse", "on|off", "off: the terminal's own selection works (m in the transcript too)"},
     {"/load", "FILE", "load a conversation saved with /save"},
-    {"/template", "", "the exact rendered prompt, special tokens highlighted"},
+    {"/template", "", "the template in use and the exact rendered prompt, special tokens highlighted"},
+    {"/mode", "raw|chat", "raw: no template, the model continues the text (a base model); chat: the template"},
     {"/help", "", "keys and commands"},
     {"/quit", "", "leave ggscope"},
 };
@@ -48,6 +49,8 @@ static void chatcmd_show(chat_page *u)
     uint32_t n_ctx = runner_n_ctx(u->core->r);
     show_pager(u, "Chat settings",
                "model        %s\n"
+               "backend      %s\n"
+               "mode         %s\n"
                "template     %s\n"
                "format       %s\n"
                "context      %u of %u positions used (%.0f%%); KV cache %.1f MiB\n"
@@ -63,10 +66,16 @@ static void chatcmd_show(chat_page *u)
                "seed            %llu\n"
                "n_predict       %d\n"
                "\n/set NAME VALUE changes one.",
-               u->path, chat_template_describe(chs_template(u->c)), chs_format_status(u->c), u->ctx_used, n_ctx,
+               u->path, chat_page_backend(u), chs_raw(u->c) ? "raw (no template: the model continues the text)" : "chat",
+               chat_page_template_source(u), chs_format_status(u->c), u->ctx_used, n_ctx,
                n_ctx ? 100.0 * u->ctx_used / n_ctx : 0.0, runner_kv_bytes(u->core->r) / 1048576.0, chs_count(u->c),
                chs_system(u->c)[0] ? chs_system(u->c) : "(none)", st.sp.temp, st.sp.top_k, st.sp.top_p, st.sp.min_p,
                st.sp.repeat_penalty, st.sp.repeat_last_n, (unsigned long long)st.sp.seed, st.n_predict);
+}
+
+const char *chat_page_template_source(const chat_page *u)
+{
+    return chs_raw(u->c) ? "raw (no template)" : chs_template_source(u->c);
 }
 
 static void chatcmd_help(chat_page *u)
@@ -184,11 +193,22 @@ static int run_command(chat_page *u, const char *line)
         chat_page_start_template(u);
     } else if (!strcmp(cmd, "/system")) {
         chs_set_system(u->c, arg);
+        chat_page_measure(u);
         screen_message(u->s, *arg ? "system prompt set" : "system prompt removed");
+    } else if (!strcmp(cmd, "/mode")) {
+        if (!strcmp(arg, "raw") || !strcmp(arg, "chat")) {
+            chs_set_raw(u->c, arg[0] == 'r');
+            chat_page_measure(u);
+            screen_message(u->s, "%s", arg[0] == 'r' ? "raw mode: no template; the model continues the text"
+                                                      : "chat mode: the chat template");
+        } else {
+            screen_message(u->s, "/mode raw|chat (now %s)", chs_raw(u->c) ? "raw" : "chat");
+        }
     } else if (!strcmp(cmd, "/clear")) {
         chs_clear(u->c);
         u->notice[0] = 0;
         u->sel_msg = -1;
+        chat_page_measure(u);
         screen_message(u->s, "conversation cleared");
     } else if (!strcmp(cmd, "/regen")) {
         if (chs_pop_reply(u->c))
@@ -202,6 +222,7 @@ static int run_command(chat_page *u, const char *line)
         } else {
             chat_page_set_input(u, t);
             free(t);
+            chat_page_measure(u);
             screen_message(u->s, "edit the message; Enter sends it again");
         }
     } else if (!strcmp(cmd, "/set")) {
@@ -362,8 +383,12 @@ int chat_page_in_key(panel *p, int key)
 void chat_page_in_draw(panel *p, WINDOW *w, bool focused)
 {
     chat_page *u = p->self;
+    char pp[160];
+    chat_page_progress(u, pp, sizeof pp);
+    if (pp[0])
+        snprintf(pp + strlen(pp), sizeof pp - strlen(pp), " · Esc stops it");
     chat_input_draw(&u->ed, w, p->ih, p->iw, focused,
-                    u->streaming ? "generating… Esc stops it" : "type a message · / for commands · Alt+Enter new line");
+                    pp[0] ? pp : u->streaming ? "generating… Esc stops it" : "type a message · / for commands · Alt+Enter new line");
 }
 
 void chat_page_in_title(panel *p, char *buf, size_t cap)

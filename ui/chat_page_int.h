@@ -29,7 +29,7 @@ typedef struct {
 } chat_core;
 
 /* What a job does (chat_page.c). */
-enum { JOB_REPLY, JOB_TEMPLATE, JOB_LOAD };
+enum { JOB_REPLY, JOB_TEMPLATE, JOB_LOAD, JOB_MEASURE };
 typedef struct gen_job gen_job;
 
 typedef struct {
@@ -41,6 +41,31 @@ typedef struct {
 } tline;
 
 enum { L_HEAD, L_TEXT, L_INFO, L_BLANK, L_MD };
+
+/* Lines of wrapped text (chat_page_wrap): of message msg, attribute a,
+ * offsets plus base. */
+typedef struct {
+    struct chat_page *u;
+    int msg;
+    attr_t a;
+    int indent;
+    size_t base;
+} wrapctx;
+
+/* An assistant reply to lay out (chat_page_lay_reply). */
+typedef struct {
+    int msg;                 /* message index, -2: the reply being streamed */
+    const char *text;
+    size_t len;
+    const chs_tokinfo *toks; /* its tokens (count and time of the thinking); may be NULL */
+    size_t ntoks;
+    bool streaming;
+    bool think_open;         /* the prompt opened a <think> block: the reply starts inside it */
+    bool shown;              /* the thinking unfolded (t) */
+    bool inspect;            /* the token inspector's reply: thinking shown, the answer as text */
+    mdview **md;             /* where the answer's rendered view goes */
+    size_t *md_from;         /* ... and the offset it was laid out from ((size_t)-1: none) */
+} chat_reply_lay;
 
 struct chat_page {
     chat_core *core;
@@ -57,6 +82,11 @@ struct chat_page {
     chs_tokinfo *rtok;
     size_t rntok, rcaptok;
     bool streaming;
+    bool think_open;      /* the streamed reply's prompt ended in <think> */
+    size_t smd_from;      /* the offset of the streamed reply smd was laid out from */
+    long cursor_line;     /* the streamed reply's last line (the streaming cursor), -1: none */
+    gen_job *measure;     /* the gauge's job (chat_page_measure), NULL: none */
+    bool measure_after;   /* measure when the job ends (a conversation loaded) */
     uint32_t ctx_used;
     /* input */
     chat_input ed;
@@ -77,7 +107,7 @@ struct chat_page {
     uint32_t *tmpl_hl;   /* pairs of byte offsets of special tokens */
     size_t tmpl_nhl;
     char notice[256];
-    char title[512];
+    char title[1024];
     /* u->lines as last laid out: what (LAY_*), for which width; lay_n
      * lines before the streamed reply */
     tline *tlines;        /* the template view's */
@@ -92,12 +122,15 @@ struct chat_page {
         bool stats;
         size_t first;     /* its first line */
         bool raw;         /* laid out as its text (else rendered: md) */
+        bool think;       /* its thinking unfolded */
         mdview *md;       /* a rendered reply's lines (owned) */
     } *lay_msg;           /* per message */
     size_t lay_nmsg, lay_capmsg;
     mdview *smd;          /* the streamed reply, rendered as it grows */
     uint64_t *raw_ids;    /* replies shown as their raw text (r), by chs_msg.id */
     size_t nraw, capraw;
+    uint64_t *think_ids;  /* replies whose thinking is unfolded (t), by chs_msg.id */
+    size_t nthink, capthink;
     size_t code_pick;     /* the code block c copies next */
     long code_msg;        /* ... of this message */
     bool mouse_off;
@@ -132,6 +165,15 @@ void chat_page_start_template(chat_page *u);
 void chat_page_start_load(chat_page *u, const char *path);
 /* F2: back to the page the chat was opened from. Returns PANEL_* flags. */
 int chat_page_back(chat_page *u);
+/* While the reply's prompt is evaluated: "prompt 96/512 tokens · 850
+ * tok/s · 0.5 s left" into buf; else "". */
+void chat_page_progress(chat_page *u, char *buf, size_t cap);
+/* The context gauge after the conversation changed (/clear, /load, /edit,
+ * /system, /mode): the tokens of its prompt as it now is, rendered and
+ * tokenized on a worker (0 at once for an empty conversation). */
+void chat_page_measure(chat_page *u);
+/* What runs the model: the runner's backend line ("cpu, 3 threads"). */
+const char *chat_page_backend(const chat_page *u);
 
 /* ---- chat_page_transcript.c: the transcript pane ---- */
 
@@ -150,6 +192,24 @@ int chat_page_scroll_key(chat_page *u, int key);
 
 /* The selected message for r / y / c: sel_msg, else the last reply; -1: none. */
 long chat_page_selected(chat_page *u);
+/* Layout helpers shared with chat_page_reason.c: word-wrapped text lines,
+ * one line, a rendered view's lines. */
+void chat_page_wrap(chat_page *u, const char *text, size_t len, int width, wrapctx *w);
+tline *chat_page_add_line(chat_page *u, int kind, int msg, attr_t a);
+void chat_page_md_lines(chat_page *u, const mdview *md, int msg);
+
+/* ---- chat_page_reason.c: a reply with its reasoning folded ---- */
+
+/* Lay out reply r for text width tw: the thinking (Harmony analysis
+ * channel, or a <think> block) folded behind one line with its token count
+ * and time unless r->shown or r->inspect; the answer rendered (r->md) or as
+ * text; the stray leading space of the first piece not shown. */
+void chat_page_lay_reply(chat_page *u, const chat_reply_lay *r, int tw, wrapctx *w);
+/* Whether a reply's text holds thinking. */
+bool chat_page_has_think(const chat_page *u, const char *text, size_t len);
+/* Whether reply `id` has its thinking unfolded; t toggles message i's. */
+bool chat_page_think_shown(const chat_page *u, uint64_t id);
+void chat_page_toggle_think(chat_page *u, size_t i);
 
 /* ---- chat_page_cmd.c: the input pane and the slash commands ---- */
 
@@ -159,6 +219,9 @@ void chat_page_in_title(panel *p, char *buf, size_t cap);
 const char *chat_page_in_hints(panel *p);
 bool chat_page_in_typing(panel *p);
 extern const panel_keyhelp chat_page_in_keys[];
+/* Which template is in use: the model's own, a --template FILE, a
+ * built-in format, or raw (no template). */
+const char *chat_page_template_source(const chat_page *u);
 /* Replace the input box's text (the box grows or shrinks with it). */
 void chat_page_set_input(chat_page *u, const char *t);
 

@@ -1,7 +1,6 @@
 /* chat_page: the transcript pane (the conversation laid out and drawn, the
  * token inspector, the /template view) and its keys (see chat_page.h). */
 #include "chat_page_int.h"
-#include "harmony.h"
 #include "textesc.h"
 
 #include <math.h>
@@ -73,15 +72,7 @@ static void wrap(const char *text, size_t len, int width, span_fn fn, void *ctx)
     }
 }
 
-typedef struct {
-    chat_page *u;
-    int msg;
-    attr_t a;
-    int indent;
-    size_t base;   /* added to the offsets of the lines (a part of the text wrapped) */
-} wrapctx;
-
-static tline *add_line(chat_page *u, int kind, int msg, attr_t a)
+tline *chat_page_add_line(chat_page *u, int kind, int msg, attr_t a)
 {
     if (!chat_page_grow((void **)&u->lines, &u->caplines, u->nlines + 1, sizeof *u->lines))
         return NULL;
@@ -97,46 +88,17 @@ static tline *add_line(chat_page *u, int kind, int msg, attr_t a)
 static void text_span(void *ctx, size_t off, size_t len)
 {
     wrapctx *w = ctx;
-    tline *l = add_line(w->u, L_TEXT, w->msg, w->a);
+    tline *l = chat_page_add_line(w->u, L_TEXT, w->msg, w->a);
     if (l) {
         l->off = w->base + off;
         l->len = len;
     }
 }
 
-/* An assistant reply. On a Harmony chat (gpt-oss) only its message bodies
- * are shown: the analysis channel dimmed under a "thinking" line, the final
- * channel as the answer, the channel markup hidden (lines keep their
- * offsets in the reply's text, so the token inspector still finds tokens;
- * a reply whose first header is still coming shows nothing yet). Other
- * chats: the whole text. */
-static void wrap_reply(chat_page *u, const char *text, size_t len, int tw, wrapctx *w)
+void chat_page_wrap(chat_page *u, const char *text, size_t len, int width, wrapctx *w)
 {
-    bool harmony = chat_template_is_harmony(chs_template(u->c));
-    size_t n = harmony ? harmony_spans(text, len, NULL, 0) : 0;
-    harmony_span *sp = n ? malloc(n * sizeof *sp) : NULL;
-    if (!sp) {
-        if (!harmony || len < 2 || memcmp(text, "<|", 2))
-            wrap(text, len, tw, text_span, w);
-        return;
-    }
-    harmony_spans(text, len, sp, n);
-    attr_t a = w->a;
-    for (size_t i = 0; i < n; i++) {
-        if (sp[i].analysis && (i == 0 || !sp[i - 1].analysis)) {
-            tline *l = add_line(u, L_INFO, w->msg, ui_attr(UI_C_DIM));
-            if (l)
-                snprintf(l->info, sizeof l->info, "thinking");
-        } else if (!sp[i].analysis && i > 0 && sp[i - 1].analysis) {
-            add_line(u, L_BLANK, w->msg, 0);   /* the answer apart from the thinking */
-        }
-        w->a = sp[i].analysis ? ui_attr(UI_C_DIM) : a;
-        w->base = sp[i].off;
-        wrap(text + sp[i].off, sp[i].len, tw, text_span, w);
-    }
-    w->a = a;
-    w->base = 0;
-    free(sp);
+    (void)u;
+    wrap(text, len, width, text_span, w);
 }
 
 static const char *msg_text(chat_page *u, int msg, size_t *len)
@@ -154,26 +116,39 @@ static const char *msg_text(chat_page *u, int msg, size_t *len)
     return m->content;
 }
 
-/* Whether message i is laid out as its text: what you and the system
- * wrote, a reply toggled raw (r), the inspector's reply (its token
- * highlight needs the text's bytes). */
-static bool msg_raw(chat_page *u, size_t i)
+/* Whether reply i is shown as its raw text (r). */
+static bool msg_toggled(chat_page *u, size_t i)
 {
     const chs_msg *m = chs_at(u->c, i);
-    if (strcmp(m->role, "assistant") || (u->inspector && (long)i == u->sel_msg) ||
-        chat_template_is_harmony(chs_template(u->c)))
-        return true;
     for (size_t k = 0; k < u->nraw; k++)
         if (u->raw_ids[k] == m->id)
             return true;
     return false;
 }
 
+/* Whether message i is laid out as its text: what you and the system
+ * wrote, a reply toggled raw (r), the inspector's reply (its token
+ * highlight needs the text's bytes), a Harmony reply, raw mode. */
+static bool msg_raw(chat_page *u, size_t i)
+{
+    const chs_msg *m = chs_at(u->c, i);
+    if (strcmp(m->role, "assistant") || (u->inspector && (long)i == u->sel_msg) ||
+        chat_template_is_harmony(chs_template(u->c)) || chs_raw(u->c))
+        return true;
+    return msg_toggled(u, i);
+}
+
+/* Whether reply i's thinking is laid out unfolded. */
+static bool msg_think(chat_page *u, size_t i)
+{
+    return chat_page_think_shown(u, chs_at(u->c, i)->id) || (u->inspector && (long)i == u->sel_msg);
+}
+
 /* The lines of a rendered view, as L_MD lines of message msg. */
-static void md_lines(chat_page *u, const mdview *md, int msg)
+void chat_page_md_lines(chat_page *u, const mdview *md, int msg)
 {
     for (size_t k = 0; k < mdview_lines(md); k++) {
-        tline *l = add_line(u, L_MD, msg, ui_attr(UI_C_NORMAL));
+        tline *l = chat_page_add_line(u, L_MD, msg, ui_attr(UI_C_NORMAL));
         if (l)
             l->off = k;
     }
@@ -195,7 +170,8 @@ static void layout_lines(chat_page *u, int width)
     bool same_sys = u->lay_sys && !strcmp(u->lay_sys, chs_system(u->c));
     if (u->lay_kind == LAY_TRANSCRIPT && u->lay_w == width && same_sys) {
         while (from < n && from < u->lay_nmsg && u->lay_msg[from].id == chs_at(u->c, from)->id &&
-               u->lay_msg[from].stats == chs_at(u->c, from)->has_stats && u->lay_msg[from].raw == msg_raw(u, from))
+               u->lay_msg[from].stats == chs_at(u->c, from)->has_stats && u->lay_msg[from].raw == msg_raw(u, from) &&
+               u->lay_msg[from].think == msg_think(u, from))
             from++;
         if (from == n && from == u->lay_nmsg) {
             u->nlines = u->lay_n;
@@ -207,7 +183,7 @@ static void layout_lines(chat_page *u, int width)
         free(u->lay_sys);
         u->lay_sys = strdup(chs_system(u->c));
         if (chs_system(u->c)[0]) {
-            l = add_line(u, L_HEAD, -1, ui_attr(UI_C_GROUP) | A_BOLD);
+            l = chat_page_add_line(u, L_HEAD, -1, ui_attr(UI_C_GROUP) | A_BOLD);
             if (l)
                 snprintf(l->info, sizeof l->info, "\xe2\x96\x8c system");
             w.msg = -1;
@@ -215,7 +191,7 @@ static void layout_lines(chat_page *u, int width)
             size_t len;
             const char *t = msg_text(u, -1, &len);
             wrap(t, len, tw, text_span, &w);
-            add_line(u, L_BLANK, -1, 0);
+            chat_page_add_line(u, L_BLANK, -1, 0);
         }
     }
     for (size_t i = from; i < u->lay_nmsg; i++) {   /* the rendered views laid out again */
@@ -234,25 +210,23 @@ static void layout_lines(chat_page *u, int width)
         u->lay_msg[i].stats = m->has_stats;
         u->lay_msg[i].first = u->nlines;
         u->lay_msg[i].raw = msg_raw(u, i);
+        u->lay_msg[i].think = msg_think(u, i);
         u->lay_msg[i].md = NULL;
-        l = add_line(u, L_HEAD, (int)i, ui_attr(user ? UI_C_KEY : UI_C_NUMBER) | A_BOLD);
+        l = chat_page_add_line(u, L_HEAD, (int)i, ui_attr(user ? UI_C_KEY : UI_C_NUMBER) | A_BOLD);
         if (l)
             snprintf(l->info, sizeof l->info, "\xe2\x96\x8c %s", user ? "you" : "assistant");
         w.msg = (int)i;
         w.a = ui_attr(UI_C_NORMAL);
-        mdview *md = u->lay_msg[i].raw ? NULL : mdview_new();
-        if (md && mdview_render(md, m->content, m->len, tw) == 0) {
-            u->lay_msg[i].md = md;
-            md_lines(u, md, (int)i);
+        if (user || chs_raw(u->c) || msg_toggled(u, i)) {
+            wrap(m->content, m->len, tw, text_span, &w);
         } else {
-            mdview_free(md);
-            if (user)
-                wrap(m->content, m->len, tw, text_span, &w);
-            else
-                wrap_reply(u, m->content, m->len, tw, &w);
+            size_t from = (size_t)-1;
+            chat_reply_lay r = {(int)i, m->content, m->len, m->toks, m->n_toks, false, false, msg_think(u, i),
+                                u->inspector && (long)i == u->sel_msg, &u->lay_msg[i].md, &from};
+            chat_page_lay_reply(u, &r, tw, &w);
         }
         if (m->has_stats) {
-            l = add_line(u, L_INFO, (int)i, ui_attr(UI_C_DIM));
+            l = chat_page_add_line(u, L_INFO, (int)i, ui_attr(UI_C_DIM));
             const chs_reply_stats *st = &m->st;
             double tps = st->n_gen > 1 && st->t_gen_s > 0 ? (st->n_gen - 1) / st->t_gen_s : 0;
             if (l)
@@ -261,28 +235,37 @@ static void layout_lines(chat_page *u, int width)
                          st->n_gen, stop_name(st->stop), tps, st->t_first_s * 1e3, st->n_prompt, st->n_reused,
                          st->n_eval);
         }
-        add_line(u, L_BLANK, (int)i, 0);
+        chat_page_add_line(u, L_BLANK, (int)i, 0);
     }
     u->lay_nmsg = n;
     u->lay_kind = LAY_TRANSCRIPT;
     u->lay_w = width;
     u->lay_n = u->nlines;
 tail:
+    u->cursor_line = -1;
     if (u->streaming) {
-        l = add_line(u, L_HEAD, -2, ui_attr(UI_C_NUMBER) | A_BOLD);
+        l = chat_page_add_line(u, L_HEAD, -2, ui_attr(UI_C_NUMBER) | A_BOLD);
         if (l)
-            snprintf(l->info, sizeof l->info, "\xe2\x96\x8c assistant  generating… (Esc stops)");
+        {
+            char pp[128];
+            chat_page_progress(u, pp, sizeof pp);
+            snprintf(l->info, sizeof l->info, "\xe2\x96\x8c assistant  %s (Esc stops)", pp[0] ? pp : "generating…");
+        }
         w.msg = -2;
         w.a = ui_attr(UI_C_NORMAL);
-        if (!u->smd && !chat_template_is_harmony(chs_template(u->c)))
-            u->smd = mdview_new();
-        if (u->smd && mdview_update(u->smd, u->reply ? u->reply : "", u->rlen, tw) == 0)
-            md_lines(u, u->smd, -2);   /* only the last open block is parsed again */
-        else
-            wrap_reply(u, u->reply ? u->reply : "", u->rlen, tw, &w);
+        size_t first = u->nlines;
+        if (chs_raw(u->c)) {
+            wrap(u->reply ? u->reply : "", u->rlen, tw, text_span, &w);
+        } else {
+            /* only the last open block of the answer is parsed again (mdview_update) */
+            chat_reply_lay r = {-2, u->reply ? u->reply : "", u->rlen, u->rtok, u->rntok, true, u->think_open,
+                                false, false, &u->smd, &u->smd_from};
+            chat_page_lay_reply(u, &r, tw, &w);
+        }
+        u->cursor_line = u->nlines > first ? (long)u->nlines - 1 : (long)first - 1;
     }
     if (u->notice[0]) {
-        l = add_line(u, L_INFO, -3, ui_attr(UI_C_ERROR));
+        l = chat_page_add_line(u, L_INFO, -3, ui_attr(UI_C_ERROR));
         if (l)
             snprintf(l->info, sizeof l->info, "%.150s", u->notice);
     }
@@ -335,11 +318,11 @@ static attr_t md_attr(uint16_t st)
     return a;
 }
 
-static void draw_md(chat_page *u, WINDOW *w, int r, int cols, const tline *l, bool dropped)
+static int draw_md(chat_page *u, WINDOW *w, int r, int cols, const tline *l, bool dropped)
 {
     const mdview *md = l->msg == -2 ? u->smd : l->msg >= 0 && (size_t)l->msg < u->lay_nmsg ? u->lay_msg[l->msg].md : NULL;
     if (!md || l->off >= mdview_lines(md))
-        return;
+        return 2;
     size_t ns;
     const mdview_seg *sg = mdview_line(md, l->off, &ns);
     const char *t = mdview_text(md);
@@ -347,6 +330,7 @@ static void draw_md(chat_page *u, WINDOW *w, int r, int cols, const tline *l, bo
     for (size_t k = 0; k < ns && x < cols; k++)   /* the text was escaped by mdview */
         x += ui_put(w, r, x, cols - x, t + sg[k].off, sg[k].len, dropped ? ui_attr(UI_C_DIM) : md_attr(sg[k].style),
                     false);
+    return x;
 }
 
 /* ---- the selected token (inspector) ---- */
@@ -372,12 +356,32 @@ static void select_last_reply(chat_page *u)
 
 static void piece(chat_page *u, int32_t id, char *buf, size_t cap)
 {
+    chat_page_token_text(chs_vocab(u->c), id, buf, cap);
+}
+
+void chat_page_token_text(const tok_vocab *v, int32_t id, char *buf, size_t cap)
+{
     char raw[64];
-    size_t n = tok_piece(chs_vocab(u->c), id, raw, sizeof raw - 1, TOK_DETOK_SPECIAL);
+    size_t n = tok_piece(v, id, raw, sizeof raw - 1, TOK_DETOK_SPECIAL);
     if (n > sizeof raw - 1)
         n = sizeof raw - 1;
-    char esc[80];
-    textesc_term(esc, sizeof esc, raw, n, TEXTESC_DQUOTE);   /* a token's bytes are file text */
+    /* a token's bytes are file text: escaped, '"' as \", a new line as ⏎ */
+    char esc[200];
+    size_t k = 0;
+    for (size_t a = 0; a <= n && k + 1 < sizeof esc;) {
+        size_t e = a;
+        while (e < n && raw[e] != '\n')
+            e++;
+        if (e > a) {
+            char part[160];
+            textesc_term(part, sizeof part, raw + a, e - a, TEXTESC_DQUOTE);
+            k += (size_t)snprintf(esc + k, sizeof esc - k, "%s", part);
+        }
+        if (e < n && k + 4 < sizeof esc)
+            k += (size_t)snprintf(esc + k, sizeof esc - k, "\xe2\x8f\x8e");   /* ⏎ */
+        a = e + 1;
+    }
+    esc[k < sizeof esc ? k : sizeof esc - 1] = 0;
     snprintf(buf, cap, "\"%s\"", esc);
 }
 
@@ -394,12 +398,12 @@ static void draw_inspector(chat_page *u, WINDOW *w, int y0, int cols)
     if (u->sel_tok >= m->n_toks)
         u->sel_tok = m->n_toks - 1;
     const chs_tokinfo *t = &m->toks[u->sel_tok];
-    char pc[96];
+    char pc[220];
     piece(u, t->id, pc, sizeof pc);
     ui_putf(w, y0, 0, cols, ui_attr(UI_C_HEADER), " token %zu/%zu  %s  id %d  p = %.4f  entropy %.3f nats   ←/→ token  [/] reply",
             u->sel_tok + 1, m->n_toks, pc, t->id, t->prob, t->entropy);
     for (int k = 0; k < t->n_alt && k < SAMPLER_N_ALT; k++) {
-        char ap[96];
+        char ap[220];
         piece(u, t->alt_id[k], ap, sizeof ap);
         int bar = (int)lrintf(t->alt_prob[k] * 20);
         char bars[64];
@@ -531,29 +535,36 @@ void chat_page_tr_draw(panel *p, WINDOW *w, bool focused)
     for (int r = 0; r < trows && (size_t)(u->top + r) < u->nlines; r++) {
         tline *l = &u->lines[u->top + r];
         bool dropped = l->msg >= 0 && chs_at(u->c, (size_t)l->msg)->dropped;
+        int x = 0;   /* where the line's text ends (the streaming cursor) */
         attr_t la = dropped && l->kind != L_INFO ? ui_attr(UI_C_DIM) : l->a;
         if (l->kind == L_HEAD && dropped) {
             char head[200];
             snprintf(head, sizeof head, "%s  (dropped: out of the context)", l->info);
             ui_put(w, r, 0, cols, head, SIZE_MAX, la, true);
         } else if (l->kind == L_HEAD && focused && !u->inspector && l->msg >= 0 && l->msg == chat_page_selected(u)) {
-            int x = ui_put(w, r, 0, cols, l->info, SIZE_MAX, l->a, true);
+            x = ui_put(w, r, 0, cols, l->info, SIZE_MAX, l->a, true);
+            const chs_msg *hm = chs_at(u->c, (size_t)l->msg);
             bool code = (size_t)l->msg < u->lay_nmsg && u->lay_msg[l->msg].md && mdview_code_count(u->lay_msg[l->msg].md);
-            ui_putf(w, r, x, cols - x, ui_attr(UI_C_DIM), "  \xe2\x97\x82 selected: r %s  y copy%s", msg_raw(u, (size_t)l->msg) ? "rendered" : "raw",
-                    code ? "  c copy code" : "");
+            ui_putf(w, r, x, cols - x, ui_attr(UI_C_DIM), "  \xe2\x97\x82 selected: r %s  y copy%s%s",
+                    msg_toggled(u, (size_t)l->msg) ? "rendered" : "raw", code ? "  c copy code" : "",
+                    chat_page_has_think(u, hm->content, hm->len) ? "  t thinking" : "");
         } else if (l->kind == L_HEAD || l->kind == L_INFO) {
-            ui_put(w, r, l->kind == L_INFO ? 2 : 0, cols - (l->kind == L_INFO ? 2 : 0), l->info, SIZE_MAX, l->a,
-                   true);
+            x = l->kind == L_INFO ? 2 : 0;
+            x += ui_put(w, r, x, cols - x, l->info, SIZE_MAX, l->a, true);
         } else if (l->kind == L_MD) {
-            draw_md(u, w, r, cols, l, dropped);
+            x = draw_md(u, w, r, cols, l, dropped);
         } else if (l->kind == L_TEXT) {
             size_t tl;
             const char *t = msg_text(u, l->msg, &tl);
             if (sm && l->msg == u->sel_msg)
-                put_hl(w, r, 2, cols - 2, t, l->off, l->off + l->len, hs, he, la, ui_attr(UI_C_SELECT));
+                x = 2 + put_hl(w, r, 2, cols - 2, t, l->off, l->off + l->len, hs, he, la, ui_attr(UI_C_SELECT));
             else
-                ui_put(w, r, 2, cols - 2, t + l->off, l->len, la, false);
+                x = 2 + ui_put(w, r, 2, cols - 2, t + l->off, l->len, la, false);
         }
+        if (u->top + r == u->cursor_line && l->kind != L_HEAD && x < cols)   /* the streaming cursor */
+            ui_put(w, r, x, 1, "\xe2\x96\x8d", 3, ui_attr(UI_C_NUMBER), false);   /* ▍ */
+        else if (u->top + r == u->cursor_line && x + 2 < cols)
+            ui_put(w, r, x + 1, 1, "\xe2\x96\x8d", 3, ui_attr(UI_C_NUMBER), false);
     }
     if (u->nlines > (size_t)trows && trows > 0) {
         char pos[32];
@@ -568,7 +579,8 @@ void chat_page_tr_title(panel *p, char *buf, size_t cap)
 {
     chat_page *u = p->self;
     if (u->tmpl_view)
-        snprintf(buf, cap, "/template: the exact prompt, special tokens highlighted · Esc back");
+        snprintf(buf, cap, "/template: %.200s · the exact prompt, special tokens highlighted · Esc back",
+                 chat_page_template_source(u));
     else
         snprintf(buf, cap, "%zu messages%s", chs_count(u->c), u->inspector ? " · inspector" : "");
 }
@@ -745,15 +757,17 @@ int chat_page_tr_key(panel *p, int key)
         }
         break;
     }
-    case 'r': case 'y': case 'c': {
+    case 'r': case 'y': case 'c': case 't': {
         long i = chat_page_selected(u);
         if (i < 0) {
-            screen_message(u->s, "no reply to %s yet", key == 'r' ? "show raw" : "copy");
+            screen_message(u->s, "no reply to %s yet", key == 'r' ? "show raw" : key == 't' ? "unfold" : "copy");
             return PANEL_HANDLED | PANEL_REDRAW;
         }
         u->sel_msg = i;
         if (key == 'r')
             toggle_raw(u, (size_t)i);
+        else if (key == 't')
+            chat_page_toggle_think(u, (size_t)i);
         else if (key == 'y')
             copy_msg(u, (size_t)i);
         else
@@ -804,8 +818,11 @@ const char *chat_page_tr_hints(panel *p)
     }
     long sel = chat_page_selected(u);
     bool code = sel >= 0 && (size_t)sel < u->lay_nmsg && u->lay_msg[sel].md && mdview_code_count(u->lay_msg[sel].md);
-    snprintf(h, sizeof h, "%s%s↑↓ PgUp PgDn scroll  m mouse %s  Enter input  %s%s",
-             sel >= 0 ? "[ ] select  r raw  y copy  " : "", code ? "c code  " : "", u->mouse_off ? "on" : "off",
+    const chs_msg *sm = sel >= 0 ? chs_at(u->c, (size_t)sel) : NULL;
+    bool think = sm && chat_page_has_think(u, sm->content, sm->len);
+    snprintf(h, sizeof h, "%s%s%s↑↓ PgUp PgDn scroll  m mouse %s  Enter input  %s%s",
+             sel >= 0 ? "[ ] select  r raw  y copy  " : "", code ? "c code  " : "", think ? "t thinking  " : "",
+             u->mouse_off ? "on" : "off",
              busy ? "Esc stop  " : "", back ? "F2 explorer" : "");
     return h;
 }
@@ -817,6 +834,7 @@ const panel_keyhelp chat_page_tr_keys[] = {
     {"r", "the selected reply as its raw text / rendered again"},
     {"y", "copy the selected reply (OSC 52 and a file)"},
     {"c", "copy the selected reply's next code block"},
+    {"t", "unfold / fold the selected reply's thinking (<think> or Harmony analysis)"},
     {"m", "mouse off (the terminal's own selection works) / on"},
     {"↑↓ j k PgUp PgDn g G", "scroll the transcript (G: follow the end)"},
     {"Esc", "stop the reply being generated; else back to the input box"},

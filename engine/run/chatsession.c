@@ -2,6 +2,7 @@
 #include "chatsession.h"
 #include "chatsession_internal.h"
 #include "afile.h"
+#include "clock.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -25,6 +26,9 @@ struct chs {
     uint64_t version;
     uint64_t next_id;     /* of chs_msg.id */
     char status[640];
+    bool raw;             /* raw mode: no template (chs_set_raw) */
+    bool strict;          /* the template may not fall back (a file the user gave) */
+    char *source;         /* chs_set_template's source; NULL: the model's own */
 };
 
 const char *const chs_setting_names[] = {"temp",    "top_k",         "top_p",     "min_p", "repeat_penalty",
@@ -95,6 +99,7 @@ void chs_free(chs *c)
         chs__msg_free(&c->m[i]);
     free(c->m);
     free(c->system);
+    free(c->source);
     chat_template_free(c->ct);
     tok_close(c->v);
     free(c);
@@ -103,6 +108,37 @@ void chs_free(chs *c)
 const tok_vocab *chs_vocab(const chs *c) { return c->v; }
 const chat_template *chs_template(const chs *c) { return c->ct; }
 const char *chs_format_status(const chs *c) { return c->status; }
+bool chs_raw(const chs *c) { return c->raw; }
+
+#define RAW_STATUS "raw: no template, the model continues the text"
+
+void chs_set_raw(chs *c, bool raw)
+{
+    c->raw = raw;
+    snprintf(c->status, sizeof c->status, "%s", raw ? RAW_STATUS : chs_template_source(c));
+}
+
+int chs_set_template(chs *c, chat_template *ct, bool strict, const char *source)
+{
+    char *src = source ? strdup(source) : NULL;
+    if (!ct || (source && !src)) {
+        chat_template_free(ct);
+        free(src);
+        return -1;
+    }
+    chat_template_free(c->ct);
+    free(c->source);
+    c->ct = ct;
+    c->source = src;
+    c->strict = strict;
+    snprintf(c->status, sizeof c->status, "%s", c->raw ? RAW_STATUS : chs_template_source(c));
+    return 0;
+}
+
+const char *chs_template_source(const chs *c)
+{
+    return c->source ? c->source : chat_template_describe(c->ct);
+}
 chs_settings chs_get_settings(const chs *c) { return c->st; }
 void chs_set_settings(chs *c, const chs_settings *st) { c->st = *st; }
 const char *chs_system(const chs *c) { return c->system; }
@@ -289,6 +325,28 @@ char *chs_pop_user(chs *c)
     return t;
 }
 
+/* Raw mode: the messages' contents one after the other, as they are. */
+static char *render_raw(const chat_message *mm, size_t n, size_t *len, chat_result *res)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += strlen(mm[i].content);
+    char *out = malloc(total + 1), *w = out;
+    memset(res, 0, sizeof *res);
+    snprintf(res->status, sizeof res->status, "%s", RAW_STATUS);
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(mm[i].content);
+        memcpy(w, mm[i].content, l);
+        w += l;
+    }
+    *w = 0;
+    if (len)
+        *len = total;
+    return out;
+}
+
 char *chs_render(chs *c, bool gen, size_t *len, chat_result *res)
 {
     chat_message *mm = malloc((c->n + 1) * sizeof *mm);
@@ -300,9 +358,9 @@ char *chs_render(chs *c, bool gen, size_t *len, chat_result *res)
     for (size_t i = 0; i < c->n; i++)
         if (!c->m[i].dropped)
             mm[k++] = (chat_message){c->m[i].role, c->m[i].content};
-    chat_opts o = {.add_generation_prompt = gen};
+    chat_opts o = {.add_generation_prompt = gen, .no_fallback = c->strict};
     chat_result r;
-    char *out = chat_render(c->ct, mm, k, &o, len, &r);
+    char *out = c->raw ? render_raw(mm, k, len, &r) : chat_render(c->ct, mm, k, &o, len, &r);
     free(mm);
     snprintf(c->status, sizeof c->status, "%s", r.status);
     if (res)
@@ -310,15 +368,22 @@ char *chs_render(chs *c, bool gen, size_t *len, chat_result *res)
     return out;
 }
 
-/* chs_tokenize on a vocabulary (the plan has no chs). */
-static int tok_prompt(const tok_vocab *v, const char *text, size_t len, int32_t **ids, size_t *n)
+/* chs_tokenize on a vocabulary (the plan has no chs); raw: as `ggscope
+ * run -p` tokenizes (BOS and EOS as the metadata says, no special tokens
+ * parsed). */
+static int tok_prompt(const tok_vocab *v, const char *text, size_t len, bool raw, int32_t **ids, size_t *n)
 {
     tok_id *t = NULL;
     size_t nt = 0;
     *ids = NULL;
     *n = 0;
-    if (tok_tokenize(v, text, len, TOK_PARSE_SPECIAL, &t, &nt) != TOK_OK)
+    if (tok_tokenize(v, text, len, raw ? TOK_ADD_SPECIAL : TOK_PARSE_SPECIAL, &t, &nt) != TOK_OK)
         return -1;
+    if (raw) {
+        *ids = t ? t : malloc(sizeof *t);
+        *n = nt;
+        return *ids ? 0 : -1;
+    }
     tok_id bos = tok_bos(v);
     if (tok_add_bos(v) && bos != TOK_NULL && (nt == 0 || t[0] != bos)) {
         tok_id *t2 = malloc((nt + 1) * sizeof *t2);
@@ -345,7 +410,12 @@ static int tok_prompt(const tok_vocab *v, const char *text, size_t len, int32_t 
 
 int chs_tokenize(const chs *c, const char *text, size_t len, int32_t **ids, size_t *n)
 {
-    return tok_prompt(c->v, text, len, ids, n);
+    return tok_prompt(c->v, text, len, c->raw, ids, n);
+}
+
+int chs_tokenize_vocab(const tok_vocab *v, const char *text, size_t len, int32_t **ids, size_t *n)
+{
+    return tok_prompt(v, text, len, false, ids, n);
 }
 
 /* ---- building a prompt (any thread) ---- */
@@ -354,6 +424,7 @@ struct chs_plan {
     const chat_template *ct;
     const tok_vocab *v;
     bool fit;
+    bool raw, strict;     /* the chs's modes when the plan was made */
     uint32_t n_ctx, reserve;
     uint64_t version;
     chat_message *mm;     /* mm[0]: a slot for the system prompt; mm[1..live]: the live messages */
@@ -405,6 +476,8 @@ chs_plan *chs_plan_new(const chs *c, bool fit, char *msg, size_t cap)
     p->ct = c->ct;
     p->v = c->v;
     p->fit = fit;
+    p->raw = c->raw;
+    p->strict = c->strict;
     p->version = c->version;
     p->n_ctx = runner_n_ctx(c->r);
     p->reserve = p->n_ctx / 4;
@@ -465,17 +538,18 @@ static int plan_try(chs_plan *p, size_t first, char **text, size_t *len, int32_t
         from--;
         count++;
     }
-    chat_opts o = {.add_generation_prompt = true};
+    chat_opts o = {.add_generation_prompt = true, .no_fallback = p->strict};
     chat_result r;
     p->renders++;
-    char *t = chat_render(p->ct, from, count, &o, len, &r);
+    char *t = p->raw ? render_raw(from, count, len, &r) : chat_render(p->ct, from, count, &o, len, &r);
     p->mm[first] = saved;
     snprintf(p->status, sizeof p->status, "%s", r.status);
     if (!t) {
-        emsg_set(p->err, sizeof p->err, "the chat template failed: %s", r.status);
+        emsg_set(p->err, sizeof p->err, "%s%s", strncmp(r.status, "chat template failed", 20) ? "the chat template failed: " : "",
+                 r.status);
         return -1;
     }
-    if (tok_prompt(p->v, t, *len, ids, n)) {
+    if (tok_prompt(p->v, t, *len, p->raw, ids, n)) {
         free(t);
         emsg_set(p->err, sizeof p->err, "out of memory");
         return -1;
@@ -633,13 +707,22 @@ typedef struct {
     tok_stream *ts;
     const chs_sink *sink;
     size_t total;   /* bytes of text so far */
+    double t0;      /* the start of the reply */
 } gen_state;
+
+/* runner_gen.on_prompt */
+static void on_prompt(void *ctx, uint32_t done, uint32_t total)
+{
+    gen_state *gs = ctx;
+    gs->sink->on_prompt(gs->sink->ctx, done, total);
+}
 
 /* runner_gen.on_token: the token's text and sampling information to the sink */
 static int on_token(void *ctx, int32_t tok, const sampler_result *sr)
 {
     gen_state *gs = ctx;
-    chs_tokinfo ti = {.id = tok, .prob = sr->prob, .entropy = sr->entropy, .n_alt = sr->n_alt};
+    chs_tokinfo ti = {.id = tok, .prob = sr->prob, .entropy = sr->entropy, .n_alt = sr->n_alt,
+                      .t_s = (float)(clock_now_s() - gs->t0)};
     for (int i = 0; i < sr->n_alt && i < SAMPLER_N_ALT; i++) {
         ti.alt_id[i] = sr->alt_id[i];
         ti.alt_prob[i] = sr->alt_prob[i];
@@ -663,7 +746,7 @@ int chs_generate(chs *c, const int32_t *ids, size_t n, const chs_settings *st, c
                  chs_reply_stats *out, char *msg, size_t cap)
 {
     chs_reply_stats rs = {.n_prompt = (uint32_t)n, .stop = CHS_STOP_ERROR};
-    gen_state gs = {.c = c, .sink = sink, .ts = tok_stream_new(c->v, 0)};
+    gen_state gs = {.c = c, .sink = sink, .ts = tok_stream_new(c->v, 0), .t0 = clock_now_s()};
     int ret = -1;
     if (!gs.ts) {
         emsg_set(msg, cap, "out of memory");
@@ -684,6 +767,7 @@ int chs_generate(chs *c, const int32_t *ids, size_t n, const chs_settings *st, c
         .ctx = &gs,
         .cancel = sink ? sink->cancel : NULL,
         .delay_ms = sink ? sink->delay_ms : 0,
+        .on_prompt = sink && sink->on_prompt ? on_prompt : NULL,
     };
     runner_stats rst;
     int rc = runner_generate(c->r, ids, (uint32_t)n, &g, &rst, msg, cap);
@@ -697,7 +781,7 @@ int chs_generate(chs *c, const int32_t *ids, size_t n, const chs_settings *st, c
     size_t len = 0;
     const char *rest = tok_stream_flush(gs.ts, &len);
     if (rest && len && sink && sink->on_token) {
-        chs_tokinfo ti = {.id = -1};
+        chs_tokinfo ti = {.id = -1, .t_s = (float)(clock_now_s() - gs.t0)};
         ti.off = (uint32_t)gs.total;
         ti.len = (uint32_t)len;
         sink->on_token(sink->ctx, rest, len, &ti);

@@ -33,6 +33,7 @@ typedef struct {
     int32_t id;
     uint32_t off, len;        /* bytes of the reply's text this token produced */
     float prob, entropy;
+    float t_s;                /* seconds from the start of the reply (chs_generate) to its sampling */
     int32_t n_alt;
     int32_t alt_id[SAMPLER_N_ALT];
     float alt_prob[SAMPLER_N_ALT];
@@ -90,6 +91,23 @@ const chat_template *chs_template(const chs *c);
 /* The status line of the last render ("chat format: ChatML (built-in; ...)"). */
 const char *chs_format_status(const chs *c);
 
+/* ---- the template, raw mode ---- */
+
+/* Use `ct` (taken; freed with the chs, or now on failure) instead of the
+ * model's template; `source` says where it comes from for /template and
+ * /show ("FILE", "built-in Llama 3 (--format llama3)"). A strict template
+ * (a file the user gave) fails instead of falling back to a built-in
+ * format. 0, or -1 (out of memory, ct freed). */
+int chs_set_template(chs *c, chat_template *ct, bool strict, const char *source);
+/* Where the template comes from: "the model's own (...)" or chs_set_template's source. */
+const char *chs_template_source(const chs *c);
+/* Raw mode: no template; the prompt is the system prompt and every message
+ * not dropped, concatenated as they are, tokenized as `ggscope run -p` does
+ * (BOS as the model says, special tokens not parsed): the model continues
+ * the text. */
+void chs_set_raw(chs *c, bool raw);
+bool chs_raw(const chs *c);
+
 /* ---- settings ---- */
 
 /* Defaults: the sampler's, n_predict 512. */
@@ -133,6 +151,8 @@ char *chs_render(chs *c, bool gen, size_t *len, chat_result *res);
  * added only when the model asks for it and the text does not already
  * begin with it. 0 or -1. */
 int chs_tokenize(const chs *c, const char *text, size_t len, int32_t **ids, size_t *n);
+/* The same on a vocabulary (ggscope run --template). */
+int chs_tokenize_vocab(const tok_vocab *v, const char *text, size_t len, int32_t **ids, size_t *n);
 
 /* The prompt of the next reply: the conversation rendered with a generation
  * prompt and tokenized. When it does not leave room for a reply
@@ -199,6 +219,9 @@ typedef struct {
     void *ctx;
     const atomic_bool *cancel;   /* polled before every token and every prompt chunk (may be NULL) */
     unsigned delay_ms;           /* sleep after each token (tests: slow generation down) */
+    /* (optional) prompt evaluation progress (runner_gen.on_prompt): tokens
+     * evaluated of those to evaluate now */
+    void (*on_prompt)(void *ctx, uint32_t done, uint32_t total);
 } chs_sink;
 
 /* Generate a reply to prompt ids[0..n) (from chs_prompt) with settings `st`:

@@ -355,6 +355,8 @@ int runner_generate(runner *r, const int32_t *ids, uint32_t n, const runner_gen 
     for (uint32_t i = 0; i < n; i++)
         sampler_accept(smp, ids[i]);
     ret = RUNNER_EEVAL;
+    if (g->on_prompt)
+        g->on_prompt(g->ctx, 0, n - common);
     for (uint32_t p = common; p < n;) {
         if (cancelled(g)) {
             rs.stop = RUNNER_STOP_CANCEL;
@@ -374,6 +376,8 @@ int runner_generate(runner *r, const int32_t *ids, uint32_t n, const runner_gen 
             goto done;
         rs.n_eval += k;
         p += k;
+        if (g->on_prompt)
+            g->on_prompt(g->ctx, rs.n_eval, n - common);
     }
     rs.t_prompt_s = clock_now_s() - t0;
     double t1 = clock_now_s();

@@ -129,6 +129,10 @@ typedef struct {
     void *ctx;
     const atomic_bool *cancel;   /* polled before every token and prompt chunk (may be NULL) */
     unsigned delay_ms;           /* sleep after each token (tests: slow generation down) */
+    /* (optional) prompt evaluation progress: called before the first prompt
+     * chunk with done = 0 and after each chunk; total = the prompt tokens
+     * evaluated now (the reused prefix not counted) */
+    void (*on_prompt)(void *ctx, uint32_t done, uint32_t total);
 } runner_gen;
 
 /* Figures of one generation. */

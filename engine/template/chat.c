@@ -238,6 +238,50 @@ void chat_template_free(chat_template *ct)
     free(ct);
 }
 
+/* name without case, spaces, '-', '_' or '.' */
+static void fmt_key(const char *s, char *out, size_t cap)
+{
+    size_t k = 0;
+    for (; *s && k + 1 < cap; s++)
+        if (*s != ' ' && *s != '-' && *s != '_' && *s != '.')
+            out[k++] = (char)((*s >= 'A' && *s <= 'Z') ? *s - 'A' + 'a' : *s);
+    out[k] = 0;
+}
+
+/* the names on the command line (ggscope template --format's), by format */
+static const char *const CLI_NAMES[CHAT_FORMAT_COUNT] = {
+    [CHAT_FORMAT_CHATML] = "chatml",   [CHAT_FORMAT_LLAMA2] = "llama2",
+    [CHAT_FORMAT_LLAMA3] = "llama3",   [CHAT_FORMAT_PHI3] = "phi3",
+    [CHAT_FORMAT_MISTRAL] = "mistral", [CHAT_FORMAT_GEMMA] = "gemma",
+    [CHAT_FORMAT_ZEPHYR] = "zephyr",   [CHAT_FORMAT_PHI4] = "phi4",
+    [CHAT_FORMAT_GRANITE] = "granite", [CHAT_FORMAT_MISTRAL_V7] = "mistral-v7",
+    [CHAT_FORMAT_MISTRAL_V7_TEKKEN] = "mistral-v7-tekken", [CHAT_FORMAT_OLMO2] = "olmo2",
+    [CHAT_FORMAT_HARMONY] = "harmony",
+};
+
+bool chat_format_from_name(const char *name, chat_format *out)
+{
+    char want[64], have[64];
+    fmt_key(name ? name : "", want, sizeof want);
+    for (int f = 1; f < CHAT_FORMAT_COUNT && want[0]; f++) {
+        fmt_key(CLI_NAMES[f] ? CLI_NAMES[f] : "", have, sizeof have);
+        if (!strcmp(want, have)) {
+            *out = (chat_format)f;
+            return true;
+        }
+    }
+    return false;
+}
+
+void chat_format_names(char *buf, size_t cap)
+{
+    size_t k = 0;
+    if (cap)
+        buf[0] = 0;
+    for (int f = 1; f < CHAT_FORMAT_COUNT && k < cap; f++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%s", f > 1 ? ", " : "", CLI_NAMES[f] ? CLI_NAMES[f] : "?");
+}
+
 bool chat_template_is_harmony(const chat_template *ct) { return ct && ct->fallback == CHAT_FORMAT_HARMONY; }
 
 const char *chat_template_describe(const chat_template *ct) { return ct ? ct->describe : ""; }
@@ -625,32 +669,72 @@ static bool json_role_is(const cJSON *m, const char *role)
     return cJSON_IsString(r) && !strcmp(r->valuestring, role);
 }
 
-static cJSON *message_json(const char *role, const char *content, const char *thinking)
+static cJSON *message_json(const char *role, const char *content, const char *thinking, const char *tkey)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
     if (!cJSON_AddStringToObject(o, "role", role ? role : "") ||
         !cJSON_AddStringToObject(o, "content", content ? content : "") ||
-        (thinking && !cJSON_AddStringToObject(o, "thinking", thinking))) {
+        (thinking && !cJSON_AddStringToObject(o, tkey, thinking))) {
         cJSON_Delete(o);
         return NULL;
     }
     return o;
 }
 
+bool chat_think_split(const char *text, size_t len, size_t *t_off, size_t *t_len, size_t *a_off)
+{
+    const char *end = text ? memmem(text, len, "</think>", 8) : NULL;
+    if (!end)
+        return false;
+    size_t e = (size_t)(end - text), s = 0;
+    const char *open = memmem(text, e, "<think>", 7);
+    if (open)
+        s = (size_t)(open - text) + 7;
+    size_t te = e;
+    while (s < te && (text[s] == '\n' || text[s] == '\r'))
+        s++;
+    while (te > s && (text[te - 1] == '\n' || text[te - 1] == '\r'))
+        te--;
+    size_t a = e + 8;
+    while (a < len && (text[a] == '\n' || text[a] == '\r'))
+        a++;
+    *t_off = s;
+    *t_len = te - s;
+    *a_off = a;
+    return true;
+}
+
 /* The JSON of one turn of chat_render: a Harmony assistant reply with
  * channel markup becomes its final channel and (when not empty) its
- * analysis as thinking. */
+ * analysis as thinking; another assistant reply with a `<think>` block its
+ * answer as the content and the block as reasoning_content (llama.cpp's
+ * field: Qwen3's template writes it back only for turns after the last
+ * user message, DeepSeek-R1's drops it). */
 static cJSON *turn_json(const chat_template *ct, const chat_message *m)
 {
-    if (!chat_template_is_harmony(ct) || !m->content || !m->role || strcmp(m->role, "assistant"))
-        return message_json(m->role, m->content, NULL);
+    if (!m->content || !m->role || strcmp(m->role, "assistant"))
+        return message_json(m->role, m->content, NULL, NULL);
+    size_t len = strlen(m->content);
+    if (!chat_template_is_harmony(ct)) {
+        size_t to, tl, ao;
+        if (!chat_think_split(m->content, len, &to, &tl, &ao))
+            return message_json(m->role, m->content, NULL, NULL);
+        char *think = malloc(tl + 1);
+        if (!think)
+            return NULL;
+        memcpy(think, m->content + to, tl);
+        think[tl] = 0;
+        cJSON *o = message_json(m->role, m->content + ao, think, "reasoning_content");
+        free(think);
+        return o;
+    }
     harmony_reply h;
-    if (harmony_parse(m->content, strlen(m->content), &h))
+    if (harmony_parse(m->content, len, &h))
         return NULL;
-    cJSON *o = h.channels ? message_json(m->role, h.final, h.analysis_len ? h.analysis : NULL)
-                          : message_json(m->role, m->content, NULL);
+    cJSON *o = h.channels ? message_json(m->role, h.final, h.analysis_len ? h.analysis : NULL, "thinking")
+                          : message_json(m->role, m->content, NULL, NULL);
     harmony_reply_free(&h);
     return o;
 }
@@ -672,7 +756,7 @@ char *chat_render_json(const chat_template *ct, const cJSON *messages, const cha
     const cJSON *first = messages->child;
     if (o.system_prompt && !(first && json_role_is(first, "system"))) {
         cJSON *arr = cJSON_Duplicate(messages, true);
-        cJSON *sys = message_json("system", o.system_prompt, NULL);
+        cJSON *sys = message_json("system", o.system_prompt, NULL, NULL);
         if (!arr || !sys || !cJSON_InsertItemInArray(arr, 0, sys)) {
             cJSON_Delete(arr);
             cJSON_Delete(sys);

@@ -106,6 +106,22 @@ chat_format chat_default_format(const struct gguf_file *g);
  * "template" for CHAT_FORMAT_TEMPLATE. */
 const char *chat_format_name(chat_format f);
 
+/* The format named `name`: one of chatml, llama2, llama3, phi3, mistral,
+ * gemma, zephyr, phi4, granite, mistral-v7, mistral-v7-tekken, olmo2,
+ * harmony, without regard to case, spaces, '-', '_', '.' ("Llama 3",
+ * "mistralv7"); not TEMPLATE.
+ * false when no format has that name. */
+bool chat_format_from_name(const char *name, chat_format *out);
+/* The names chat_format_from_name takes, ", "-separated, into buf. */
+void chat_format_names(char *buf, size_t cap);
+
+/* A reply's reasoning in Qwen3 / DeepSeek-R1 style: text[0..len) holds
+ * `</think>`. The thinking is text[*t_off, +*t_len) (after `<think>` when
+ * one comes before, else from the start: a generation prompt may open the
+ * block; new lines around it trimmed), the answer starts at *a_off (after
+ * `</think>` and the new lines that follow). false: no `</think>`. */
+bool chat_think_split(const char *text, size_t len, size_t *t_off, size_t *t_len, size_t *a_off);
+
 /* Whether renders of ct take the Harmony format (gpt-oss): its text was
  * detected as Harmony, or it is the built-in format. */
 bool chat_template_is_harmony(const chat_template *ct);
@@ -129,7 +145,12 @@ const jinja_error *chat_template_parse_error(const chat_template *ct);
  * Harmony (a template detected as such, or the built-in format): an
  * assistant turn whose content is a reply as generated, with channel markup
  * (harmony.h), is passed as its final channel, with the analysis channel as
- * the message's `thinking` field (the template drops it from earlier turns). */
+ * the message's `thinking` field (the template drops it from earlier turns).
+ * Other templates: an assistant turn with a `<think>` block
+ * (chat_think_split) is passed as its answer, with the thinking as the
+ * message's `reasoning_content` (as llama.cpp does: templates that use it,
+ * e.g. Qwen3's for turns after the last user message, write it back; the
+ * others drop it). */
 char *chat_render(const chat_template *ct, const chat_message *msgs, size_t n, const chat_opts *opts,
                   size_t *len, chat_result *res);
 
