@@ -401,6 +401,8 @@ int cmd_info(int argc, char **argv)
         info_usage(stderr);
         return APP_BADINPUT;
     }
+    if (mo.on)
+        mo.program_rss = info_mem_self_rss(); /* before the file: the program alone */
     gguf_file *f = app_open_gguf(argv[optind]);
     if (!f)
         return APP_BADINPUT;

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "info_mem.h"
 #include "app.h"
@@ -57,6 +58,17 @@ int info_mem_opt(int c, const char *val, info_mem_opts *o)
     return 1;
 }
 
+uint64_t info_mem_self_rss(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long size, res;
+    int n = f ? fscanf(f, "%llu %llu", &size, &res) : 0;
+    if (f)
+        fclose(f);
+    long pg = sysconf(_SC_PAGESIZE);
+    return n == 2 && pg > 0 ? (uint64_t)res * (uint64_t)pg : 0;
+}
+
 int info_mem_estimate(const gguf_file *f, const info_mem_opts *o, info_mem *out)
 {
     memset(out, 0, sizeof *out);
@@ -80,7 +92,7 @@ int info_mem_estimate(const gguf_file *f, const info_mem_opts *o, info_mem *out)
     uint64_t tb = tok_mem_bytes(tv);
     tok_close(tv);
     memest_params p = {.n_ctx = o->n_ctx, .n_used = o->n_used, .backend = vk ? MEMEST_VULKAN : MEMEST_CPU,
-                       .n_threads = o->threads, .kv_type = o->kv_type};
+                       .n_threads = o->threads, .kv_type = o->kv_type, .program_bytes = o->program_rss};
     int rc = memest_compute(m, gguf_file_size(f), tb, &p, &out->m, msg, sizeof msg);
     if (rc && vk && !strcmp(be, "auto")) { /* auto: a model the device cannot run goes to the CPU, as runner_open does */
         snprintf(out->why, sizeof out->why, "%s", msg);

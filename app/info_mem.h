@@ -17,6 +17,7 @@ typedef struct {
     const char *backend;   /* "auto" (NULL), "cpu", "vulkan" */
     const char *kv_type;   /* NULL: f16 */
     int threads;           /* 0: one per core */
+    uint64_t program_rss;  /* this process's resident bytes before it opened the file (info_mem_self_rss) */
 } info_mem_opts;
 
 typedef struct {
@@ -30,6 +31,10 @@ typedef struct {
  * 'K' --kv-type, 'U' --used, 't' --threads) into o. Returns 1 when c is one
  * of them, 0 when not, -1 with the one-line message printed on a bad value. */
 int info_mem_opt(int c, const char *val, info_mem_opts *o);
+
+/* This process's resident bytes now (/proc/self/statm; 0 when unknown): taken
+ * before the file is opened, it is the program a run loads too. */
+uint64_t info_mem_self_rss(void);
 
 /* The estimate for file f. Returns 0, or the exit status (APP_BADINPUT)
  * with the one-line message printed (a model the engine cannot bind, a

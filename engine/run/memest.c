@@ -9,11 +9,14 @@
 #include "backend_vulkan.h"
 #endif
 
-/* The process without the model: the ggscope binary's pages, its libraries
- * (libc, libuv, ncursesw, the Vulkan loader) and the C heap's fixed part;
- * and each worker thread's stack and heap arena. Measured with peak RSS
- * (bench/mem_check.sh) on x86-64 Linux, glibc. */
+/* The process without the model: program_bytes (the binary's pages, its
+ * libraries and the C heap as loaded), plus what a run touches beyond them
+ * (the engine's code, the heap's growth), and each worker thread's stack and
+ * heap arena. Measured with peak RSS (bench/mem_check.sh) on x86-64 Linux,
+ * glibc. RUNTIME_BASE stands for the whole when program_bytes is unknown
+ * (a build without libcurl: the libraries are about 7 MiB fewer). */
 #define RUNTIME_BASE (19u << 18) /* 4.75 MiB */
+#define RUNTIME_RUN (1u << 20)
 #define RUNTIME_PER_THREAD (96u << 10)
 
 /* backend_vulkan.c: its buffers of fixed size (device-local arena,
@@ -171,7 +174,8 @@ int memest_compute(const model *m, uint64_t file_bytes, uint64_t tok_bytes, cons
         out->weights = file_bytes - te_bytes + seen;
     }
     out->tokenizer = tok_bytes;
-    out->runtime = RUNTIME_BASE + (uint64_t)RUNTIME_PER_THREAD * (uint64_t)(out->n_threads - 1);
+    out->runtime = (p->program_bytes ? p->program_bytes + RUNTIME_RUN : RUNTIME_BASE) +
+                   (uint64_t)RUNTIME_PER_THREAD * (uint64_t)(out->n_threads - 1);
     if (p->backend == MEMEST_CPU) {
         mm_sizes mm = {0};
         mm_scan(m, rows, pl.logit_rows, &mm);

@@ -20,6 +20,9 @@ typedef struct {
     memest_backend backend;
     int n_threads;           /* CPU threads (0: one per core, as the CPU backend) */
     const char *kv_type;     /* KV cache type (NULL: "f16"); memest_kv_types lists them */
+    uint64_t program_bytes;  /* the process's resident bytes before it opens a model (the binary
+                              * and the libraries it links, as loaded); 0: a figure measured on a
+                              * build without libcurl */
 } memest_params;
 
 /* Bytes; "resident" parts are what the process keeps in RAM once n_used
@@ -36,7 +39,7 @@ typedef struct {
     uint64_t compute;     /* resident scratch: the session's buffers, the backend's
                            * activation and per-thread buffers, logits, sampler */
     uint64_t tokenizer;   /* the tokenizer's tables (the caller's figure) */
-    uint64_t runtime;     /* the program, its libraries, its threads' stacks (measured) */
+    uint64_t runtime;     /* the program, its libraries, its threads' stacks */
     uint64_t host_total;  /* the sum of the above but kv_full */
     /* Vulkan only (else 0): device memory */
     uint64_t dev_weights, dev_kv, dev_compute, dev_total;
