@@ -440,7 +440,9 @@ static void fit_middle(char *out, size_t cap, const char *name, int cols)
 }
 
 /* The title line for a screen `cols` wide: every figure kept, the file name
- * shortened in its middle first, then "ggscope" and the byte order dropped. */
+ * shortened in its middle (to 16 columns at least) first, then "ggscope"
+ * and the byte order dropped, then (narrower than ~100 columns) the key and
+ * parameter counts. */
 static void make_title(explorer *e, int cols)
 {
     char buf[768], size[32], params[32], raw[64] = "?", arch[128], name[256], tail[400], shown[256];
@@ -459,11 +461,16 @@ static void make_title(explorer *e, int cols)
     }
     double bpw = np ? 8.0 * (double)nbytes / (double)np : 0;
     int room = cols - 13;   /* the focused pane's name on the right: " [Metadata] " */
-    for (int v = 0; v < 2; v++) {
-        char figs[160];
+    int name_min = ui_width(name, SIZE_MAX) < 16 ? ui_width(name, SIZE_MAX) : 16;
+    for (int v = 0; v < 4; v++) {
+        char figs[160], keys[32] = "", par[48] = "";
+        if (v < 2)
+            snprintf(keys, sizeof keys, " · %" PRIu64 " keys", gguf_kv_count(e->f));
+        if (v < 3)
+            snprintf(par, sizeof par, " · %s params", ui_fmt_count(np, params, sizeof params));
         if (gguf_tensor_count(e->f))
-            snprintf(figs, sizeof figs, " · %s params · %" PRIu64 " tensors · %" PRIu64 " keys · %.2f bpw",
-                     ui_fmt_count(np, params, sizeof params), gguf_tensor_count(e->f), gguf_kv_count(e->f), bpw);
+            snprintf(figs, sizeof figs, "%s · %" PRIu64 " tensors%s · %.2f bpw", par, gguf_tensor_count(e->f), keys,
+                     bpw);
         else
             snprintf(figs, sizeof figs, " · no tensors · %" PRIu64 " keys", gguf_kv_count(e->f));
         snprintf(tail, sizeof tail, "  %s · %sv%u%s · %s%s", ui_fmt_bytes(gguf_file_size(e->f), size, sizeof size),
@@ -471,8 +478,8 @@ static void make_title(explorer *e, int cols)
                  gguf_big_endian(e->f) ? " BE" : " LE", arch, figs);
         const char *head = v ? " " : " ggscope  ";
         int avail = room - ui_width(head, SIZE_MAX) - ui_width(tail, SIZE_MAX);
-        if (v == 0 && avail < 16 && avail < ui_width(name, SIZE_MAX))
-            continue;   /* too narrow: the short form */
+        if (v < 3 && avail < name_min)
+            continue;   /* too narrow: a shorter form */
         fit_middle(shown, sizeof shown, name, avail < 8 ? 8 : avail);
         snprintf(buf, sizeof buf, "%s%s%s", head, shown, tail);
         break;
