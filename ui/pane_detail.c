@@ -92,7 +92,8 @@ static int bytes_per_line(int width)
 static void hex_load_fields(detail_pane *d, const gguf_tensor *t, const ggtype_traits *tr)
 {
     d->nfields = 0;
-    if (!tr || !t->data)
+    /* plain floats: each line's values decoded beside the bytes instead */
+    if (!tr || !t->data || t->type == GGTYPE_F32 || t->type == GGTYPE_F16 || t->type == GGTYPE_BF16)
         return;
     uint64_t blk = d->hex_cur / tr->type_size;
     int n = codec_block_anatomy(t->type, t->data + blk * tr->type_size, d->fields, MAX_FIELDS);
@@ -129,8 +130,9 @@ static void draw_hex(detail_pane *d, WINDOW *w, int h, int width, const gguf_ten
     hex_load_fields(d, t, tr);
     char hdr[200];
     snprintf(hdr, sizeof hdr, "block %" PRIu64 " of %" PRIu64 " · %s · %" PRIu64 " bytes · elements %" PRIu64 "–%" PRIu64
-             " · [ ] block  ←→ field",
-             blk, nblk, ggtype_name(t->type), bsz, blk * tr->blck_size, (blk + 1) * tr->blck_size - 1);
+             " · [ ] block%s",
+             blk, nblk, ggtype_name(t->type), bsz, blk * tr->blck_size, (blk + 1) * tr->blck_size - 1,
+             d->nfields ? "  ←→ field" : "");
     ui_put(w, 0, 1, width - 1, hdr, SIZE_MAX, ui_attr(UI_C_HEADER), true);
     int bpl = bytes_per_line(width);
     int rows = h - 1;

@@ -316,8 +316,8 @@ static void meta_draw(panel *p, WINDOW *w, bool focused)
     meta_pane *m = p->self;
     int h = p->ih, width = p->iw;
     list_set(&m->l, m->l.count, (uint64_t)(h > 0 ? h : 1));
-    /* the key column as wide as the widest key, at most 45% of the pane */
-    m->key_w = m->key_need < width * 45 / 100 ? m->key_need : width * 45 / 100;
+    /* the key column as wide as the widest key, at most 55% of the pane */
+    m->key_w = m->key_need < width * 55 / 100 ? m->key_need : width * 55 / 100;
     attr_t selattr = ui_attr(focused ? UI_C_SELECT : UI_C_SELECT_DIM);
     for (int y = 0; y < h; y++) {
         uint64_t row = m->l.top + (uint64_t)y;
