@@ -212,7 +212,7 @@ static void tensors_title(panel *p, char *buf, size_t cap)
     tensors_pane *t = p->self;
     char sortinfo[64] = "";
     if (t->sort_col != COL_ORDER || t->flat)
-        snprintf(sortinfo, sizeof sortinfo, " · %s%s %s", t->flat ? "flat · " : "", col_names[t->sort_col],
+        snprintf(sortinfo, sizeof sortinfo, " · %ssort: %s %s", t->flat ? "flat · " : "", col_names[t->sort_col],
                  t->sort_col == COL_ORDER ? "" : t->sort_desc ? "↓" : "↑");
     if (t->filter_len || t->typing)
         snprintf(buf, cap, "%u of %u · filter: %s%s%s", t->shown, t->n, t->filter, t->typing ? "▏" : "", sortinfo);
