@@ -70,6 +70,10 @@ for size in 200x60 80x24; do
         check "$size: < < moves it back" test "$(line_no "┌ Detail")" = "$dy"
     fi
     check "$size: the key bar shows the split keys" has '< > split'
+    keys '?'; wait_for "Keys everywhere"
+    check "$size: the help lists the split keys" has '< > +move the split between the panes left / right'
+    check "$size: the help lists the flat sort" has 'a +flat list across blocks'
+    keys Escape; wait_gone "Keys everywhere"
 
     # ---- the flat sort across all tensors, largest first ----
     keys a

@@ -368,9 +368,12 @@ static void search_submit(screen *s, const char *text, void *ctx)
 {
     explorer *e = ctx;
     (void)s;
-    if (e->job ? !strcmp(e->job->q, text) : e->n && !strcmp(e->query, text))
-        return;
-    explorer_search(e, text);
+    if (e->job && !strcmp(e->job->q, text))
+        return;   /* its first match shows when it is done */
+    if (!e->job && e->n && !strcmp(e->query, text))
+        show_match(e);   /* says again where it is (the prompt hid the message) */
+    else
+        explorer_search(e, text);
 }
 
 /* Search as you type: every change starts the search anew (the previous
@@ -518,8 +521,9 @@ explorer *explorer_new(screen *s, const gguf_file *f)
         {'v', "v", NULL, NULL, e->page, set_view, e},
         {'g', "x/v/g", "view", "detail view: x hex, v values, g histogram", e->page, set_view, e},
         {':', ":", NULL, "values: go to a row of the selected tensor", e->page, key_goto, e},
-        {'<', "<", NULL, "move the split between the panes left (up when stacked)", e->page, key_split, e},
-        {'>', "< >", "split", "move the split between the panes right (down when stacked)", e->page, key_split, e},
+        {'<', "< >", "split", "move the split between the panes left / right (up / down when stacked)", e->page,
+         key_split, e},
+        {'>', ">", NULL, NULL, e->page, key_split, e},
         {UIK_ESC, "Esc", NULL, "cancel a running histogram or search", e->page, key_esc, e},
     };
     for (size_t i = 0; i < sizeof binds / sizeof binds[0]; i++)
