@@ -19,15 +19,22 @@ size_t panes_find(const char *s, size_t n, const char *q, size_t qn)
     return SIZE_MAX;
 }
 
-int panes_put_match(WINDOW *w, int y, int x, int maxcols, const char *s, size_t n, attr_t a, const char *q,
-                    bool ellipsis)
+/* s[0..n) from the file (escaped) or already in its terminal form */
+static int put(WINDOW *w, int y, int x, int maxcols, const char *s, size_t n, attr_t a, bool ellipsis, bool esc)
 {
+    return esc ? screen_put_text(w, y, x, maxcols, s, n, a, ellipsis) : ui_put(w, y, x, maxcols, s, n, a, ellipsis);
+}
+
+int panes_put_match(WINDOW *w, int y, int x, int maxcols, const char *s, size_t n, attr_t a, const char *q,
+                    unsigned flags)
+{
+    bool ell = flags & PANES_ELLIPSIS, esc = !(flags & PANES_ESCAPED);
     size_t at = q ? panes_find(s, n, q, strlen(q)) : SIZE_MAX;
     if (at == SIZE_MAX)
-        return screen_put_text(w, y, x, maxcols, s, n, a, ellipsis);
+        return put(w, y, x, maxcols, s, n, a, ell, esc);
     size_t qn = strlen(q);
-    int used = screen_put_text(w, y, x, maxcols, s, at, a, false);
-    used += screen_put_text(w, y, x + used, maxcols - used, s + at, qn, a | ui_attr(UI_C_MATCH), false);
-    used += screen_put_text(w, y, x + used, maxcols - used, s + at + qn, n - at - qn, a, ellipsis);
+    int used = put(w, y, x, maxcols, s, at, a, false, esc);
+    used += put(w, y, x + used, maxcols - used, s + at, qn, a | ui_attr(UI_C_MATCH), false, esc);
+    used += put(w, y, x + used, maxcols - used, s + at + qn, n - at - qn, a, ell, esc);
     return used;
 }

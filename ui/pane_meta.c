@@ -293,7 +293,7 @@ static void draw_elem(meta_pane *m, WINDOW *w, int y, int x, int width, const gg
         if (table && pw > 34)
             pw = 34;
         x += ui_put(w, y, x, pw, "'", 1, sel, false);
-        int used = panes_put_match(w, y, x, pw - 2, txt, n, sel ? sel : ui_attr(UI_C_STRING), m->match, true);
+        int used = panes_put_match(w, y, x, pw - 2, txt, n, sel ? sel : ui_attr(UI_C_STRING), m->match, PANES_ELLIPSIS);
         ui_put(w, y, x + used, pw - 1 - used, "'", 1, sel, false);
         if (!table)
             return;
@@ -336,7 +336,7 @@ static void meta_draw(panel *p, WINDOW *w, bool focused)
         if (n->kv < 0) {
             x += ui_put(w, y, x, width - x, n->expanded ? "▾ " : "▸ ", SIZE_MAX, sa, false);
             x += panes_put_match(w, y, x, width - x, n->label, strlen(n->label), sa ? sa : ui_attr(UI_C_GROUP), m->match,
-                                 true);
+                                 PANES_ELLIPSIS | PANES_ESCAPED);
             if (!n->expanded) {
                 char k[32];
                 snprintf(k, sizeof k, "  %u keys", n->n_keys);
@@ -356,7 +356,7 @@ static void meta_draw(panel *p, WINDOW *w, bool focused)
         int kw = m->key_w - x;
         if (kw < 6)
             kw = 6;
-        panes_put_match(w, y, x, kw - 1, n->label, strlen(n->label), sa, m->match, true);
+        panes_put_match(w, y, x, kw - 1, n->label, strlen(n->label), sa, m->match, PANES_ELLIPSIS | PANES_ESCAPED);
         x += kw;
         if (x >= width)
             continue;
@@ -373,14 +373,15 @@ static void meta_draw(panel *p, WINDOW *w, bool focused)
                 int hw = ui_width(hint, SIZE_MAX);
                 if (avail > hw + 8) {
                     int u = panes_put_match(w, y, x, avail - hw, sv.ptr, (size_t)sv.len, sa ? sa : ui_attr(c), m->match,
-                                            true);
+                                            PANES_ELLIPSIS);
                     ui_put(w, y, x + u, hw, hint, SIZE_MAX, sa ? sa : ui_attr(UI_C_DIM), false);
                     continue;
                 }
             }
         }
         int used = kv->value.type == GGUF_VT_STRING
-                       ? panes_put_match(w, y, x, avail, buf, strlen(buf), sa ? sa : ui_attr(c), m->match, true)
+                       ? panes_put_match(w, y, x, avail, buf, strlen(buf), sa ? sa : ui_attr(c), m->match,
+                                         PANES_ELLIPSIS | PANES_ESCAPED)
                        : ui_put(w, y, x, avail, buf, SIZE_MAX, sa ? sa : ui_attr(c), true);
         if (kv == m->tokens && n->expanded && used + 30 < avail)
             ui_put(w, y, x + used, avail - used, m->scores || m->types ? "   id · piece · score · type" : "   id · piece",

@@ -11,6 +11,7 @@
 #include "list.h"
 #include "panes.h"
 #include "screen.h"
+#include "textesc.h"
 
 enum { COL_ORDER, COL_NAME, COL_TYPE, COL_SHAPE, COL_PARAMS, COL_BYTES, COL_OFFSET, NCOLS };
 static const char *const col_names[NCOLS] = {"file order", "name", "type", "shape", "params", "bytes", "offset"};
@@ -262,6 +263,14 @@ static void cell_text(const tensors_pane *t, const gguf_tensor *x, int col, char
     }
 }
 
+/* Columns of a name from the file in its escaped form (as drawn). */
+static int esc_width(const char *s, size_t n)
+{
+    char buf[512];
+    textesc_term(buf, sizeof buf, s, n, 0);
+    return ui_width(buf, SIZE_MAX);
+}
+
 /* The content widths of the columns (every tensor, and the headers with a
  * sort arrow). */
 static void measure(tensors_pane *t)
@@ -278,9 +287,9 @@ static void measure(tensors_pane *t)
             if (wd > t->cw[c])
                 t->cw[c] = wd;
         }
-        int nw = ui_width(x->name.ptr, (size_t)x->name.len);
+        int nw = esc_width(x->name.ptr, (size_t)x->name.len);
         const char *d = t->ents[i].blk >= 0 ? memchr(x->name.ptr + 4, '.', (size_t)x->name.len - 4) : NULL;
-        int gw = d ? 4 + ui_width(d + 1, (size_t)(x->name.ptr + x->name.len - d - 1)) : 2 + nw;
+        int gw = d ? 4 + esc_width(d + 1, (size_t)(x->name.ptr + x->name.len - d - 1)) : 2 + nw;
         if (gw > t->name_w[0])
             t->name_w[0] = gw;
         if (2 + nw > t->name_w[1])
@@ -365,7 +374,7 @@ static void tensors_draw(panel *p, WINDOW *w, bool focused)
                         nm.ptr = d + 1;
                     }
                 }
-                panes_put_match(w, y + 1, ind, cs[c].width - ind - 1, nm.ptr, (size_t)nm.len, sa, hl, true);
+                panes_put_match(w, y + 1, ind, cs[c].width - ind - 1, nm.ptr, (size_t)nm.len, sa, hl, PANES_ELLIPSIS);
             } else {
                 char cell[48];
                 cell_text(t, xt, cs[c].col, cell, sizeof cell);

@@ -39,11 +39,16 @@ void detail_pane_goto_row(panel *p, uint64_t row);
 /* Cancel the histogram job if one runs; true if one did. */
 bool detail_pane_cancel(panel *p);
 
-/* Draw s[0..n) as screen_put_text does (escaped, at most maxcols columns),
- * its first case-insensitive match of q (NULL or "": none) lit as a match.
- * Returns the columns used. */
+/* Flags of panes_put_match. */
+enum {
+    PANES_ELLIPSIS = 1 << 0,   /* "…" in the last column when the text is cut */
+    PANES_ESCAPED = 1 << 1,    /* s is in its terminal form already (drawn as is) */
+};
+/* Draw s[0..n) as screen_put_text does (text from the file, escaped; at
+ * most maxcols columns), its first case-insensitive match of q (NULL or "":
+ * none) lit as a match. Returns the columns used. */
 int panes_put_match(WINDOW *w, int y, int x, int maxcols, const char *s, size_t n, attr_t a, const char *q,
-                    bool ellipsis);
+                    unsigned flags);
 /* Byte offset of the first case-insensitive (ASCII) match of q[0..qn) in
  * s[0..n), or SIZE_MAX. */
 size_t panes_find(const char *s, size_t n, const char *q, size_t qn);
