@@ -489,6 +489,8 @@ static int tensors_key(panel *p, int key)
             t->sort_col = COL_BYTES, t->sort_desc = true;
         rebuild(t);
         notify(t);
+        if (p->scr)
+            screen_focus(p->scr, p);   /* lays the page out again: the names' width changed */
         break;
     case 'S': case 'r':
         t->sort_desc = !t->sort_desc;
