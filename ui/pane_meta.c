@@ -287,7 +287,7 @@ static void draw_elem(meta_pane *m, WINDOW *w, int y, int x, int width, const gg
             if (k <= sizeof buf)
                 txt = buf, n = k;
         }
-        /* the table's piece column: as wide as the pane allows, up to 32 */
+        /* the table's piece column: as wide as the pane allows, up to 32 and its quotes */
         int extra = table ? (m->scores ? 12 : 0) + (m->types ? 9 : 0) : 0;
         int pw = width - extra;
         if (table && pw > 34)
