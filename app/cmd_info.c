@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "cliopt.h"
 #include "model.h"
 #include "ggtype.h"
 #include "gguf.h"
@@ -20,10 +21,10 @@ static void info_usage(FILE *out)
     fprintf(out,
             "usage: ggscope info FILE [--json] [--full] [--items N]\n"
             "\n"
-            "Print a GGUF file's header (version, byte order, alignment, counts, data offset, size),\n"
-            "its metadata (arrays as type, length and first items; control characters escaped),\n"
-            "its tensors (name, type, shape, elements, bytes, offset), totals per type and the\n"
-            "parts of its file name (GGUF naming convention).\n"
+            "Print a GGUF file's header (version, byte order, alignment, counts, data\n"
+            "offset, size), its metadata (arrays as type, length and first items; control\n"
+            "characters escaped), its tensors (name, type, shape, elements, bytes, offset),\n"
+            "totals per type and the parts of its file name (GGUF naming convention).\n"
             "\n"
             "  --json      one JSON document instead of text\n"
             "  --full      every array item (default: the first %d)\n"
@@ -374,6 +375,8 @@ int cmd_info(int argc, char **argv)
         default: info_usage(stderr); return APP_BADINPUT;
         }
     }
+    if (cliopt_extra(argc, argv, optind, 1))
+        return APP_BADINPUT;
     if (optind != argc - 1) {
         info_usage(stderr);
         return APP_BADINPUT;

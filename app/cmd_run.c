@@ -77,10 +77,11 @@ static void help(FILE *out)
             "generation speed go to stderr.\n"
             "\n"
             "options:\n"
-            "  -p, --prompt TEXT     the prompt (tokenized with the model's tokenizer, BOS added)\n"
+            "  -p, --prompt TEXT     the prompt (the model's tokenizer; BOS added)\n"
             "  --tokens IDS          start from comma-separated token ids instead of text\n"
-            "  -n N                  tokens to generate (default 128; stops early at end of text)\n"
-            "  --ids                 print the generated token ids (comma-separated) instead of text\n"
+            "  -n N                  tokens to generate (default 128; fewer at the end of the\n"
+            "                        text or when the context is full)\n"
+            "  --ids                 print the token ids made (comma-separated), not text\n"
             "  --template FILE       render PROMPT as one user turn with the Jinja chat template\n"
             "                        in FILE and a generation prompt (special tokens parsed, BOS\n"
             "                        only when the model asks and the text lacks it); without\n"
@@ -221,6 +222,9 @@ int cmd_run(int argc, char **argv)
         ecli_flush_text(tx, stdout);
     putchar('\n');
     fflush(stdout);
+    if (st.stop == RUNNER_STOP_CTX && ro.made < n_gen)
+        fprintf(stderr, "stopped after %ld of %ld tokens: the context is full (%u positions; -c, --ctx N for more)\n",
+                ro.made, n_gen, runner_n_ctx(e.r));
     fprintf(stderr, "prompt: %u tokens in %.3f s (%.2f tok/s); generation: %ld tokens in %.3f s (%.2f tok/s)\n",
             n_prompt, t_pp, t_pp > 0 ? n_prompt / t_pp : 0.0, ro.made, t_tg,
             t_tg > 0 ? ro.made / t_tg : 0.0);
