@@ -23,9 +23,9 @@ static void help(FILE *out)
             "                        anything else; its system prompt and settings apply)\n"
             "  --raw                 no chat template: the conversation is one text the model\n"
             "                        continues, as `ggscope run -p` (/mode chat|raw switches)\n"
-            "  --template FILE       use the Jinja chat template in FILE instead of the model's\n"
-            "  --format NAME         use a built-in chat format: chatml, llama2, llama3, phi3,\n"
-            "                        mistral, gemma, zephyr, phi4, granite, mistral-v7,\n"
+            "  --template FILE       use the Jinja chat template in FILE, not the model's\n"
+            "  --format NAME         use a built-in chat format: chatml, llama2, llama3,\n"
+            "                        phi3, mistral, gemma, zephyr, phi4, granite, mistral-v7,\n"
             "                        mistral-v7-tekken, olmo2, harmony\n"
             ECLI_SAMPLING_HELP
             "  -n N                  max tokens per reply (default 512; 0 = until the context\n"
