@@ -37,8 +37,12 @@ char *app_text(char *buf, size_t cap, const char *s, size_t len);
 struct cJSON *app_json_text(const char *s, size_t len);
 
 /* Open a GGUF file; on failure print the one-line error
- * ("FILE: offset N: what (expected)") and return NULL: the caller exits 2. */
+ * ("FILE: offset N: what (expected)") and return NULL: the caller exits 2.
+ * A URL is refused (this command needs the tensor data in memory). */
 gguf_file *app_open_gguf(const char *path);
+/* The same, and an http:// or https:// URL opens a remote file (app/remote.h:
+ * tensor data read with gguf_tensor_read). For info, dump and the explorer. */
+gguf_file *app_open_any(const char *path);
 
 /* Path of the embedded demo model, writing it into the cache directory on
  * first use. NULL (message printed) on failure. */
@@ -80,7 +84,8 @@ typedef struct {
     const char *search;   /* start with this search (NULL: none) */
     struct chat_ui *chat; /* start on this chat page (app/chat_ui.h; the explorer frees it); NULL: explorer */
     const char *qerr_vs;  /* quantization error page: parent file (NULL: re-quantize) */
-    unsigned qerr_type;   /* quantization error page: candidate type (0 = F32: q4_K) */
+    const uint32_t *qerr_types;   /* quantization error page: candidate types (none: q4_K) */
+    size_t qerr_n_types;
     bool qerr_open;       /* start on the quantization error page */
     gguf_file *file;      /* path, already opened (the chat's), or NULL: app_explore opens it */
 } app_explore_opts;

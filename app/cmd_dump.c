@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "cliopt.h"
 #include "codec.h"
 #include "dump_views.h"
 #include "ggtype.h"
@@ -51,6 +52,8 @@ typedef struct {
     uint64_t row_len, n_rows, row_bytes;
     uint32_t swap;            /* big-endian file: element size to byte-swap (0 = none) */
     uint8_t *swapped;         /* scratch for the swapped bytes of one chunk */
+    const gguf_file *f;
+    uint8_t *fetched;         /* a remote file: one chunk's bytes */
 } dump_tensor;
 
 enum { CHUNK_ELEMS = 1 << 20 };  /* values per dequantize/write step */
@@ -61,10 +64,13 @@ static void dump_usage(FILE *out)
             "usage: ggscope dump FILE TENSOR --f32 [--rows A:B] [-o OUT]\n"
             "       ggscope dump FILE TENSOR --requant TYPE --raw [--rows A:B] [-o OUT]\n"
             "       ggscope dump FILE TENSOR --raw [--rows A:B] [-o OUT]\n"
-            "       ggscope dump FILE TENSOR --values|--hex|--stats|--hist [--bins N] [--json] [--rows A:B] [-o OUT]\n"
+            "       ggscope dump FILE TENSOR --values|--hex|--stats|--hist [--bins N]\n"
+            "            [--json] [--rows A:B] [-o OUT]\n"
             "\n"
-            "Write one tensor's values, for scripts and checks. A row is ne[0] elements\n"
-            "(higher dimensions are flattened: row r of a [n0, n1, n2] tensor is at r*n0).\n"
+            "Write one tensor's values, for scripts and checks. A row is the elements of the\n"
+            "first dimension (higher dimensions are flattened: row r of a [n0, n1, n2]\n"
+            "tensor is at r*n0).\n"
+             "FILE may be an http:// or https:// URL: only the rows asked for are fetched.\n"
             "\n"
             "  --f32           the tensor dequantized, as raw little-endian float32\n"
             "  --requant TYPE  the tensor's values quantized to TYPE with ggml's reference\n"
@@ -74,20 +80,22 @@ static void dump_usage(FILE *out)
             "  --rows A:B      rows A (inclusive) to B (exclusive); 'A:' to the end, ':B'\n"
             "                  from the start, 'A' the single row A\n"
             "  --values        the dequantized values as text, one line per row\n"
-            "  --hex           the bytes block by block, each block's fields decoded (anatomy)\n"
-            "  --stats         count, min, max, mean, std, absmax, zeros, NaN, Inf of the values\n"
+            "  --hex           the bytes block by block, each block's fields decoded\n"
+            "  --stats         count, min, max, mean, std, absmax, zeros, NaN, Inf\n"
             "                  (the explorer's histogram view shows the same figures)\n"
             "  --hist          --stats and a histogram over [min, max]\n"
             "  --bins N        histogram bins, 1..4096 (default 32)\n"
             "  --json          --values/--hex/--stats/--hist as one JSON document\n"
-            "                  (--values and --hex default to rows 0:8, --stats/--hist to all)\n"
+            "                  (--values and --hex default to rows 0:8, --stats and\n"
+            "                  --hist to all)\n"
             "  -o, --output F  write to file F instead of standard output\n"
             "  -h, --help      this help\n"
             "\n"
             "Binary output is never written to a terminal: redirect it or use -o.\n"
-            "Big-endian files: plain types (f32, f16, i32, ...) are byte-swapped to little-endian;\n"
-            "quantized tensors can only be dumped --raw.\n"
-            "Dequantization uses the fastest SIMD path; GGSCOPE_SIMD=scalar|avx2|avx512 forces one.\n");
+            "Big-endian files: plain types (f32, f16, i32, ...) are byte-swapped to\n"
+            "little-endian; quantized tensors can only be dumped --raw.\n"
+            "Dequantization uses the fastest SIMD path; GGSCOPE_SIMD=scalar|avx2|avx512\n"
+            "forces one.\n");
 }
 
 /* Parse "A:B", "A:", ":B" or "A". Returns false on a malformed range. */
@@ -170,6 +178,8 @@ static int parse_args(int argc, char **argv, dump_opts *o)
         default: dump_usage(stderr); return APP_BADINPUT;
         }
     }
+    if (cliopt_extra(argc, argv, optind, 2))
+        return APP_BADINPUT;
     if (argc - optind != 2) {
         app_error("dump needs FILE and TENSOR (see ggscope dump --help)");
         return APP_BADINPUT;
@@ -303,17 +313,34 @@ static int write_all(FILE *out, const void *p, size_t n)
     return APP_OK;
 }
 
+/* The bytes of rows [r, r + nr): in the mapping, or read from a remote file
+ * into dt->fetched (message printed on failure: NULL). */
+static const uint8_t *rows_at(dump_tensor *dt, uint64_t r, uint64_t nr)
+{
+    if (dt->t->data)
+        return dt->t->data + r * dt->row_bytes;
+    gguf_error err;
+    if (gguf_tensor_read(dt->f, dt->t, r * dt->row_bytes, nr * dt->row_bytes, dt->fetched, NULL, &err) != GGUF_OK) {
+        char line[1024];
+        app_error("%s", gguf_error_format(&err, line, sizeof line));
+        return NULL;
+    }
+    return dt->fetched;
+}
+
 /* Dequantize rows [r0, r1) in chunks of whole rows and hand each chunk to
  * `sink` (values, rows, row count). */
 typedef int (*dump_sink)(const dump_opts *o, const dump_tensor *dt, const float *vals, uint64_t nrows,
                          FILE *out, void *scratch);
 
-static int for_each_chunk(const dump_opts *o, const dump_tensor *dt, uint64_t r0, uint64_t r1, dump_sink sink,
+static int for_each_chunk(const dump_opts *o, dump_tensor *dt, uint64_t r0, uint64_t r1, dump_sink sink,
                           FILE *out, void *scratch, float *vals, uint64_t rows_per_chunk)
 {
     for (uint64_t r = r0; r < r1; r += rows_per_chunk) {
         const uint64_t nr = r1 - r < rows_per_chunk ? r1 - r : rows_per_chunk;
-        const uint8_t *src = dt->t->data + r * dt->row_bytes;
+        const uint8_t *src = rows_at(dt, r, nr);
+        if (!src)
+            return APP_BADINPUT;
         if (dt->swap) {
             const uint64_t nbytes = nr * dt->row_bytes;
             for (uint64_t i = 0; i < nbytes; i += dt->swap)
@@ -358,7 +385,7 @@ int cmd_dump(int argc, char **argv)
     if (rc != APP_OK)
         return rc < 0 ? APP_OK : rc;
 
-    gguf_file *f = app_open_gguf(o.file);
+    gguf_file *f = app_open_any(o.file);
     if (!f)
         return APP_BADINPUT;
     FILE *out = NULL;
@@ -397,7 +424,12 @@ int cmd_dump(int argc, char **argv)
     if (o.has_rows) {
         r0 = o.row_begin;
         r1 = o.row_end == UINT64_MAX ? dt.n_rows : o.row_end;
-        if (r0 > r1 || r1 > dt.n_rows) {
+        if (r0 > r1) {
+            app_error("--rows %" PRIu64 ":%" PRIu64 " is reversed (A:B reads rows A up to B, A <= B)", r0, r1);
+            rc = APP_BADINPUT;
+            goto done;
+        }
+        if (r1 > dt.n_rows) {
             app_error("--rows %" PRIu64 ":%" PRIu64 " is outside tensor '%s' (rows 0:%" PRIu64 ")", r0, r1, tname,
                       dt.n_rows);
             rc = APP_BADINPUT;
@@ -451,7 +483,7 @@ int cmd_dump(int argc, char **argv)
 
     if (o.mode == DUMP_VIEW) {
         dump_view_opts vo = {.view = o.view, .row_first = r0, .row_count = r1 - r0, .json = o.json, .bins = o.bins};
-        rc = dump_view(dt.t, &vo, out);
+        rc = dump_view(f, dt.t, &vo, out);
         goto flush;
     }
     /* whole rows per chunk, at least one row */
@@ -466,13 +498,25 @@ int cmd_dump(int argc, char **argv)
         scratch = malloc(rows_per_chunk * ggtype_row_size((uint32_t)o.requant_type, dt.row_len, NULL) + 1);
     if (dt.swap)
         dt.swapped = malloc(rows_per_chunk * dt.row_bytes + 1);
-    if ((o.mode != DUMP_RAW && !vals) || (dt.swap && !dt.swapped) || (o.mode == DUMP_REQUANT_RAW && !scratch)) {
+    dt.f = f;
+    if (!dt.t->data)
+        dt.fetched = malloc(rows_per_chunk * dt.row_bytes + 1);
+    if ((o.mode != DUMP_RAW && !vals) || (dt.swap && !dt.swapped) || (o.mode == DUMP_REQUANT_RAW && !scratch) ||
+        (!dt.t->data && !dt.fetched)) {
         app_error("out of memory (rows of %" PRIu64 " values)", dt.row_len);
         rc = APP_FAIL;
         goto done;
     }
     if (o.mode == DUMP_RAW) {
-        rc = write_all(out, dt.t->data + r0 * dt.row_bytes, (r1 - r0) * dt.row_bytes);
+        if (dt.t->data) {
+            rc = write_all(out, dt.t->data + r0 * dt.row_bytes, (r1 - r0) * dt.row_bytes);
+            goto flush;
+        }
+        for (uint64_t r = r0; r < r1 && rc == APP_OK; r += rows_per_chunk) {   /* remote: chunk by chunk */
+            uint64_t nr = r1 - r < rows_per_chunk ? r1 - r : rows_per_chunk;
+            const uint8_t *src = rows_at(&dt, r, nr);
+            rc = src ? write_all(out, src, nr * dt.row_bytes) : APP_BADINPUT;
+        }
         goto flush;
     }
     rc = for_each_chunk(&o, &dt, r0, r1, o.mode == DUMP_F32 ? sink_f32 : sink_requant, out, scratch, vals,
@@ -494,6 +538,7 @@ done:
     free(vals);
     free(scratch);
     free(dt.swapped);
+    free(dt.fetched);
     gguf_close(f);
     return rc;
 }

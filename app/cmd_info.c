@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "cliopt.h"
 #include "info_mem.h"
 #include "model.h"
 #include "ggtype.h"
@@ -20,12 +21,12 @@ static void info_usage(FILE *out)
 {
     fprintf(out,
             "usage: ggscope info FILE [--json] [--full] [--items N]\n"
-            "                    [--ctx N [--backend B] [--kv-type T] [--used N] [--threads N]]\n"
+            "       [--ctx N [--backend B] [--kv-type T] [--used N] [--threads N]]\n"
             "\n"
-            "Print a GGUF file's header (version, byte order, alignment, counts, data offset, size),\n"
-            "its metadata (arrays as type, length and first items; control characters escaped),\n"
-            "its tensors (name, type, shape, elements, bytes, offset), totals per type and the\n"
-            "parts of its file name (GGUF naming convention).\n"
+            "Print a GGUF file's header (version, byte order, alignment, counts, data\n"
+            "offset, size), its metadata (arrays as type, length and first items; control\n"
+            "characters escaped), its tensors (name, type, shape, elements, bytes, offset),\n"
+            "totals per type and the parts of its file name (GGUF naming convention).\n"
             "\n"
             "  --json      one JSON document instead of text\n"
             "  --full      every array item (default: the first %d)\n"
@@ -397,13 +398,15 @@ int cmd_info(int argc, char **argv)
         default: info_usage(stderr); return APP_BADINPUT;
         }
     }
+    if (cliopt_extra(argc, argv, optind, 1))
+        return APP_BADINPUT;
     if (optind != argc - 1) {
         info_usage(stderr);
         return APP_BADINPUT;
     }
     if (mo.on)
         mo.program_rss = info_mem_self_rss(); /* before the file: the program alone */
-    gguf_file *f = app_open_gguf(argv[optind]);
+    gguf_file *f = app_open_any(argv[optind]);
     if (!f)
         return APP_BADINPUT;
     info_mem mem;

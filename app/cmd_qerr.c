@@ -36,7 +36,7 @@ static void usage(FILE *out)
             "  --threads N      threads (default: one per CPU)\n"
             "  --top N          print only the N worst tensors in the table (default all)\n"
             "  --tui            full screen: sortable table, layer x role heatmap, histograms\n"
-            "                   (first type of --types, or --vs); `e` goes to the explorer\n"
+            "                   (`t` switches between the --types); `e` goes to the explorer\n"
             "  --mono           with --tui: no colours (shade characters in the heatmap)\n"
             "\n"
             "The table is sorted worst first (relative RMSE). A progress bar goes to stderr when\n"
@@ -339,7 +339,8 @@ int cmd_qerr(int argc, char **argv)
     if (tui) {
         app_explore_opts eo = {0};
         eo.qerr_vs = vs;
-        eo.qerr_type = types[0];
+        eo.qerr_types = types;
+        eo.qerr_n_types = (size_t)n_types;
         eo.qerr_open = true;
         eo.mono = mono;
         return app_explore(path, &eo);

@@ -37,7 +37,14 @@ static void add_tensor_info(cJSON *j, const gguf_tensor *t, const dump_view_opts
     cJSON_AddNumberToObject(j, "row_count", (double)o->row_count);
 }
 
-static int dump_hex(const gguf_tensor *t, const dump_view_opts *o, FILE *out)
+/* The bytes the views read: p holds the tensor's data from byte `off` on
+ * (the mapping: all of it; a remote file: the rows fetched). */
+typedef struct {
+    const uint8_t *p;
+    uint64_t off;
+} view_bytes;
+
+static int dump_hex(const gguf_tensor *t, const dump_view_opts *o, view_bytes at, FILE *out)
 {
     const ggtype_traits *tr = ggtype_get(t->type);
     uint64_t row_bytes = ggtype_row_size(t->type, t->ne[0], NULL);
@@ -62,13 +69,13 @@ static int dump_hex(const gguf_tensor *t, const dump_view_opts *o, FILE *out)
         for (uint64_t i = b0; i < b1; i += 16) {
             fprintf(out, "0x%08" PRIx64 " ", t->abs_offset + i);
             for (uint64_t k = i; k < i + 16 && k < b1; k++)
-                fprintf(out, "%c%02x", k % bsz == 0 ? '|' : ' ', t->data[k]);
+                fprintf(out, "%c%02x", k % bsz == 0 ? '|' : ' ', at.p[k - at.off]);
             fputc('\n', out);
         }
         return APP_OK;
     }
     for (uint64_t blk = b0 / bsz; blk * bsz < b1; blk++) {
-        const uint8_t *p = t->data + blk * bsz;
+        const uint8_t *p = at.p + (blk * bsz - at.off);
         int nf = codec_block_anatomy(t->type, p, fields, 512);
         if (nf > 512)
             nf = 512;
@@ -115,7 +122,7 @@ static int dump_hex(const gguf_tensor *t, const dump_view_opts *o, FILE *out)
     return root ? print_json(root, out) : APP_OK;
 }
 
-static int dump_values(const gguf_tensor *t, const dump_view_opts *o, FILE *out)
+static int dump_values(const gguf_tensor *t, const dump_view_opts *o, view_bytes at, FILE *out)
 {
     uint64_t ne0 = t->ne[0];
     uint64_t row_bytes = ggtype_row_size(t->type, ne0, NULL);
@@ -130,7 +137,7 @@ static int dump_values(const gguf_tensor *t, const dump_view_opts *o, FILE *out)
         rows = cJSON_AddArrayToObject(root, "rows");
     }
     for (uint64_t r = o->row_first; r < o->row_first + o->row_count; r++) {
-        if (codec_dequantize(t->type, t->data + r * row_bytes, buf, ne0) != 0) {
+        if (codec_dequantize(t->type, at.p + (r * row_bytes - at.off), buf, ne0) != 0) {
             free(buf);
             cJSON_Delete(root);
             app_error("cannot dequantize type %s", ggtype_name(t->type));
@@ -161,7 +168,7 @@ static void on_progress(void *user, uint64_t done, uint64_t total)
     app_progress("stats", (double)done, (double)total);
 }
 
-static int dump_stats_hist(const gguf_tensor *t, const dump_view_opts *o, FILE *out)
+static int dump_stats_hist(const gguf_tensor *t, const dump_view_opts *o, view_bytes at, FILE *out)
 {
     tstats_result *r = malloc(sizeof *r);
     if (!r) {
@@ -170,7 +177,14 @@ static int dump_stats_hist(const gguf_tensor *t, const dump_view_opts *o, FILE *
     }
     tstats_opts so = {.n_bins = o->view == DUMP_VIEW_HIST ? o->bins : 64, .row_first = o->row_first,
                       .row_count = o->row_count, .progress = on_progress};
-    tstats_status st = tstats_compute(t, &so, r);
+    tstats_status st;
+    if (at.p == t->data) {
+        st = tstats_compute(t, &so, r);
+    } else {   /* rows fetched from a remote file, from row base */
+        uint64_t ne0 = t->ne[0], base = at.off / ggtype_row_size(t->type, ne0, NULL);
+        so.row_first -= base;
+        st = tstats_compute_raw(t->type, at.p, ne0, o->row_first + o->row_count - base, &so, r);
+    }
     app_progress_end();
     if (st != TSTATS_OK) {
         free(r);
@@ -227,15 +241,48 @@ static int dump_stats_hist(const gguf_tensor *t, const dump_view_opts *o, FILE *
     return APP_OK;
 }
 
-int dump_view(const gguf_tensor *t, const dump_view_opts *o, FILE *out)
+static int show(const gguf_tensor *t, const dump_view_opts *o, view_bytes at, FILE *out)
 {
-    if (!t->type_known || !t->data || !ggtype_get(t->type)) {
+    switch (o->view) {
+    case DUMP_VIEW_HEX: return dump_hex(t, o, at, out);
+    case DUMP_VIEW_VALUES: return dump_values(t, o, at, out);
+    default: return dump_stats_hist(t, o, at, out);
+    }
+}
+
+int dump_view(const gguf_file *f, const gguf_tensor *t, const dump_view_opts *o, FILE *out)
+{
+    const ggtype_traits *tr = ggtype_get(t->type);
+    if (!t->type_known || !tr || (!t->data && !gguf_is_remote(f))) {
         app_error("tensor type %u is unknown: nothing to show", t->type);
         return APP_BADINPUT;
     }
-    switch (o->view) {
-    case DUMP_VIEW_HEX: return dump_hex(t, o, out);
-    case DUMP_VIEW_VALUES: return dump_values(t, o, out);
-    default: return dump_stats_hist(t, o, out);
+    if (t->data)
+        return show(t, o, (view_bytes){t->data, 0}, out);
+    /* remote: the blocks of the rows shown (all of a tensor whose rows do not
+     * end on block boundaries) */
+    uint64_t bsz = tr->type_size, row_bytes = ggtype_row_size(t->type, t->ne[0], NULL);
+    uint64_t a0 = o->row_first * row_bytes / bsz * bsz;
+    uint64_t a1 = (o->row_first + o->row_count) * row_bytes;
+    a1 = (a1 + bsz - 1) / bsz * bsz;
+    if (a1 > t->n_bytes)
+        a1 = t->n_bytes;
+    if (t->rows_unaligned)
+        a0 = 0, a1 = t->n_bytes;
+    uint64_t bytes = a1 - a0;
+    uint8_t *buf = malloc(bytes + 1);
+    if (!buf) {
+        app_error("out of memory");
+        return APP_FAIL;
     }
+    gguf_error err;
+    if (gguf_tensor_read(f, t, a0, bytes, buf, NULL, &err) != GGUF_OK) {
+        char line[1024];
+        app_error("%s", gguf_error_format(&err, line, sizeof line));
+        free(buf);
+        return APP_BADINPUT;
+    }
+    int rc = show(t, o, (view_bytes){buf, a0}, out);
+    free(buf);
+    return rc;
 }

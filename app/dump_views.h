@@ -19,7 +19,8 @@ typedef struct {
     uint32_t bins;       /* --hist: number of bins */
 } dump_view_opts;
 
-/* Print view `o->view` of tensor `t` to `out`. Returns an exit status. */
-int dump_view(const gguf_tensor *t, const dump_view_opts *o, FILE *out);
+/* Print view `o->view` of tensor `t` of `f` to `out` (a remote file: the
+ * rows up to the last one shown are read first). Returns an exit status. */
+int dump_view(const gguf_file *f, const gguf_tensor *t, const dump_view_opts *o, FILE *out);
 
 #endif

@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "app.h"
+#include "remote.h"
 #include "clock.h"
 #include "chat_ui.h"
 #include "cliopt.h"
@@ -38,6 +39,7 @@ typedef struct {
     const char *path;
     gguf_file *f;           /* the file, shared with the chat */
     qerr_page *qp;
+    char qerr_err[1024];    /* the --vs file could not be opened: why */
     bool quitting;
     bool exit_after_first;
     double t0;
@@ -221,11 +223,12 @@ static void qerr_jump(void *ctx, uint64_t ti)
 
 static int key_qerr(screen *s, int key, void *ctx)
 {
-    (void)s;
     (void)key;
     app_state *a = ctx;
     if (a->qp)
         qerr_page_show(a->qp);
+    else if (a->qerr_err[0])
+        screen_message(s, "--vs: %s", a->qerr_err);
     return PANEL_HANDLED | PANEL_REDRAW;
 }
 
@@ -245,10 +248,26 @@ int app_explore(const char *path, const app_explore_opts *opts)
     a.t0 = (clock_now_s() * 1e3);
     const char *env = getenv("GGSCOPE_EXIT_AFTER_FIRST_FRAME");
     a.exit_after_first = env && *env && strcmp(env, "0") != 0;
-    gguf_file *f = opts && opts->file ? gguf_retain(opts->file) : app_open_gguf(path);
+    gguf_file *f = opts && opts->file ? gguf_retain(opts->file) : app_open_any(path);
     if (!f) {
         chat_ui_free(opts ? opts->chat : NULL);
         return APP_BADINPUT;
+    }
+    /* The parent of the qerr page, before any page: `qerr --tui` with a bad
+     * one is bad input (one line, exit 2); in the explorer `e` says why. */
+    gguf_file *parent = NULL;
+    if (opts && opts->qerr_vs) {
+        gguf_error pe;
+        parent = gguf_open(opts->qerr_vs, &pe);
+        if (!parent) {
+            gguf_error_format(&pe, a.qerr_err, sizeof a.qerr_err);
+            if (opts->qerr_open) {
+                app_error("--vs: %s", a.qerr_err);
+                chat_ui_free(opts->chat);
+                gguf_close(f);
+                return APP_BADINPUT;
+            }
+        }
     }
     if (uv_loop_init(&a.loop) != 0) {
         app_error("cannot start the event loop");
@@ -257,6 +276,8 @@ int app_explore(const char *path, const app_explore_opts *opts)
         return APP_FAIL;
     }
     screen_opts so = {.mono = opts && opts->mono, .mouse = !(opts && opts->no_mouse)};
+    bool remote = gguf_is_remote(f);   /* a URL: no chat or qerr page (they need the data in memory) */
+    remote_set_quiet(true);            /* the screen is ncurses' */
     a.scr = screen_new(&so);
     if (!a.scr) {
         app_error("cannot initialise the terminal (TERM=%s)", getenv("TERM") ? getenv("TERM") : "");
@@ -270,7 +291,7 @@ int app_explore(const char *path, const app_explore_opts *opts)
     a.f = f;
     ui_runner r = {runner_submit, runner_wake, &a};
     screen_set_runner(a.scr, &r);
-    if (a.ex)
+    if (a.ex && !remote)
         screen_bind(a.scr, &(screen_binding){'c', "c", "chat", "chat with the model of this file (F2 comes back)",
                                              explorer_page(a.ex), key_chat, &a});
     if (opts && opts->chat) {
@@ -280,17 +301,16 @@ int app_explore(const char *path, const app_explore_opts *opts)
             chat_ui_show(a.chat);
         }
     }
-    gguf_file *parent = NULL;
-    if (opts && opts->qerr_vs) {
-        gguf_error pe;
-        parent = gguf_open(opts->qerr_vs, &pe);
-        if (!parent) {
-            char eb[1024];
-            screen_message(a.scr, "%s", gguf_error_format(&pe, eb, sizeof eb));
-        }
+    if (a.qerr_err[0]) {   /* no silent fallback to re-quantization: `e` says why */
+        screen_message(a.scr, "--vs: %s", a.qerr_err);
+        const screen_binding eb = {'e', "e", "qerr", "quantization error (the --vs file cannot be opened)",
+                                   a.ex ? explorer_page(a.ex) : -1, key_qerr, &a};
+        if (a.ex)
+            screen_bind(a.scr, &eb);
     }
-    uint32_t qtype = opts && opts->qerr_type ? opts->qerr_type : GGTYPE_Q4_K;
-    a.qp = a.ex ? qerr_page_new(a.scr, f, parent, qtype, qerr_jump, &a) : NULL;
+    a.qp = a.ex && !a.qerr_err[0] && !remote ? qerr_page_new(a.scr, f, parent, opts ? opts->qerr_types : NULL,
+                                                  opts ? opts->qerr_n_types : 0, qerr_jump, &a)
+                                  : NULL;
     if (a.qp) {
         const screen_binding qb[] = {
             {'e', "e", "qerr", parent ? "quantization error against the parent (--vs)"
@@ -328,6 +348,7 @@ int app_explore(const char *path, const app_explore_opts *opts)
 
     explorer_free(a.ex);
     screen_free(a.scr);   /* endwin: the terminal is restored */
+    remote_set_quiet(false);
     if (a.chat)
         bracketed_paste(false);
     char note[1400];
@@ -363,10 +384,11 @@ int cmd_explore(int argc, char **argv)
             c = CLIOPT_BAD, p.name = p.arg;
         switch (c) {
         case 'h':
-            printf("usage: ggscope explore [FILE] [--mono] [--no-mouse] [--search TEXT] [--vs PARENT]\n"
+            printf("usage: ggscope explore [FILE] [--mono] [--no-mouse] [--search TEXT]\n"
+                   "                       [--vs PARENT]\n"
                    "\n"
-                   "Open the full-screen explorer (metadata tree, tensor list, tensor detail with hex,\n"
-                   "values and histogram views) on FILE, or on the built-in demo model.\n"
+                   "Open the full-screen explorer (metadata tree, tensor list, tensor detail with\n"
+                   "hex, values and histogram views) on FILE, or on the built-in demo model.\n"
                    "`ggscope FILE` does the same when stdin and stdout are terminals.\n"
                    "\n"
                    "  --mono         no colours (also when NO_COLOR is set)\n"
@@ -375,8 +397,7 @@ int cmd_explore(int argc, char **argv)
                    "  --vs PARENT    `e` shows the quantization error of FILE against PARENT\n"
                    "                 (without it, `e` re-quantizes FILE to q4_K)\n"
                    "\n"
-                   "Press ? inside for every key. GGSCOPE_EXIT_AFTER_FIRST_FRAME=1 exits after the\n"
-                   "first frame and prints its time (benchmarks).\n");
+                   "Press ? inside for every key.\n");
             return APP_OK;
         case 'M': o.mono = true; break;
         case 'N': o.no_mouse = true; break;
@@ -384,7 +405,7 @@ int cmd_explore(int argc, char **argv)
         case 'V': o.qerr_vs = p.arg; break;
         case CLIOPT_ARG:
             if (path) {
-                app_error("explore: one FILE only");
+                app_error("explore: unexpected argument '%s' (one FILE only)", p.arg);
                 return APP_BADINPUT;
             }
             path = p.arg;

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "http.h"
+#include "remote.h"
 #include "textesc.h"
 
 void app_error(const char *fmt, ...)
@@ -64,8 +66,17 @@ struct cJSON *app_json_text(const char *s, size_t len)
 
 gguf_file *app_open_gguf(const char *path)
 {
+    if (http_is_url(path)) {
+        app_error("%s: this command reads local files only (info, dump and the explorer read URLs): download it first", path);
+        return NULL;
+    }
+    return app_open_any(path);
+}
+
+gguf_file *app_open_any(const char *path)
+{
     gguf_error err;
-    gguf_file *f = gguf_open(path, &err);
+    gguf_file *f = http_is_url(path) ? remote_open(path, &err) : gguf_open(path, &err);
     if (!f) {
         /* the message may quote a key or tensor name from the file */
         char buf[1024];

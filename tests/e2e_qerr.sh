@@ -69,7 +69,7 @@ T kill-session -t qerr
 # ---- monochrome: shade characters ----
 start mono 120x40 qerr "$Q8" --vs "$F32" --tui --mono
 wait_for "relative RMSE"
-wait_for "good ·░▒▓█ bad"
+wait_for "good ▁≤1% ▂≤3.2% ▄≤10% ▆≤32% █>32% bad  · no data"   # fixed bands; no data is not the best band
 save qerr-heatmap-mono
 keys q
 wait_for "EXITED 0"

@@ -12,6 +12,7 @@
 #include "list.h"
 #include "panes.h"
 #include "screen.h"
+#include "tbytes.h"
 #include "textesc.h"
 #include "tstats.h"
 
@@ -26,6 +27,9 @@ typedef struct hist_job {
     tstats_status st;
     tstats_result res;
     bool orphan;          /* the pane no longer wants it: free on done */
+    const gguf_file *f;   /* a remote file: the tensor is read first */
+    atomic_bool fetching;
+    char err[600];        /* why the read failed */
 } hist_job;
 
 typedef struct detail_pane {
@@ -44,12 +48,14 @@ typedef struct detail_pane {
     uint64_t vtop, vleft; /* first row / column shown */
     float *vbuf;
     size_t vbuf_cap;
+    tbytes *bytes;        /* the bytes shown (a remote file: read on a worker) */
     /* histogram */
     hist_job *job;        /* running, or NULL */
     tstats_result *res;   /* last result */
     int64_t res_ti;
     tstats_status last_st;
     int64_t last_st_ti;
+    char last_err[600];
     bool log_scale;
 } detail_pane;
 
@@ -89,13 +95,24 @@ static int bytes_per_line(int width)
     return width >= 14 + 16 * 3 + 30 ? 16 : 8;
 }
 
-static void hex_load_fields(detail_pane *d, const gguf_tensor *t, const ggtype_traits *tr)
+/* The bytes [off, off + len) of the current tensor, or NULL with *why (a
+ * remote file's bytes still on their way). */
+static const uint8_t *tensor_bytes(detail_pane *d, uint64_t off, uint64_t len, const char **why)
+{
+    if (!d->bytes)
+        d->bytes = tbytes_new(d->base.scr, d->f);
+    *why = "out of memory";
+    return d->bytes ? tbytes_get(d->bytes, d->ti, off, len, why) : NULL;
+}
+
+/* The anatomy of the current block, whose bytes are at `blk_bytes`. */
+static void hex_load_fields(detail_pane *d, const gguf_tensor *t, const uint8_t *blk_bytes)
 {
     d->nfields = 0;
-    if (!tr || !t->data)
+    /* plain floats: each line's values decoded beside the bytes instead */
+    if (t->type == GGTYPE_F32 || t->type == GGTYPE_F16 || t->type == GGTYPE_BF16)
         return;
-    uint64_t blk = d->hex_cur / tr->type_size;
-    int n = codec_block_anatomy(t->type, t->data + blk * tr->type_size, d->fields, MAX_FIELDS);
+    int n = codec_block_anatomy(t->type, blk_bytes, d->fields, MAX_FIELDS);
     d->nfields = n < 0 ? 0 : n > MAX_FIELDS ? MAX_FIELDS : n;
     if (d->field >= d->nfields)
         d->field = d->nfields ? d->nfields - 1 : 0;
@@ -118,7 +135,7 @@ static int field_of_byte(const detail_pane *d, uint32_t b)
 static void draw_hex(detail_pane *d, WINDOW *w, int h, int width, const gguf_tensor *t)
 {
     const ggtype_traits *tr = ggtype_get(t->type);
-    if (!tr || !t->data || t->n_bytes == 0) {
+    if (!tr || t->n_bytes == 0) {
         ui_put(w, 0, 1, width - 1, "no data (unknown type)", SIZE_MAX, ui_attr(UI_C_DIM), false);
         return;
     }
@@ -126,11 +143,11 @@ static void draw_hex(detail_pane *d, WINDOW *w, int h, int width, const gguf_ten
     if (d->hex_cur >= nb)
         d->hex_cur = nb - 1;
     uint64_t blk = d->hex_cur / bsz, nblk = nb / bsz;
-    hex_load_fields(d, t, tr);
     char hdr[200];
     snprintf(hdr, sizeof hdr, "block %" PRIu64 " of %" PRIu64 " · %s · %" PRIu64 " bytes · elements %" PRIu64 "–%" PRIu64
-             " · [ ] block  ←→ field",
-             blk, nblk, ggtype_name(t->type), bsz, blk * tr->blck_size, (blk + 1) * tr->blck_size - 1);
+             " · [ ] block%s",
+             blk, nblk, ggtype_name(t->type), bsz, blk * tr->blck_size, (blk + 1) * tr->blck_size - 1,
+             t->type == GGTYPE_F32 || t->type == GGTYPE_F16 || t->type == GGTYPE_BF16 ? "" : "  ←→ field");
     ui_put(w, 0, 1, width - 1, hdr, SIZE_MAX, ui_attr(UI_C_HEADER), true);
     int bpl = bytes_per_line(width);
     int rows = h - 1;
@@ -142,6 +159,19 @@ static void draw_hex(detail_pane *d, WINDOW *w, int h, int width, const gguf_ten
     d->hex_top = hl.top;
     uint64_t cur_line = hl.cur;
     uint64_t bstart = blk * bsz, bend = bstart + bsz;
+    /* the bytes shown: the visible lines and the current block */
+    uint64_t lo = d->hex_top * (uint64_t)bpl, hi = (d->hex_top + (uint64_t)rows) * (uint64_t)bpl;
+    lo = lo < bstart ? lo : bstart;
+    hi = hi < nb ? hi : nb;
+    hi = hi > bend ? hi : bend;
+    const char *why;
+    const uint8_t *bytes = tensor_bytes(d, lo, hi - lo, &why);
+    if (!bytes) {
+        d->nfields = 0;
+        ui_put(w, 1, 1, width - 1, why, SIZE_MAX, ui_attr(UI_C_DIM), false);
+        return;
+    }
+    hex_load_fields(d, t, bytes + (bstart - lo));
     int hexw = 15 + bpl * 3;
     for (int y = 0; y < rows && d->hex_top + (uint64_t)y < nlines; y++) {
         uint64_t line = d->hex_top + (uint64_t)y;
@@ -164,7 +194,7 @@ static void draw_hex(detail_pane *d, WINDOW *w, int h, int width, const gguf_ten
             }
             if (b == d->hex_cur)
                 a |= A_UNDERLINE;
-            ui_putf(w, y + 1, x, width - x, a, "%02x", t->data[b]);
+            ui_putf(w, y + 1, x, width - x, a, "%02x", bytes[b - lo]);
         }
     }
     /* the anatomy, right of the bytes (or nothing when too narrow) */
@@ -184,7 +214,7 @@ static void draw_hex(detail_pane *d, WINDOW *w, int h, int width, const gguf_ten
             int x = ax;
             for (uint64_t b = off; b + es <= off + (uint64_t)bpl && b + es <= nb && x < width; b += es) {
                 float v;
-                const uint8_t *q = t->data + b;
+                const uint8_t *q = bytes + (b - lo);
                 if (es == 4) {
                     uint32_t u = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
                     memcpy(&v, &u, 4);
@@ -268,7 +298,7 @@ static void draw_values(detail_pane *d, WINDOW *w, int h, int width, const gguf_
 {
     const ggtype_traits *tr = ggtype_get(t->type);
     uint64_t nrows = tensor_rows(t), ncols = t->ne[0];
-    if (!tr || !t->data || !nrows || !ncols) {
+    if (!tr || !nrows || !ncols) {
         ui_put(w, 0, 1, width - 1, "no values (unknown type or empty)", SIZE_MAX, ui_attr(UI_C_DIM), false);
         return;
     }
@@ -299,6 +329,14 @@ static void draw_values(detail_pane *d, WINDOW *w, int h, int width, const gguf_
         d->vbuf_cap = need;
     }
     uint64_t row_bytes = ggtype_row_size(t->type, ncols, NULL);
+    /* the visible rows' bytes (a remote file: only their blocks are read) */
+    uint64_t r_end = d->vtop + (uint64_t)vis_rows < nrows ? d->vtop + (uint64_t)vis_rows : nrows;
+    const char *why;
+    const uint8_t *bytes = tensor_bytes(d, d->vtop * row_bytes, (r_end - d->vtop) * row_bytes, &why);
+    if (!bytes) {
+        ui_put(w, 1, 1, width - 1, why, SIZE_MAX, ui_attr(UI_C_DIM), false);
+        return;
+    }
     float cur_val = NAN;
     for (int c = 0; c < (int)(c1 - c0); c++) {
         char hd[24];
@@ -313,7 +351,7 @@ static void draw_values(detail_pane *d, WINDOW *w, int h, int width, const gguf_
         snprintf(lab, sizeof lab, "%" PRIu64, r);
         ui_put(w, y + 2, LABEL_W - 1 - ui_width(lab, SIZE_MAX), LABEL_W, lab, SIZE_MAX,
                r == d->row ? ui_attr(UI_C_HEADER) | A_REVERSE : ui_attr(UI_C_HEADER), false);
-        const uint8_t *src = t->data + r * row_bytes + b0 * tr->type_size;
+        const uint8_t *src = bytes + (r - d->vtop) * row_bytes + b0 * tr->type_size;
         if (codec_dequantize(t->type, src, d->vbuf, need) != 0) {
             ui_put(w, y + 2, LABEL_W, width - LABEL_W, "cannot dequantize this type", SIZE_MAX, ui_attr(UI_C_ERROR), false);
             continue;
@@ -369,11 +407,46 @@ static void hist_progress(void *user, uint64_t done, uint64_t total)
     ui_job_progress(user, done, total);
 }
 
+/* A remote file's tensor, read whole (progress, Esc) before the statistics. */
+static uint8_t *hist_fetch(hist_job *h)
+{
+    const gguf_tensor *t = h->t;
+    uint8_t *buf = malloc((size_t)t->n_bytes + 1);
+    h->st = TSTATS_ENOMEM;
+    if (!buf)
+        return NULL;
+    atomic_store(&h->fetching, true);
+    gguf_error err;
+    for (uint64_t off = 0, step = (uint64_t)4 << 20; off < t->n_bytes; off += step) {
+        uint64_t n = t->n_bytes - off < step ? t->n_bytes - off : step;
+        if (gguf_tensor_read(h->f, t, off, n, buf + off, &h->job.cancel, &err) != GGUF_OK) {
+            h->st = ui_job_cancelled(&h->job) ? TSTATS_ECANCELLED : TSTATS_EARG;
+            if (h->st != TSTATS_ECANCELLED)
+                gguf_error_format(&err, h->err, sizeof h->err);
+            free(buf);
+            return NULL;
+        }
+        ui_job_progress(&h->job, off + n, t->n_bytes);
+    }
+    atomic_store(&h->fetching, false);
+    return buf;
+}
+
 static void hist_work(ui_job *j)
 {
     hist_job *h = (hist_job *)j;
     tstats_opts o = {.n_bins = HIST_BINS, .progress = hist_progress, .user = j, .cancel = &j->cancel};
-    h->st = tstats_compute(h->t, &o, &h->res);
+    if (h->t->data || !gguf_is_remote(h->f)) {
+        h->st = tstats_compute(h->t, &o, &h->res);
+        return;
+    }
+    uint8_t *buf = hist_fetch(h);
+    if (!buf)
+        return;
+    gguf_tensor tc = *h->t;
+    tc.data = buf;
+    h->st = tstats_compute(&tc, &o, &h->res);
+    free(buf);
 }
 
 static void hist_done(ui_job *j)
@@ -384,6 +457,7 @@ static void hist_done(ui_job *j)
         d->job = NULL;
         d->last_st = h->st;
         d->last_st_ti = h->ti;
+        snprintf(d->last_err, sizeof d->last_err, "%s", h->err);
         if (h->st == TSTATS_OK) {
             if (!d->res)
                 d->res = malloc(sizeof *d->res);
@@ -407,6 +481,7 @@ static void hist_start(detail_pane *d)
     ui_job_init(&h->job, hist_work, hist_done, d);
     h->owner = d;
     h->t = t;
+    h->f = d->f;
     h->ti = d->ti;
     d->job = h;
     d->last_st = TSTATS_OK;
@@ -450,7 +525,8 @@ static void draw_hist(detail_pane *d, WINDOW *w, int h, int width, const gguf_te
             bw = 10;
         int fill = (int)(fr * bw);
         char line[64];
-        snprintf(line, sizeof line, "computing histogram… %3d%%", (int)(fr * 100));
+        snprintf(line, sizeof line, "%s… %3d%%", atomic_load(&d->job->fetching) ? "fetching the tensor" : "computing histogram",
+                 (int)(fr * 100));
         ui_put(w, h / 2 - 1, 2, width - 2, line, SIZE_MAX, A_BOLD, false);
         for (int i = 0; i < bw && 2 + i < width; i++)
             ui_put(w, h / 2, 2 + i, 1, i < fill ? "█" : "░", SIZE_MAX, ui_attr(UI_C_BAR), false);
@@ -464,7 +540,8 @@ static void draw_hist(detail_pane *d, WINDOW *w, int h, int width, const gguf_te
             ui_put(w, h / 2, 2, width - 2, "histogram cancelled · press g (or ⏎) to compute it again", SIZE_MAX,
                    ui_attr(UI_C_ERROR), false);
         else if (d->last_st_ti == d->ti && d->last_st != TSTATS_OK)
-            ui_putf(w, h / 2, 2, width - 2, ui_attr(UI_C_ERROR), "no histogram: %s", tstats_strerror(d->last_st));
+            ui_putf(w, h / 2, 2, width - 2, ui_attr(UI_C_ERROR), "no histogram: %s",
+                    d->last_err[0] ? d->last_err : tstats_strerror(d->last_st));
         return;
     }
     const tstats_result *r = d->res;
@@ -608,6 +685,7 @@ static void detail_destroy(panel *p)
         d->job->owner = NULL;
         ui_job_cancel(&d->job->job);
     }
+    tbytes_free(d->bytes);
     free(d->vbuf);
     free(d->res);
     free(d);

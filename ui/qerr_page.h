@@ -1,8 +1,11 @@
 /* qerr_page: the quantization error page of the screen — a sortable table of
- * tensors, a layer x role heatmap (relative RMSE, SQNR or bits per weight,
- * `m` cycles), and the selected tensor's |error| histogram next to its value
- * histogram. The measurement runs on a worker (engine/analysis/qerr.h) with progress
- * and cancel; results appear as they come. Loop thread only.
+ * tensors (or of the per-layer, per-role, whole-file aggregates, or of the
+ * reasons tensors were skipped: `v` cycles), a layer x role heatmap on fixed
+ * bands (SQNR in dB, the same bands as relative RMSE, or bits per weight: `m`
+ * cycles), and the selected tensor's |error| histogram next to its value
+ * histogram; `t` switches between the candidate types. The measurement runs
+ * on a worker (engine/analysis/qerr.h) with progress and cancel; results
+ * appear as they come. Loop thread only.
  *
  * How results cross threads: the page allocates the result array before the
  * job starts; the worker (qerr's on_result, serialized) writes slot n and then
@@ -11,6 +14,7 @@
 #ifndef GGSCOPE_QERR_PAGE_H
 #define GGSCOPE_QERR_PAGE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "gguf.h"
@@ -19,11 +23,12 @@
 typedef struct qerr_page qerr_page;
 
 /* Add the page (not shown yet) for `f`, measured against `parent` when not
- * NULL, else re-quantized to `type`. Both files must outlive the page.
+ * NULL, else re-quantized to each of `types` (n_types of them, at most 32;
+ * none: q4_K). Both files must outlive the page.
  * `jump(ctx, ti)` is called to show tensor ti in the explorer (Enter on a
  * row or a heatmap cell). NULL on allocation failure. */
-qerr_page *qerr_page_new(screen *s, const gguf_file *f, const gguf_file *parent, uint32_t type,
-                         void (*jump)(void *ctx, uint64_t ti), void *ctx);
+qerr_page *qerr_page_new(screen *s, const gguf_file *f, const gguf_file *parent, const uint32_t *types,
+                         size_t n_types, void (*jump)(void *ctx, uint64_t ti), void *ctx);
 
 /* Show the page and start the measurement if it has not run yet. */
 void qerr_page_show(qerr_page *q);

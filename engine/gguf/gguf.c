@@ -70,7 +70,9 @@ const char *gguf_error_format(const gguf_error *err, char *buf, size_t cap)
 
 typedef struct {
     const uint8_t *base;
-    uint64_t size;
+    uint64_t size;       /* of the file: what the checks compare with */
+    uint64_t avail;      /* bytes at base (a prefix of a remote file) */
+    uint64_t *need;      /* set when a field lies past avail: read more */
     uint64_t pos;
     bool be;
     uint32_t version;
@@ -91,11 +93,22 @@ static bool cur_fail(cursor *c, uint64_t off, const char *fmt, ...)
     return false;
 }
 
+/* n bytes at the cursor are in the file, but maybe not yet in the prefix
+ * read so far: then *need says how much the prefix must hold, and the parse
+ * stops without an error (the opener reads more and parses again). */
+static bool cur_have(cursor *c, uint64_t n)
+{
+    if (c->pos <= c->avail && n <= c->avail - c->pos)
+        return true;
+    *c->need = c->pos + n;
+    return false;
+}
+
 /* Need n more bytes at the cursor; `what` names the field for the error. */
 static bool cur_need(cursor *c, uint64_t n, const char *what)
 {
     if (n <= c->size - c->pos)
-        return true;
+        return cur_have(c, n);
     uint64_t missing = n - (c->size - c->pos);
     return cur_fail(c, c->pos, "%s runs past the end of the file (expected %llu more bytes, %llu left: "
                                "the file is truncated by at least %llu bytes)",
@@ -145,6 +158,8 @@ static bool cur_str(cursor *c, gguf_str *out, const char *what)
         return cur_fail(c, at, "%s: string length %llu runs past the end of the file (expected at most the %llu bytes left)",
                         what, (unsigned long long)len, (unsigned long long)(c->size - at));
     }
+    if (!cur_have(c, len))
+        return false;
     out->ptr = (const char *)c->base + c->pos;
     out->len = len;
     c->pos += len;
@@ -202,6 +217,8 @@ static bool skip_array(cursor *c, int depth, gguf_value *out)
         if (n > (c->size - c->pos) / (uint64_t)es)
             return cur_fail(c, at, "array of %llu %s runs past the end of the file (expected at most the %llu bytes left)",
                             (unsigned long long)n, gguf_vtype_name(et), (unsigned long long)(c->size - c->pos));
+        if (!cur_have(c, n * (uint64_t)es))
+            return false;
         if (et == GGUF_VT_BOOL)
             for (uint64_t i = 0; i < n; i++)
                 if (c->base[c->pos + i] > 1)
@@ -366,7 +383,12 @@ static int span_cmp(const void *x, const void *y)
 bool gguf__parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool first)
 {
     gguf_shard *sh = &f->shards[shard_idx];
-    cursor c = {.base = sh->base, .size = sh->size, .path = sh->path, .err = err};
+    cursor c = {.base = sh->base, .size = sh->size, .avail = sh->avail, .need = &sh->need, .path = sh->path, .err = err};
+    sh->need = 0;
+    if (sh->avail < sh->size && sh->avail < 128) {   /* the magic and its diagnosis */
+        sh->need = sh->size < 128 ? sh->size : 128;
+        return false;
+    }
 
     if (sh->size == 0) {
         gguf__set_err(err, GGUF_EFORMAT, sh->path, 0, "the file is empty (expected a GGUF header)");
@@ -626,8 +648,8 @@ bool gguf__parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool f
     for (uint64_t i = 0; i < n_tensors; i++) {
         gguf_tensor *t = &f->tensors[base_idx + i];
         t->abs_offset = data_off + t->offset;
-        if (t->type_known)
-            t->data = sh->base + t->abs_offset;
+        if (t->type_known && sh->avail == sh->size && !sh->remote)
+            t->data = sh->base + t->abs_offset;   /* else read with gguf_read */
     }
     /* Overlap: sort this shard's known tensors by offset and compare neighbours. */
     if (n_tensors > 1) {
@@ -664,6 +686,21 @@ fail_kv:
         free(kv_hash);
     }
     return false;
+}
+
+void gguf__unparse_shard(gguf_file *f, uint32_t shard_idx, bool first)
+{
+    gguf_shard *sh = &f->shards[shard_idx];
+    if (first) {
+        free(f->kvs);
+        free(f->kv_hash);
+        f->kvs = NULL;
+        f->kv_hash = NULL;
+        f->n_kv = f->kv_hash_cap = 0;
+    }
+    sh->has_split_no = sh->has_split_count = false;
+    sh->split_no = sh->split_count = sh->split_no_off = sh->split_count_off = 0;
+    sh->data_offset = 0;
 }
 
 bool gguf__build_tensor_hash(gguf_file *f, gguf_error *err)
@@ -725,6 +762,8 @@ void gguf_close(gguf_file *f)
     for (uint32_t i = 0; i < f->n_shards; i++) {
         if (f->shards[i].mapped)
             munmap((void *)f->shards[i].base, (size_t)f->shards[i].size);
+        else if (f->shards[i].remote)
+            free((void *)f->shards[i].base);
         free(f->shards[i].path);
     }
     for (uint64_t i = 0; i < f->n_kv; i++) {
@@ -734,6 +773,7 @@ void gguf_close(gguf_file *f)
             free(ix);
         }
     }
+    gguf__source_free(f->src);
     free(f->shards);
     free(f->kvs);
     free(f->tensors);

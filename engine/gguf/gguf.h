@@ -3,10 +3,13 @@
  * The reader maps the file read-only and validates the whole structure at open
  * time (every count, length, dimension product and offset against overflow and
  * the file size). Strings, arrays and tensor data stay in the mapping: nothing
- * is copied, and large arrays are only indexed when asked for. */
+ * is copied, and large arrays are only indexed when asked for. A remote file
+ * (gguf_open_source) goes through the same parser over its header's bytes;
+ * its tensor data is read on demand (gguf_tensor_read). */
 #ifndef GGSCOPE_GGUF_H
 #define GGSCOPE_GGUF_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -79,7 +82,8 @@ typedef struct {
     uint64_t abs_offset;   /* absolute file offset in its shard */
     uint64_t info_offset;  /* file offset of the tensor info */
     uint32_t shard;        /* 0-based shard index */
-    const uint8_t *data;   /* in the mapping; NULL when the type is unknown */
+    const uint8_t *data;   /* in the mapping; NULL when the type is unknown or
+                            * the file is remote (then: gguf_tensor_read) */
 } gguf_tensor;
 
 /* ---- opening ---- */
@@ -106,6 +110,46 @@ typedef struct {
  * in the table is a missing file. For tests and the split fuzzer. */
 gguf_file *gguf_open_memfiles(const gguf_memfile *files, size_t n, const char *path, gguf_error *err);
 
+/* Where a remote file's bytes come from (the app implements it over HTTP).
+ * The reader parses the same way as a mapped file: it reads a prefix (1 MiB,
+ * doubled until the metadata and tensor table fit, at most 256 MiB), validates
+ * it with the file's size, and fetches tensor bytes on demand through a block
+ * cache (64 blocks of 1 MiB, least recently used first out). */
+typedef struct {
+    /* Read up to len bytes at `offset` of the file `name` into dst. Blocking
+     * for its caller (the opener's thread, or whoever calls gguf_read). Sets
+     * *total to the file's size. Returns the bytes read (fewer than len only
+     * at the end of the file) or -1 with err set: GGUF_ENOTFOUND when there is
+     * no such file, else GGUF_EIO; msg is one line. Called from one thread at
+     * a time per file set. */
+    int64_t (*read)(void *ctx, const char *name, uint64_t offset, uint64_t len, void *dst,
+                    uint64_t *total, const atomic_bool *cancel, gguf_error *err);
+    void *ctx;
+    uint32_t block;   /* cache block and first read in bytes; 0: 1 MiB (tests use small ones) */
+} gguf_source;
+
+/* Open `name` (split sets too: every shard name is asked of the source) from
+ * `src` (copied; ctx must outlive the handle). The same validation and errors
+ * as gguf_open. Tensors have data == NULL: read them with gguf_tensor_read. */
+gguf_file *gguf_open_source(const gguf_source *src, const char *name, gguf_error *err);
+
+/* Whether the file's bytes come from a source (tensor data not in memory). */
+bool gguf_is_remote(const gguf_file *f);
+
+/* Read len bytes at `offset` of shard `shard` into dst: from the mapping, or
+ * through the source and its block cache (block-aligned ranges; blocking, any
+ * thread; `cancel` may be NULL). Returns GGUF_OK; GGUF_EARG for a range
+ * outside the shard; else the source's error in *err. */
+gguf_status gguf_read(const gguf_file *f, uint32_t shard, uint64_t offset, uint64_t len, void *dst,
+                      const atomic_bool *cancel, gguf_error *err);
+
+/* len bytes at `offset` of tensor t's data (gguf_read in its shard). */
+gguf_status gguf_tensor_read(const gguf_file *f, const gguf_tensor *t, uint64_t offset, uint64_t len, void *dst,
+                             const atomic_bool *cancel, gguf_error *err);
+
+/* A remote file's traffic so far: bytes and requests read from the source. */
+void gguf_source_stats(const gguf_file *f, uint64_t *bytes, uint64_t *requests);
+
 /* Another owner of an open handle (the explorer and the chat share one
  * mapping): each owner calls gguf_close once; the last close frees it. The
  * handle is read-only after opening, so owners may read it from any thread.
@@ -127,6 +171,8 @@ uint64_t gguf_data_offset(const gguf_file *f);   /* of shard 0 */
 uint64_t gguf_file_size(const gguf_file *f);     /* all shards together */
 const char *gguf_path(const gguf_file *f);
 uint32_t gguf_shard_count(const gguf_file *f);
+/* The shard's bytes in memory and their count: the whole file when mapped,
+ * the header prefix of a remote one (gguf_is_remote). */
 const uint8_t *gguf_shard_base(const gguf_file *f, uint32_t shard, uint64_t *size);
 const char *gguf_shard_path(const gguf_file *f, uint32_t shard);
 

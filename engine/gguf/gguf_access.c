@@ -30,7 +30,7 @@ const uint8_t *gguf_shard_base(const gguf_file *f, uint32_t shard, uint64_t *siz
     if (shard >= f->n_shards)
         return NULL;
     if (size)
-        *size = f->shards[shard].size;
+        *size = f->shards[shard].avail;   /* a remote shard: its header prefix */
     return f->shards[shard].base;
 }
 

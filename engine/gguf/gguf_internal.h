@@ -13,10 +13,13 @@
 #include "gguf.h"
 
 typedef struct {
-    char *path;
-    const uint8_t *base;
-    uint64_t size;
+    char *path;              /* a file name, or a URL (whatever the source takes) */
+    const uint8_t *base;     /* the mapping; for a remote shard, its first avail bytes */
+    uint64_t size;           /* of the file */
+    uint64_t avail;          /* bytes at base: size, or a prefix of a remote file */
+    uint64_t need;           /* set by a parse that stopped at avail (see parse_shard) */
     bool mapped;
+    bool remote;             /* read through the file's source (base is malloc'd) */
     uint64_t data_offset;
     uint64_t id[2];          /* identity of the file (device, inode; or table entry) */
     /* split.no / split.count as the shard's own metadata says (parse_shard) */
@@ -45,6 +48,7 @@ struct gguf_file {
     uint64_t *t_hash;
     uint64_t t_hash_cap;
     pthread_mutex_t index_lock;
+    struct gguf_src *src;   /* remote shards' source and block cache, or NULL */
     atomic_int refs;        /* owners (gguf_retain); freed by the last gguf_close */
 };
 
@@ -67,6 +71,19 @@ gguf_file *gguf__file_new(void);
  * byte order, metadata and alignment, a later one must agree. Returns false
  * with *err set. */
 bool gguf__parse_shard(gguf_file *f, uint32_t shard_idx, gguf_error *err, bool first);
+
+/* A remote shard's parse may stop because the prefix read so far is too
+ * short: then it returns false with no error set and sh->need holds the
+ * prefix length that lets it go further (the opener reads more, calls
+ * gguf__unparse_shard and parses again). */
+void gguf__unparse_shard(gguf_file *f, uint32_t shard_idx, bool first);
+
+/* The source state of remote files (gguf_source.c): open, grow a shard's
+ * prefix, free. */
+struct gguf_src *gguf__source_new(const gguf_source *src);
+bool gguf__source_map(struct gguf_src *s, gguf_shard *sh, const char *name, gguf_error *err);
+bool gguf__source_grow(struct gguf_src *s, gguf_shard *sh, uint64_t need, gguf_error *err);
+void gguf__source_free(struct gguf_src *s);
 
 /* (Re)build the tensor-name index over all shards' tensors; a duplicate name
  * is an error. Returns false with *err set. */

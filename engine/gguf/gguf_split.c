@@ -17,13 +17,15 @@
 
 #define GGUF_MAX_SHARDS 9999
 
-/* Where shards come from: files on disk, or an in-memory table of named
- * files (gguf_open_memfiles). Both go through the same split logic. */
+/* Where shards come from: files on disk, an in-memory table of named files
+ * (gguf_open_memfiles) or a source (gguf_open_source: remote files). All go
+ * through the same split logic. */
 typedef struct {
-    /* Fill sh (path, base, size, mapped, id) for `path`. Returns false with
-     * *err set (GGUF_ENOTFOUND when there is no such file). */
-    bool (*map)(void *ctx, gguf_shard *sh, const char *path, gguf_error *err);
+    /* Fill sh (path, base, size, avail, mapped, id) for `path`. Returns false
+     * with *err set (GGUF_ENOTFOUND when there is no such file). */
+    bool (*map)(void *ctx, gguf_file *f, gguf_shard *sh, const char *path, gguf_error *err);
     void *ctx;
+    const gguf_source *remote;   /* gguf_open_source: each handle gets its cache */
 } shard_src;
 
 static const char *file_kind(mode_t m)
@@ -32,9 +34,9 @@ static const char *file_kind(mode_t m)
            : S_ISBLK(m) ? "a block device" : "not a plain file";
 }
 
-static bool map_file(void *ctx, gguf_shard *sh, const char *path, gguf_error *err)
+static bool map_file(void *ctx, gguf_file *f, gguf_shard *sh, const char *path, gguf_error *err)
 {
-    (void)ctx;
+    (void)ctx, (void)f;
     sh->path = strdup(path);
     if (!sh->path) {
         gguf__set_err(err, GGUF_ENOMEM, path, 0, "out of memory");
@@ -60,7 +62,7 @@ static bool map_file(void *ctx, gguf_shard *sh, const char *path, gguf_error *er
     }
     sh->id[0] = (uint64_t)st.st_dev;
     sh->id[1] = (uint64_t)st.st_ino;
-    sh->size = (uint64_t)st.st_size;
+    sh->size = sh->avail = (uint64_t)st.st_size;
     if (sh->size > 0) {
         void *p = mmap(NULL, (size_t)sh->size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p == MAP_FAILED) {
@@ -83,8 +85,9 @@ typedef struct {
     size_t n;
 } memfile_table;
 
-static bool map_memfile(void *ctx, gguf_shard *sh, const char *path, gguf_error *err)
+static bool map_memfile(void *ctx, gguf_file *f, gguf_shard *sh, const char *path, gguf_error *err)
 {
+    (void)f;
     static const uint8_t empty[1];
     const memfile_table *t = ctx;
     sh->path = strdup(path);
@@ -95,7 +98,7 @@ static bool map_memfile(void *ctx, gguf_shard *sh, const char *path, gguf_error 
     for (size_t i = 0; i < t->n; i++) {
         if (t->files[i].name && !strcmp(t->files[i].name, path)) {
             sh->base = t->files[i].data ? t->files[i].data : empty;
-            sh->size = t->files[i].data ? t->files[i].size : 0;
+            sh->size = sh->avail = t->files[i].data ? t->files[i].size : 0;
             sh->id[0] = UINT64_MAX;
             sh->id[1] = i;
             return true;
@@ -103,6 +106,28 @@ static bool map_memfile(void *ctx, gguf_shard *sh, const char *path, gguf_error 
     }
     gguf__set_err(err, GGUF_ENOTFOUND, path, 0, "cannot open: No such file or directory");
     return false;
+}
+
+static bool map_source(void *ctx, gguf_file *f, gguf_shard *sh, const char *path, gguf_error *err)
+{
+    (void)ctx;
+    return gguf__source_map(f->src, sh, path, err);
+}
+
+/* Parse shard i; a remote shard whose prefix is too short for its header
+ * grows (gguf_source.c) and is parsed again. */
+static bool parse_shard(gguf_file *f, uint32_t i, gguf_error *err, bool first)
+{
+    for (;;) {
+        if (gguf__parse_shard(f, i, err, first))
+            return true;
+        gguf_shard *sh = &f->shards[i];
+        if (!sh->need || (err && err->code != GGUF_OK) || !f->src)
+            return false;
+        gguf__unparse_shard(f, i, first);
+        if (!gguf__source_grow(f->src, sh, sh->need, err))
+            return false;
+    }
 }
 
 /* "dir/NAME-00001-of-00003.gguf" -> prefix length up to "-00001", shard number and count from the name. */
@@ -135,7 +160,12 @@ static gguf_file *open_single(const shard_src *src, const char *path, gguf_error
         return NULL;
     }
     f->n_shards = 1;
-    if (!src->map(src->ctx, &f->shards[0], path, err) || !gguf__parse_shard(f, 0, err, true) || !gguf__build_tensor_hash(f, err)) {
+    if (src->remote && !(f->src = gguf__source_new(src->remote))) {
+        gguf_close(f);
+        gguf__set_err(err, GGUF_ENOMEM, path, 0, "out of memory");
+        return NULL;
+    }
+    if (!src->map(src->ctx, f, &f->shards[0], path, err) || !parse_shard(f, 0, err, true) || !gguf__build_tensor_hash(f, err)) {
         gguf_close(f);
         return NULL;
     }
@@ -221,7 +251,7 @@ static bool open_shards(gguf_file *f, const shard_src *src, size_t plen, uint32_
         snprintf(sp, cap, "%.*s-%05u-of-%05u.gguf", (int)plen, f->shards[0].path, i + 1, count);
         f->n_shards = i + 1;
         gguf_shard *s = &f->shards[i];
-        if (!src->map(src->ctx, s, sp, err)) {
+        if (!src->map(src->ctx, f, s, sp, err)) {
             if (err && err->code == GGUF_ENOTFOUND) {
                 err->code = GGUF_ESPLIT;
                 snprintf(err->msg, sizeof err->msg, "shard %u of %u is missing (expected %s beside the first shard)", i + 1, count, sp);
@@ -234,7 +264,7 @@ static bool open_shards(gguf_file *f, const shard_src *src, size_t plen, uint32_
                         f->shards[k].path);
                 goto out;
             }
-        if (!gguf__parse_shard(f, i, err, false))
+        if (!parse_shard(f, i, err, false))
             goto out;
         if (!s->has_split_count || s->split_count != count) {
             if (s->has_split_count)
@@ -340,14 +370,26 @@ static gguf_file *open_set(const shard_src *src, const char *path, gguf_error *e
 
 gguf_file *gguf_open(const char *path, gguf_error *err)
 {
-    shard_src src = {map_file, NULL};
+    shard_src src = {map_file, NULL, NULL};
     return open_set(&src, path, err);
+}
+
+gguf_file *gguf_open_source(const gguf_source *source, const char *name, gguf_error *err)
+{
+    if (!source || !source->read) {
+        if (err)
+            memset(err, 0, sizeof *err);
+        gguf__set_err(err, GGUF_EARG, name ? name : "", 0, "no source");
+        return NULL;
+    }
+    shard_src src = {map_source, NULL, source};
+    return open_set(&src, name, err);
 }
 
 gguf_file *gguf_open_memfiles(const gguf_memfile *files, size_t n, const char *path, gguf_error *err)
 {
     memfile_table t = {files, files ? n : 0};
-    shard_src src = {map_memfile, &t};
+    shard_src src = {map_memfile, &t, NULL};
     return open_set(&src, path, err);
 }
 
@@ -357,6 +399,6 @@ gguf_file *gguf_open_memory(const void *data, size_t size, const char *name, ggu
         memset(err, 0, sizeof *err);
     gguf_memfile one = {name ? name : "<memory>", data, size};
     memfile_table t = {&one, 1};
-    shard_src src = {map_memfile, &t};
+    shard_src src = {map_memfile, &t, NULL};
     return open_single(&src, one.name, err);
 }
