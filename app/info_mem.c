@@ -72,6 +72,11 @@ uint64_t info_mem_self_rss(void)
 int info_mem_estimate(const gguf_file *f, const info_mem_opts *o, info_mem *out)
 {
     memset(out, 0, sizeof *out);
+    if (gguf_is_remote(f)) { /* model_load binds tensor data, which a remote file does not map */
+        app_error("%s: memory estimate: not for a remote file (the model binds tensor data, fetched on demand "
+                  "here); estimate a local copy", gguf_path(f));
+        return APP_BADINPUT;
+    }
     const char *be = o->backend ? o->backend : "auto";
     bool vk = !strcmp(be, "vulkan");
     if (!strcmp(be, "auto")) {
