@@ -75,7 +75,7 @@ check "unknown command: exit 2, named, the command list" \
 check "unknown command with arguments: the command list" '[ $rc = 2 ] && grep -q "^  info " "$tmp/out"'
 for args in "info $demo x" "dump $demo token_embd.weight x --stats" "template $demo m.json x" \
             "quantize $demo $tmp/o.gguf x --type q8_0" "tokenize $demo hi x" "run $demo -p hi x" \
-            "explore $demo x" "devices x"; do
+            "explore $demo x" "devices x" "qerr $demo x"; do
     "$bin" $args > "$tmp/out" 2>&1; rc=$?
     check "stray argument named: ${args%% *} (rc=$rc: $(head -1 "$tmp/out"))" \
         '[ $rc = 2 ] && grep -q "unexpected argument .x." "$tmp/out"'
