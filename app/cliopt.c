@@ -71,6 +71,14 @@ int cliopt_next(cliopt *p)
     return c;
 }
 
+bool cliopt_extra(int argc, char **argv, int first, int max)
+{
+    if (argc - first <= max)
+        return false;
+    app_error("%s: unexpected argument '%s' (see ggscope %s --help)", argv[0], argv[first + max], argv[0]);
+    return true;
+}
+
 void cliopt_unknown(const cliopt *p)
 {
     app_error("%s: unknown option '%s' (see ggscope %s --help)", p->argv[0], p->name, p->argv[0]);

@@ -38,6 +38,11 @@ void cliopt_init(cliopt *p, int argc, char **argv, const char *shortopts, const 
 /* The next option's id, CLIOPT_ARG, CLIOPT_BAD or CLIOPT_END; sets p->name and p->arg. */
 int cliopt_next(cliopt *p);
 
+/* After the options: when argv[first..argc-1] holds more than `max`
+ * positional arguments, print "CMD: unexpected argument 'X'" (X: the first
+ * one too many; CMD is argv[0]) and return true. */
+bool cliopt_extra(int argc, char **argv, int first, int max);
+
 /* Print "CMD: unknown option 'NAME' (see ggscope CMD --help)"; CMD is argv[0]. */
 void cliopt_unknown(const cliopt *p);
 

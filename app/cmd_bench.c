@@ -24,8 +24,8 @@ static void help(FILE *out)
             "  -r N                  repetitions; the best of each is reported (default 1)\n"
             "  --json                one JSON object: pp_tok_s, tg_tok_s, ...\n"
             "  --no-logits           compute no logits (no output head, and the last layer's\n"
-            "                        feed-forward skipped, as llama.cpp does when no output is\n"
-            "                        asked for): what ../shared/peer/peer bench measures\n"
+            "                        feed-forward skipped, as llama.cpp does when no output\n"
+            "                        is asked for), as llama.cpp's own benchmark measures\n"
             ECLI_COMMON_HELP
             "  -h, --help            this help\n");
 }

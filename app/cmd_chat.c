@@ -14,7 +14,7 @@ static void help(FILE *out)
             "       ggscope chat --remote URL [options]   a server's model instead (--remote URL --help)\n"
             "\n"
             "Chat with the model in FILE (no FILE: the built-in demo model) on ggscope's own\n"
-            "engine, in the terminal. The reply is generated on a worker thread; Esc stops it.\n"
+            "engine, in the terminal. Esc stops a reply being written.\n"
             "Type /help inside for the commands (/system /clear /regen /edit /set /show /save\n"
             "/load /template /mode /quit); F2 shows the file in the explorer.\n"
             "\n"
@@ -24,12 +24,13 @@ static void help(FILE *out)
             "                        anything else; its system prompt and settings apply)\n"
             "  --raw                 no chat template: the conversation is one text the model\n"
             "                        continues, as `ggscope run -p` (/mode chat|raw switches)\n"
-            "  --template FILE       use the Jinja chat template in FILE instead of the model's\n"
-            "  --format NAME         use a built-in chat format: chatml, llama2, llama3, phi3,\n"
-            "                        mistral, gemma, zephyr, phi4, granite, mistral-v7,\n"
+            "  --template FILE       use the Jinja chat template in FILE, not the model's\n"
+            "  --format NAME         use a built-in chat format: chatml, llama2, llama3,\n"
+            "                        phi3, mistral, gemma, zephyr, phi4, granite, mistral-v7,\n"
             "                        mistral-v7-tekken, olmo2, harmony\n"
             ECLI_SAMPLING_HELP
-            "  -n N                  max tokens per reply (default 512; 0 = until the context is full)\n"
+            "  -n N                  max tokens per reply (default 512; 0 = until the context\n"
+            "                        is full)\n"
             "  -c, --ctx N           context positions (default min(model's, 4096))\n"
             ECLI_COMMON_HELP
             "                        in the chat: one per core but one, left to the UI\n"
@@ -37,7 +38,7 @@ static void help(FILE *out)
             "  --no-mouse            do not capture the mouse\n"
             "  -h, --help            this help\n"
             "\n"
-            "GGSCOPE_CHAT_DELAY_MS=N sleeps N ms after each token (tests, demonstrations).\n");
+            "GGSCOPE_CHAT_DELAY_MS=N waits N ms after each token (to watch a reply slowly).\n");
 }
 
 int cmd_chat(int argc, char **argv)

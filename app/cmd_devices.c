@@ -74,8 +74,10 @@ int cmd_devices(int argc, char **argv)
         } else if (c == 'J') {
             json = true;
         } else {
-            app_error("devices: unknown argument '%s' (see ggscope devices --help)",
-                      c == CLIOPT_ARG ? p.arg : p.name);
+            if (c == CLIOPT_ARG)
+                app_error("devices: unexpected argument '%s' (see ggscope devices --help)", p.arg);
+            else
+                cliopt_unknown(&p);
             return APP_BADINPUT;
         }
     }

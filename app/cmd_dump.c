@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "cliopt.h"
 #include "codec.h"
 #include "dump_views.h"
 #include "ggtype.h"
@@ -63,11 +64,13 @@ static void dump_usage(FILE *out)
             "usage: ggscope dump FILE TENSOR --f32 [--rows A:B] [-o OUT]\n"
             "       ggscope dump FILE TENSOR --requant TYPE --raw [--rows A:B] [-o OUT]\n"
             "       ggscope dump FILE TENSOR --raw [--rows A:B] [-o OUT]\n"
-            "       ggscope dump FILE TENSOR --values|--hex|--stats|--hist [--bins N] [--json] [--rows A:B] [-o OUT]\n"
+            "       ggscope dump FILE TENSOR --values|--hex|--stats|--hist [--bins N]\n"
+            "            [--json] [--rows A:B] [-o OUT]\n"
             "\n"
-            "Write one tensor's values, for scripts and checks. A row is ne[0] elements\n"
-            "(higher dimensions are flattened: row r of a [n0, n1, n2] tensor is at r*n0).\n"
-            "FILE may be an http:// or https:// URL: only the rows asked for are fetched.\n"
+            "Write one tensor's values, for scripts and checks. A row is the elements of the\n"
+            "first dimension (higher dimensions are flattened: row r of a [n0, n1, n2]\n"
+            "tensor is at r*n0).\n"
+             "FILE may be an http:// or https:// URL: only the rows asked for are fetched.\n"
             "\n"
             "  --f32           the tensor dequantized, as raw little-endian float32\n"
             "  --requant TYPE  the tensor's values quantized to TYPE with ggml's reference\n"
@@ -77,20 +80,22 @@ static void dump_usage(FILE *out)
             "  --rows A:B      rows A (inclusive) to B (exclusive); 'A:' to the end, ':B'\n"
             "                  from the start, 'A' the single row A\n"
             "  --values        the dequantized values as text, one line per row\n"
-            "  --hex           the bytes block by block, each block's fields decoded (anatomy)\n"
-            "  --stats         count, min, max, mean, std, absmax, zeros, NaN, Inf of the values\n"
+            "  --hex           the bytes block by block, each block's fields decoded\n"
+            "  --stats         count, min, max, mean, std, absmax, zeros, NaN, Inf\n"
             "                  (the explorer's histogram view shows the same figures)\n"
             "  --hist          --stats and a histogram over [min, max]\n"
             "  --bins N        histogram bins, 1..4096 (default 32)\n"
             "  --json          --values/--hex/--stats/--hist as one JSON document\n"
-            "                  (--values and --hex default to rows 0:8, --stats/--hist to all)\n"
+            "                  (--values and --hex default to rows 0:8, --stats and\n"
+            "                  --hist to all)\n"
             "  -o, --output F  write to file F instead of standard output\n"
             "  -h, --help      this help\n"
             "\n"
             "Binary output is never written to a terminal: redirect it or use -o.\n"
-            "Big-endian files: plain types (f32, f16, i32, ...) are byte-swapped to little-endian;\n"
-            "quantized tensors can only be dumped --raw.\n"
-            "Dequantization uses the fastest SIMD path; GGSCOPE_SIMD=scalar|avx2|avx512 forces one.\n");
+            "Big-endian files: plain types (f32, f16, i32, ...) are byte-swapped to\n"
+            "little-endian; quantized tensors can only be dumped --raw.\n"
+            "Dequantization uses the fastest SIMD path; GGSCOPE_SIMD=scalar|avx2|avx512\n"
+            "forces one.\n");
 }
 
 /* Parse "A:B", "A:", ":B" or "A". Returns false on a malformed range. */
@@ -173,6 +178,8 @@ static int parse_args(int argc, char **argv, dump_opts *o)
         default: dump_usage(stderr); return APP_BADINPUT;
         }
     }
+    if (cliopt_extra(argc, argv, optind, 2))
+        return APP_BADINPUT;
     if (argc - optind != 2) {
         app_error("dump needs FILE and TENSOR (see ggscope dump --help)");
         return APP_BADINPUT;
@@ -417,7 +424,12 @@ int cmd_dump(int argc, char **argv)
     if (o.has_rows) {
         r0 = o.row_begin;
         r1 = o.row_end == UINT64_MAX ? dt.n_rows : o.row_end;
-        if (r0 > r1 || r1 > dt.n_rows) {
+        if (r0 > r1) {
+            app_error("--rows %" PRIu64 ":%" PRIu64 " is reversed (A:B reads rows A up to B, A <= B)", r0, r1);
+            rc = APP_BADINPUT;
+            goto done;
+        }
+        if (r1 > dt.n_rows) {
             app_error("--rows %" PRIu64 ":%" PRIu64 " is outside tensor '%s' (rows 0:%" PRIu64 ")", r0, r1, tname,
                       dt.n_rows);
             rc = APP_BADINPUT;

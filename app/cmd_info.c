@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "app.h"
+#include "cliopt.h"
+#include "info_mem.h"
 #include "model.h"
 #include "ggtype.h"
 #include "gguf.h"
@@ -19,17 +21,25 @@ static void info_usage(FILE *out)
 {
     fprintf(out,
             "usage: ggscope info FILE [--json] [--full] [--items N]\n"
+            "       [--ctx N [--backend B] [--kv-type T] [--used N] [--threads N]]\n"
             "\n"
-            "Print a GGUF file's header (version, byte order, alignment, counts, data offset, size),\n"
-            "its metadata (arrays as type, length and first items; control characters escaped),\n"
-            "its tensors (name, type, shape, elements, bytes, offset), totals per type and the\n"
-            "parts of its file name (GGUF naming convention).\n"
+            "Print a GGUF file's header (version, byte order, alignment, counts, data\n"
+            "offset, size), its metadata (arrays as type, length and first items; control\n"
+            "characters escaped), its tensors (name, type, shape, elements, bytes, offset),\n"
+            "totals per type and the parts of its file name (GGUF naming convention).\n"
             "\n"
             "  --json      one JSON document instead of text\n"
             "  --full      every array item (default: the first %d)\n"
             "  --items N   the first N array items\n"
+            "  --ctx N     estimate the memory of running the model with N context positions:\n"
+            "              weights, KV cache, compute buffers, tokenizer, program (and device\n"
+            "              memory on Vulkan); with --json, the \"memory\" member\n"
+            "  --backend B auto | cpu | vulkan, as for run (default auto)\n"
+            "  --kv-type T the KV cache type (default f16; the engine supports: %s)\n"
+            "  --used N    positions evaluated so far (default: the whole context)\n"
+            "  --threads N CPU threads (default: one per core)\n"
             "  -h, --help  this help\n",
-            DEFAULT_ITEMS);
+            DEFAULT_ITEMS, memest_kv_types());
 }
 
 /* Print s in the terminal form (app_put_text), at most max bytes of it (cut
@@ -270,7 +280,7 @@ static cJSON *json_value(const gguf_value *v, uint64_t items)
     }
 }
 
-static int print_json(const gguf_file *f, uint64_t items)
+static int print_json(const gguf_file *f, uint64_t items, const info_mem *mem)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddItemToObject(root, "file", app_json_text(gguf_path(f), strlen(gguf_path(f))));
@@ -345,6 +355,11 @@ static int print_json(const gguf_file *f, uint64_t items)
     } else {
         cJSON_AddNullToObject(root, "name_parts");
     }
+    if (mem && info_mem_json(root, mem)) {
+        cJSON_Delete(root);
+        app_error("out of memory");
+        return APP_FAIL;
+    }
     char *txt = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     if (!txt) {
@@ -360,12 +375,21 @@ int cmd_info(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"json", no_argument, 0, 'j'}, {"full", no_argument, 0, 'f'},
-        {"items", required_argument, 0, 'n'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"items", required_argument, 0, 'n'}, {"help", no_argument, 0, 'h'},
+        {"ctx", required_argument, 0, 'c'}, {"backend", required_argument, 0, 'B'},
+        {"kv-type", required_argument, 0, 'K'}, {"used", required_argument, 0, 'U'},
+        {"threads", required_argument, 0, 't'}, {0, 0, 0, 0}};
+    info_mem_opts mo = {0};
     bool json = false;
     uint64_t items = DEFAULT_ITEMS;
     int c;
     optind = 0; /* glibc: a full reset (main parsed its own options) */
-    while ((c = getopt_long(argc, argv, "jfn:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "jfn:hc:t:", opts, NULL)) != -1) {
+        int mr = info_mem_opt(c, optarg, &mo);
+        if (mr < 0)
+            return APP_BADINPUT;
+        if (mr > 0)
+            continue;
         switch (c) {
         case 'j': json = true; break;
         case 'f': items = UINT64_MAX; break;
@@ -374,14 +398,28 @@ int cmd_info(int argc, char **argv)
         default: info_usage(stderr); return APP_BADINPUT;
         }
     }
+    if (cliopt_extra(argc, argv, optind, 1))
+        return APP_BADINPUT;
     if (optind != argc - 1) {
         info_usage(stderr);
         return APP_BADINPUT;
     }
+    if (mo.on)
+        mo.program_rss = info_mem_self_rss(); /* before the file: the program alone */
     gguf_file *f = app_open_any(argv[optind]);
     if (!f)
         return APP_BADINPUT;
-    int rc = json ? print_json(f, items) : (print_text(f, items), APP_OK);
+    info_mem mem;
+    if (mo.on) {
+        int mr = info_mem_estimate(f, &mo, &mem);
+        if (mr) {
+            gguf_close(f);
+            return mr;
+        }
+    }
+    int rc = json ? print_json(f, items, mo.on ? &mem : NULL) : (print_text(f, items), APP_OK);
+    if (!json && mo.on)
+        info_mem_print(stdout, &mem);
     gguf_close(f);
     if (fflush(stdout) != 0)
         rc = APP_FAIL;

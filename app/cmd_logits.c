@@ -13,12 +13,13 @@ static void help(FILE *out)
             "\n"
             "Evaluate the comma-separated token ids IDS and print, for every position i,\n"
             "one JSON line {\"pos\": i, \"top\": [[id, logit], ...]} with the K largest\n"
-            "logits (best first), and with --all also \"logits\": [...] for the whole vocabulary.\n"
+            "logits (best first), and with --all also \"logits\": [...] for the whole\n"
+            "vocabulary.\n"
             "\n"
             "options:\n"
             "  --top K               logits listed per position (default 10)\n"
             "  --all                 also print every logit\n"
-            "  --batch N             evaluate N tokens per forward pass (default: all at once)\n"
+            "  --batch N             evaluate N tokens per pass (default: all at once)\n"
             ECLI_COMMON_HELP
             "  -h, --help            this help\n");
 }

@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "app.h"
+#include "cliopt.h"
 #include "codec.h"
 #include "ggtype.h"
 #include "qerr.h"
@@ -323,10 +324,12 @@ int cmd_qerr(int argc, char **argv)
         default: usage(stderr); return APP_BADINPUT;
         }
     }
-    if (optind != argc - 1) {
+    if (optind >= argc) {
         usage(stderr);
         return APP_BADINPUT;
     }
+    if (cliopt_extra(argc, argv, optind, 1))
+        return APP_BADINPUT;
     if (json && csv) {
         app_error("--json and --csv exclude each other");
         return APP_BADINPUT;

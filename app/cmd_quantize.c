@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "cliopt.h"
 #include "textesc.h"
 #include "codec.h"
 #include "ggtype.h"
@@ -33,7 +34,8 @@ typedef struct {
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: ggscope quantize IN OUT --type TYPE [--tensor-type REGEX=TYPE ...] [--threads N]\n"
+            "usage: ggscope quantize IN OUT --type TYPE [--tensor-type REGEX=TYPE ...]\n"
+            "                        [--threads N]\n"
             "\n"
             "Write OUT, a copy of IN with its weights quantized by the reference quantizers\n"
             "(written to a temporary file, then renamed). Metadata is kept; general.file_type\n"
@@ -42,11 +44,12 @@ static void usage(FILE *out)
             "  --type TYPE     f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q3_K_S q3_K_M\n"
             "                  q4_K q4_K_S q4_K_M q5_K q5_K_S q5_K_M q6_K iq4_nl iq4_xs tq1_0\n"
             "                  tq2_0 mxfp4 (case-insensitive)\n"
-            "  --tensor-type REGEX=TYPE   tensors whose name matches REGEX (POSIX extended)\n"
-            "                  get TYPE (a ggml type); the first matching option wins\n"
+            "  --tensor-type REGEX=TYPE\n"
+            "                  tensors whose name matches REGEX (POSIX extended) get\n"
+            "                  TYPE (a ggml type); the first matching option wins\n"
             "  --threads N     threads (default: one per CPU)\n"
             "\n"
-            "Recipe (llama.cpp's llama_tensor_get_type): 1-D tensors, norms and non-.weight\n"
+            "Recipe (as llama.cpp's): 1-D tensors, norms and non-.weight\n"
             "tensors stay F32; output.weight (token_embd.weight when there is no output)\n"
             "gets Q6_K (Q8_0 when its rows do not fit 256-blocks) unless the base type is\n"
             "q8_0 or a float; _M recipes give attn_v and ffn_down of some layers Q6_K\n"
@@ -218,6 +221,10 @@ int cmd_quantize(int argc, char **argv)
         case 'h': usage(stdout); goto out;
         default: usage(stderr); status = APP_BADINPUT; goto out;
         }
+    }
+    if (cliopt_extra(argc, argv, optind, 2)) {
+        status = APP_BADINPUT;
+        goto out;
     }
     if (optind != argc - 2 || !qrecipe_has_mix(rc)) {
         if (!qrecipe_has_mix(rc) && optind == argc - 2)

@@ -77,16 +77,18 @@ static void help(FILE *out)
             "generation speed go to stderr.\n"
             "\n"
             "options:\n"
-            "  -p, --prompt TEXT     the prompt (tokenized with the model's tokenizer, BOS added)\n"
+            "  -p, --prompt TEXT     the prompt (the model's tokenizer; BOS added)\n"
             "  --tokens IDS          start from comma-separated token ids instead of text\n"
-            "  -n N                  tokens to generate (default 128; stops early at end of text)\n"
-            "  --ids                 print the generated token ids (comma-separated) instead of text\n"
-            "  --template FILE       render PROMPT as one user turn with the Jinja chat template\n"
-            "                        in FILE and a generation prompt (special tokens parsed, BOS\n"
-            "                        only when the model asks and the text lacks it); without\n"
-            "                        --template / --format PROMPT is used as it is\n"
-            "  --format NAME         the same with a built-in chat format (chatml, llama3, ...;\n"
-            "                        see ggscope chat --help)\n"
+            "  -n N                  tokens to generate (default 128; fewer at the end of the\n"
+            "                        text or when the context is full)\n"
+            "  --ids                 print the token ids made (comma-separated), not text\n"
+            "  --template FILE       render PROMPT as one user turn with the Jinja chat\n"
+            "                        template in FILE and a generation prompt (special\n"
+            "                        tokens parsed, BOS only when the model asks and the\n"
+            "                        text lacks it); without --template or --format the\n"
+            "                        prompt is used as it is\n"
+            "  --format NAME         the same with a built-in chat format (chatml, llama3,\n"
+            "                        ...; see ggscope chat --help)\n"
             ECLI_SAMPLING_HELP
             "  --ignore-eos          do not stop at end of text\n"
             "  -c, --ctx N           context positions (default min(model's, 4096))\n"
@@ -221,6 +223,9 @@ int cmd_run(int argc, char **argv)
         ecli_flush_text(tx, stdout);
     putchar('\n');
     fflush(stdout);
+    if (st.stop == RUNNER_STOP_CTX && ro.made < n_gen)
+        fprintf(stderr, "stopped after %ld of %ld tokens: the context is full (%u positions; -c, --ctx N for more)\n",
+                ro.made, n_gen, runner_n_ctx(e.r));
     fprintf(stderr, "prompt: %u tokens in %.3f s (%.2f tok/s); generation: %ld tokens in %.3f s (%.2f tok/s)\n",
             n_prompt, t_pp, t_pp > 0 ? n_prompt / t_pp : 0.0, ro.made, t_tg,
             t_tg > 0 ? ro.made / t_tg : 0.0);

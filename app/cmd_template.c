@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "cliopt.h"
 #include "rfile.h"
 #include "chat.h"
 #include "gguf.h"
@@ -16,9 +17,10 @@ static void template_usage(FILE *out)
 {
     fprintf(out,
             "usage: ggscope template FILE MESSAGES.json [--no-gen] [--bos S] [--eos S]\n"
-            "                        [--system S] [--format NAME] [--strict] [--date YYYY-MM-DD]\n"
+            "                        [--system S] [--format NAME] [--strict] [--date D]\n"
             "\n"
-            "Render a conversation with a chat template and print the prompt (no newline added).\n"
+            "Render a conversation with a chat template and print the prompt (no newline\n"
+            "added).\n"
             "FILE is a GGUF model (template from tokenizer.chat_template, BOS/EOS from its\n"
             "vocabulary) or a Jinja template file. MESSAGES.json is a JSON list of\n"
             "{\"role\": ..., \"content\": ...} objects (\"-\" reads standard input).\n"
@@ -29,9 +31,9 @@ static void template_usage(FILE *out)
             "  --bos S          the BOS token text (default: the model's, or empty)\n"
             "  --eos S          the EOS token text (default: the model's, or empty)\n"
             "  --system S       a system prompt, prepended unless the first turn is one\n"
-            "  --format NAME    use a built-in format instead of the template: chatml, llama2,\n"
-            "                   llama3, phi3, mistral, gemma, zephyr, phi4, granite, mistral-v7,\n"
-            "                   mistral-v7-tekken, olmo2, harmony\n"
+            "  --format NAME    use a built-in format instead of the template: chatml,\n"
+            "                   llama2, llama3, phi3, mistral, gemma, zephyr, phi4, granite,\n"
+            "                   mistral-v7, mistral-v7-tekken, olmo2, harmony\n"
             "  --strict         fail (exit 1) instead of falling back to a built-in format\n"
             "  --date D         the date strftime_now() sees (YYYY-MM-DD; default: today)\n"
             "  -h, --help       this help\n");
@@ -85,6 +87,8 @@ int cmd_template(int argc, char **argv)
         default: template_usage(stderr); return APP_BADINPUT;
         }
     }
+    if (cliopt_extra(argc, argv, optind, 2))
+        return APP_BADINPUT;
     if (argc - optind != 2) {
         template_usage(stderr);
         return APP_BADINPUT;

@@ -22,13 +22,13 @@ static void tokenize_usage(FILE *out)
             "exactly as the model's reference tokenizer (llama.cpp) does. TEXT '-' reads\n"
             "standard input. The BOS token is added when the model's metadata says so.\n"
             "\n"
-            "  --special     recognise control tokens written in TEXT (<|im_start|>, <s>, ...);\n"
-            "                without it they are tokenized as plain text\n"
+            "  --special     recognise control tokens written in TEXT (<|im_start|>, <s>,\n"
+            "                ...); without it they are tokenized as plain text\n"
             "  --no-bos      do not add BOS (nor EOS) even if the metadata asks for it\n"
             "  --ids         print only the ids, on one line, separated by spaces\n"
             "  --pieces      print one token per line: id and its text, escaped (default)\n"
             "  --many JSON   tokenize every string of a JSON array (no BOS) and print a JSON\n"
-            "                array of id arrays, as `peer tokenize-many` does\n"
+            "                array of id arrays\n"
             "  -h, --help    this help\n");
 }
 

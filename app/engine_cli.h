@@ -130,15 +130,18 @@ const tok_vocab *ecli_vocab(const ecli_text *t);
     "  --temp T              temperature, >= 0 (default 0.8; 0 = greedy)\n"                         \
     "  --top-k K             keep the K most likely tokens (default 40; 0 = off)\n"                  \
     "  --top-p P             nucleus sampling, 0..1 (default 0.95; 1 = off)\n"                       \
-    "  --min-p P             drop tokens below P x the best probability, 0..1 (default 0.05; 0 = off)\n" \
+    "  --min-p P             drop tokens below P x the best one's probability\n"                \
+    "                        (0..1, default 0.05; 0 = off)\n"                                  \
     "  --repeat-penalty R    penalty of recent tokens, > 0 (default 1.1; 1 = off)\n"                 \
     "  --repeat-last-n N     window of the penalty (default 64)\n"                                  \
     "  --seed S              random seed (default 42)\n"
 
 /* Help lines for the common options. */
 #define ECLI_COMMON_HELP                                                                   \
-    "  --backend B           auto | vulkan | cpu (default auto: Vulkan on a GPU, else the CPU)\n" \
-    "  --device N            Vulkan device N (see `ggscope devices`; or GGSCOPE_VK_DEVICE=N)\n" \
+    "  --backend B           auto | vulkan | cpu (default auto: Vulkan on a GPU,\n"       \
+    "                        else the CPU)\n"                                                \
+    "  --device N            Vulkan device N (see `ggscope devices`;\n"                   \
+    "                        or GGSCOPE_VK_DEVICE=N)\n"                                   \
     "  -t, --threads N       worker threads (default: one per core)\n"
 
 #endif

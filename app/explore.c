@@ -399,10 +399,11 @@ int cmd_explore(int argc, char **argv)
             c = CLIOPT_BAD, p.name = p.arg;
         switch (c) {
         case 'h':
-            printf("usage: ggscope explore [FILE] [--mono] [--no-mouse] [--search TEXT] [--vs PARENT]\n"
+            printf("usage: ggscope explore [FILE] [--mono] [--no-mouse] [--search TEXT]\n"
+                   "                       [--vs PARENT]\n"
                    "\n"
-                   "Open the full-screen explorer (metadata tree, tensor list, tensor detail with hex,\n"
-                   "values and histogram views) on FILE, or on the built-in demo model.\n"
+                   "Open the full-screen explorer (metadata tree, tensor list, tensor detail with\n"
+                   "hex, values and histogram views) on FILE, or on the built-in demo model.\n"
                    "`ggscope FILE` does the same when stdin and stdout are terminals.\n"
                    "\n"
                    "  --mono         no colours (also when NO_COLOR is set)\n"
@@ -411,8 +412,7 @@ int cmd_explore(int argc, char **argv)
                    "  --vs PARENT    `e` shows the quantization error of FILE against PARENT\n"
                    "                 (without it, `e` re-quantizes FILE to q4_K)\n"
                    "\n"
-                   "Press ? inside for every key. GGSCOPE_EXIT_AFTER_FIRST_FRAME=1 exits after the\n"
-                   "first frame and prints its time (benchmarks).\n");
+                   "Press ? inside for every key.\n");
             return APP_OK;
         case 'M': o.mono = true; break;
         case 'N': o.no_mouse = true; break;
@@ -420,7 +420,7 @@ int cmd_explore(int argc, char **argv)
         case 'V': o.qerr_vs = p.arg; break;
         case CLIOPT_ARG:
             if (path) {
-                app_error("explore: one FILE only");
+                app_error("explore: unexpected argument '%s' (one FILE only)", p.arg);
                 return APP_BADINPUT;
             }
             path = p.arg;

@@ -9,36 +9,58 @@
 
 static const app_command COMMANDS[] = {
     {"info", cmd_info, "print a GGUF file's header, metadata and tensors (--json)"},
-    {"dump", cmd_dump, "a tensor's values: text views (--values --hex --stats --hist --json), float32 or requantized blocks"},
-    {"explore", cmd_explore, "open the full-screen explorer on a file (what `ggscope FILE` does in a terminal)"},
-    {"tokenize", cmd_tokenize, "tokenize text with a model's tokenizer (--ids, --pieces, --special)"},
+    {"dump", cmd_dump, "a tensor's values, bytes or statistics (--values, --hex, ...)"},
+    {"explore", cmd_explore, "the full-screen explorer (what `ggscope FILE` does)"},
+    {"tokenize", cmd_tokenize, "tokenize text with a model's tokenizer (--ids, --pieces)"},
     {"template", cmd_template, "render a conversation with a model's chat template"},
     {"run", cmd_run, "generate text from a prompt with the built-in engine"},
     {"bench", cmd_bench, "measure prompt and generation speed (tokens/s, --json)"},
-    {"chat", cmd_chat, "chat with a model in the terminal (the built-in engine; no FILE: the demo model)"},
-    {"logits", cmd_logits, "print the logits of token ids as JSON lines (as the peer does)"},
+    {"chat", cmd_chat, "chat with a model in the terminal (no FILE: the demo model)"},
+    {"logits", cmd_logits, "print the logits of token ids as JSON lines"},
     {"devices", cmd_devices, "list the Vulkan devices and the one --backend auto takes"},
-    {"qerr", cmd_qerr, "quantization error per tensor, layer, role and file (--vs PARENT or re-quantized --types)"},
-    {"quantize", cmd_quantize, "write a quantized copy of a GGUF file (--type q4_K_m, --tensor-type REGEX=TYPE)"},
+    {"qerr", cmd_qerr, "quantization error per tensor, layer and role (--vs, --types)"},
+    {"quantize", cmd_quantize, "write a quantized copy of a GGUF file (--type q4_K_M, ...)"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
+
+static void commands(FILE *out)
+{
+    fprintf(out, "commands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(out, "  %-16s%s\n", COMMANDS[i].name, COMMANDS[i].summary);
+}
 
 static void usage(FILE *out)
 {
     fprintf(out,
-            "ggscope %s: explore GGUF model files, inspect quantization error, chat with a model\n"
+            "ggscope %s: explore GGUF model files, inspect quantization error, chat\n"
             "\n"
             "usage: ggscope [FILE]            open FILE (no FILE: the built-in demo model)\n"
-            "       ggscope FILE --vs PARENT  the same; `e` shows FILE's quantization error against PARENT\n"
-            "       ggscope COMMAND [ARGS]    run a command; `ggscope COMMAND --help` for its options\n"
-            "\ncommands:\n",
+            "       ggscope FILE --vs PARENT  the same; `e` shows the error against PARENT\n"
+            "       ggscope COMMAND [ARGS]    run a command (COMMAND --help: its options)\n"
+            "       ggscope help [COMMAND]    this help, or COMMAND's\n"
+            "\n",
             GGSCOPE_VERSION);
+    commands(out);
+    fprintf(out, "\noptions:\n  -h, --help      this help\n  -V, --version   print the version\n"
+                 "  --no-tui        print `info` of FILE instead of opening the explorer\n"
+                 "\n`ggscope [FILE]` opens the explorer when stdin and stdout are terminals,\n"
+                 "else it prints `info`. Inside the explorer, ? lists every key.\n");
+}
+
+static const app_command *find_command(const char *name)
+{
     for (size_t i = 0; i < N_COMMANDS; i++)
-        fprintf(out, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
-    fprintf(out, "\noptions:\n  -h, --help     this help\n  -V, --version  print the version\n"
-                 "  --no-tui       print `info` of FILE instead of opening the explorer\n"
-                 "\n`ggscope [FILE]` opens the explorer when stdin and stdout are terminals, else it prints\n"
-                 "`info`. Inside the explorer, ? lists every key.\n");
+        if (!strcmp(name, COMMANDS[i].name))
+            return &COMMANDS[i];
+    return NULL;
+}
+
+/* A word that names no file and has no path's shape ("foo", not "m.gguf",
+ * "dir/m"): taken as a mistyped command. */
+static bool looks_like_path(const char *s)
+{
+    return access(s, F_OK) == 0 || strchr(s, '/') || strchr(s, '.');
 }
 
 int main(int argc, char **argv)
@@ -63,9 +85,24 @@ int main(int argc, char **argv)
     argv += first - 1;
     argc -= first - 1;
     if (argc >= 2 && !no_tui) {
-        for (size_t i = 0; i < N_COMMANDS; i++)
-            if (!strcmp(argv[1], COMMANDS[i].name))
-                return COMMANDS[i].run(argc - 1, argv + 1);
+        const app_command *cmd = find_command(argv[1]);
+        if (cmd)
+            return cmd->run(argc - 1, argv + 1);
+        /* ggscope help [COMMAND] (unless a file is named so) */
+        if (!strcmp(argv[1], "help") && access(argv[1], F_OK) != 0) {
+            if (argc == 2) {
+                usage(stdout);
+                return APP_OK;
+            }
+            cmd = find_command(argv[2]);
+            if (!cmd || argc > 3) {
+                app_error("help: %s '%s'", cmd ? "unexpected argument" : "unknown command", argv[cmd ? 3 : 2]);
+                commands(stderr);
+                return APP_BADINPUT;
+            }
+            char *args[] = {argv[2], "--help", NULL};
+            return cmd->run(2, args);
+        }
     }
     /* ggscope FILE --vs PARENT: the explorer, `e` measures FILE against PARENT */
     if (argc == 4 && !no_tui && !strcmp(argv[2], "--vs")) {
@@ -76,8 +113,9 @@ int main(int argc, char **argv)
         app_error("unknown option '%s' (see ggscope --help)", argv[1]);
         return APP_BADINPUT;
     }
-    if (argc > 2) {
-        app_error("unknown command '%s' (see ggscope --help)", argv[1]);
+    if (argc > 2 || (argc == 2 && !looks_like_path(argv[1]))) {
+        app_error("unknown command '%s'%s (see ggscope --help)", argv[1], argc > 2 ? "" : ", and no file of that name");
+        commands(stderr);
         return APP_BADINPUT;
     }
     /* ggscope [FILE]: the explorer in a terminal, else `info` of the file. */

@@ -255,6 +255,18 @@ backend *backend_cpu_new(int n_threads);
 /* Number of threads a CPU backend uses (1 for other backends). */
 int backend_cpu_threads(const backend *b);
 
+/* What the CPU backend keeps for a matrix product with weight w over n_tok
+ * tokens (for memory estimates): *act bytes of activations quantized for
+ * it and *rounded bytes of activations rounded for an F16 / BF16 weight (two
+ * buffers of the backend, each grown to the largest product), *per_thread
+ * bytes each worker thread keeps. 0 for a type it cannot multiply. */
+void backend_cpu_matmul_sizes(const backend_weight *w, uint32_t n_tok, uint64_t *act, uint64_t *rounded,
+                              uint64_t *per_thread);
+
+/* Bytes of the work buffer each worker thread takes for the CPU backend's
+ * attention over n_head query heads sharing n_head_kv KV heads of head_dim. */
+uint64_t backend_cpu_attn_thread_bytes(uint32_t n_head, uint32_t n_head_kv, uint32_t head_dim);
+
 /* Destroy a backend (calls ops->free); accepts NULL. */
 void backend_free(backend *b);
 

@@ -53,6 +53,71 @@ static backend_view V(backend_buf *b, size_t off)
     return (backend_view){b, off};
 }
 
+/* Elements of each scratch buffer of a session of n_batch rows (n_batch x
+ * E for x, ...); rl, rw, ye and ids are 0 for a dense model. */
+typedef struct {
+    size_t x, xb, q, att, k, v, g, u, lg, rl, rw, ye; /* F32 */
+    size_t pos, ids;                                  /* int32_t, host */
+} buf_sizes;
+
+static buf_sizes sizes_of(const model_hparams *hp, uint32_t n_batch)
+{
+    const size_t E = hp->n_embd, QD = (size_t)hp->n_head * hp->head_dim;
+    const size_t KD = (size_t)hp->n_head_kv * hp->head_dim, NB = n_batch;
+    const size_t K = hp->n_expert_used, FF = (size_t)K * hp->n_ff_exp;
+    const size_t F = hp->n_expert && FF > hp->n_ff ? FF : hp->n_ff;
+    buf_sizes b = {
+        .x = NB * E, .xb = NB * (E > QD ? E : QD), .q = NB * QD, .att = NB * QD, .k = NB * KD, .v = NB * KD,
+        .g = NB * F, .u = NB * F, .lg = (size_t)LOGIT_ROWS * hp->n_vocab, .pos = NB,
+    };
+    if (hp->n_expert) {
+        b.rl = NB * hp->n_expert;
+        b.rw = NB * K;
+        b.ye = NB * K * E;
+        b.ids = NB * K;
+    }
+    return b;
+}
+
+uint32_t session_plan_layer_rows(const model *m, const session_plan *pl, uint32_t il)
+{
+    return m->layers[il].swa && pl->n_swa_cells ? pl->n_swa_cells : pl->n_ctx;
+}
+
+int session_plan_make(const model *m, const session_params *p, session_plan *out)
+{
+    session_params dp = {0};
+    if (!p)
+        p = &dp;
+    const model_hparams *hp = &m->hp;
+    memset(out, 0, sizeof *out);
+    out->n_ctx = p->n_ctx ? p->n_ctx : (hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
+    out->n_batch = p->n_batch ? p->n_batch : 512; /* llama.cpp's ubatch: the same kernel choices */
+    if (out->n_batch > out->n_ctx)
+        out->n_batch = out->n_ctx;
+    /* llama.cpp's sliding-window cache: GGML_PAD(min(n_ctx, n_swa + n_ubatch), 256) cells */
+    if (hp->n_swa) {
+        uint64_t c = (uint64_t)hp->n_swa + out->n_batch;
+        c = (c + 255) / 256 * 256;
+        if (c < out->n_ctx)
+            out->n_swa_cells = (uint32_t)c;
+    }
+    const uint64_t KD = (uint64_t)hp->n_head_kv * hp->head_dim;
+    uint64_t kvn = 0;
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        uint64_t rows = session_plan_layer_rows(m, out, il);
+        if (KD && rows > (SIZE_MAX - kvn) / KD)
+            return -1;
+        kvn += rows * KD;
+    }
+    out->kv = kvn;
+    out->logit_rows = LOGIT_ROWS;
+    buf_sizes b = sizes_of(hp, out->n_batch);
+    out->f32 = (uint64_t)b.x + b.xb + b.q + b.att + b.k + b.v + b.g + b.u + b.lg + b.rl + b.rw + b.ye;
+    out->host_bytes = sizeof(int32_t) * ((uint64_t)b.pos + b.ids);
+    return 0;
+}
+
 session *session_new(const model *m, const session_params *p, char *msg, size_t cap)
 {
     session_params dp = {0};
@@ -65,6 +130,12 @@ session *session_new(const model *m, const session_params *p, char *msg, size_t 
             snprintf(msg, cap, "no model");
         return NULL;
     }
+    session_plan pl;
+    if (session_plan_make(m, p, &pl)) {
+        if (msg)
+            snprintf(msg, cap, "KV cache size overflows");
+        return NULL;
+    }
     session *s = calloc(1, sizeof *s);
     if (!s) {
         if (msg)
@@ -73,10 +144,9 @@ session *session_new(const model *m, const session_params *p, char *msg, size_t 
     }
     const model_hparams *hp = &m->hp;
     s->m = m;
-    s->n_ctx = p->n_ctx ? p->n_ctx : (hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
-    s->n_batch = p->n_batch ? p->n_batch : 512; /* llama.cpp's ubatch: the same kernel choices */
-    if (s->n_batch > s->n_ctx)
-        s->n_batch = s->n_ctx;
+    s->n_ctx = pl.n_ctx;
+    s->n_batch = pl.n_batch;
+    s->n_swa_cells = pl.n_swa_cells;
     atomic_init(&s->cancel, false);
     if (p->be) {
         s->be = p->be;
@@ -99,22 +169,11 @@ session *session_new(const model *m, const session_params *p, char *msg, size_t 
         session_free(s);
         return NULL;
     }
-    const size_t E = hp->n_embd, QD = (size_t)hp->n_head * hp->head_dim;
-    const size_t KD = (size_t)hp->n_head_kv * hp->head_dim, NB = s->n_batch;
-    const size_t K = hp->n_expert_used, FF = (size_t)K * hp->n_ff_exp;
-    const size_t F = hp->n_expert && FF > hp->n_ff ? FF : hp->n_ff;
     if (model_backend_check(m, s->be, msg, cap)) {
         session_free(s);
         return NULL;
     }
     s->rope_factors = model_rope_factors(m, s->n_ctx);
-    /* llama.cpp's sliding-window cache: GGML_PAD(min(n_ctx, n_swa + n_ubatch), 256) cells */
-    if (hp->n_swa) {
-        uint64_t c = (uint64_t)hp->n_swa + s->n_batch;
-        c = (c + 255) / 256 * 256;
-        if (c < s->n_ctx)
-            s->n_swa_cells = (uint32_t)c;
-    }
     s->kv_off = malloc(sizeof(size_t) * ((size_t)hp->n_layer + 1));
     if (!s->kv_off) {
         if (msg)
@@ -122,37 +181,32 @@ session *session_new(const model *m, const session_params *p, char *msg, size_t 
         session_free(s);
         return NULL;
     }
+    const size_t KD = (size_t)hp->n_head_kv * hp->head_dim;
     size_t kvn = 0;
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         s->kv_off[il] = kvn;
-        size_t rows = m->layers[il].swa && s->n_swa_cells ? s->n_swa_cells : s->n_ctx;
-        if (rows * KD / KD != rows || kvn + rows * KD < kvn) {
-            if (msg)
-                snprintf(msg, cap, "KV cache size overflows");
-            session_free(s);
-            return NULL;
-        }
-        kvn += rows * KD;
+        kvn += (size_t)session_plan_layer_rows(m, &pl, il) * KD; /* no overflow: session_plan_make checked */
     }
     s->kv_off[hp->n_layer] = kvn;
+    const buf_sizes b = sizes_of(hp, s->n_batch);
     s->kc = o->buf_new(c, BACKEND_F16, kvn);
     s->vc = o->buf_new(c, BACKEND_F16, kvn);
-    s->x = o->buf_new(c, BACKEND_F32, NB * E);
-    s->xb = o->buf_new(c, BACKEND_F32, NB * (E > QD ? E : QD));
-    s->q = o->buf_new(c, BACKEND_F32, NB * QD);
-    s->att = o->buf_new(c, BACKEND_F32, NB * QD);
-    s->k = o->buf_new(c, BACKEND_F32, NB * KD);
-    s->v = o->buf_new(c, BACKEND_F32, NB * KD);
-    s->g = o->buf_new(c, BACKEND_F32, NB * F);
-    s->u = o->buf_new(c, BACKEND_F32, NB * F);
-    s->lg = o->buf_new(c, BACKEND_F32, (size_t)LOGIT_ROWS * hp->n_vocab);
-    s->pos = malloc(sizeof(int32_t) * NB);
+    s->x = o->buf_new(c, BACKEND_F32, b.x);
+    s->xb = o->buf_new(c, BACKEND_F32, b.xb);
+    s->q = o->buf_new(c, BACKEND_F32, b.q);
+    s->att = o->buf_new(c, BACKEND_F32, b.att);
+    s->k = o->buf_new(c, BACKEND_F32, b.k);
+    s->v = o->buf_new(c, BACKEND_F32, b.v);
+    s->g = o->buf_new(c, BACKEND_F32, b.g);
+    s->u = o->buf_new(c, BACKEND_F32, b.u);
+    s->lg = o->buf_new(c, BACKEND_F32, b.lg);
+    s->pos = malloc(sizeof(int32_t) * b.pos);
     bool moe_ok = true;
     if (hp->n_expert) {
-        s->rl = o->buf_new(c, BACKEND_F32, NB * hp->n_expert);
-        s->rw = o->buf_new(c, BACKEND_F32, NB * K);
-        s->ye = o->buf_new(c, BACKEND_F32, NB * K * E);
-        s->ids = malloc(sizeof(int32_t) * NB * K);
+        s->rl = o->buf_new(c, BACKEND_F32, b.rl);
+        s->rw = o->buf_new(c, BACKEND_F32, b.rw);
+        s->ye = o->buf_new(c, BACKEND_F32, b.ye);
+        s->ids = malloc(sizeof(int32_t) * b.ids);
         moe_ok = s->rl && s->rw && s->ye && s->ids;
     }
     if (!s->kc || !s->vc || !s->x || !s->xb || !s->q || !s->att || !s->k || !s->v || !s->g ||

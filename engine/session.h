@@ -31,6 +31,27 @@ typedef struct {
     double t_gen_s;
 } session_stats;
 
+/* The sizes a session of `m` allocates (session_new sizes its buffers from
+ * this, and the memory estimate, engine/run/memest, reads it): element
+ * counts of each buffer. */
+typedef struct {
+    uint32_t n_ctx, n_batch;   /* after the defaults (n_batch <= n_ctx) */
+    uint32_t n_swa_cells;      /* rows of a sliding layer's ring (0: sliding layers keep n_ctx rows) */
+    uint32_t logit_rows;       /* rows of the logits buffer (the output head's products) */
+    uint64_t kv;               /* F16 elements of the K cache (the V cache has as many) */
+    uint64_t f32;              /* F32 elements of the scratch buffers (x, xb, q, att, k, v, g, u,
+                                * logits, and the experts' router, weights and outputs) */
+    uint64_t host_bytes;       /* host arrays beside them: positions, chosen experts */
+} session_plan;
+
+/* Fill *out with the sizes of a session of `m` with parameters p (NULL:
+ * the defaults); p->be is not used. Returns 0, or -1 when a size
+ * overflows. */
+int session_plan_make(const model *m, const session_params *p, session_plan *out);
+
+/* Rows of layer il's KV cache under plan pl: n_ctx, or the ring of a sliding layer. */
+uint32_t session_plan_layer_rows(const model *m, const session_plan *pl, uint32_t il);
+
 /* Create a session for `m` (which must outlive it). On a backend with
  * weight_prepare (Vulkan) the model must have been prepared for that backend
  * (model_prepare) and stay so while the session lives. Returns NULL on

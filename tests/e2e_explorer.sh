@@ -37,10 +37,12 @@ mouse() {   # mouse BUTTON X Y (0-based screen cells, < 95)
     keys -l "$(printf "\e[M\x$(printf %x $((32 + b)))\x$(printf %x $((33 + x)))\x$(printf %x $((33 + y)))")"
 }
 row=$(screen | grep -n '  output\.weight' | head -1 | cut -d: -f1)
-if [[ -n $row ]]; then
-    mouse 0 50 $((row - 1)); mouse 3 50 $((row - 1))
+# the column of the name (the panes' widths follow their content)
+col=$(screen | sed -n "${row:-1}p" | perl -CSD -ne 'print index($_, "output.weight")')
+if [[ -n $row && $col -gt 0 ]]; then
+    mouse 0 "$col" $((row - 1)); mouse 3 "$col" $((row - 1))
     wait_for "Detail  output.weight" && echo "ok: mouse click selects a tensor"
-    mouse 65 50 $((row - 1))   # wheel down: three rows further
+    mouse 65 "$col" $((row - 1))   # wheel down: three rows further
     wait_gone "Detail  output.weight" && echo "ok: mouse wheel scrolls"
 else
     echo "FAIL: no output.weight row to click"; fails=$((fails + 1))
@@ -87,10 +89,11 @@ for _ in $(seq 1 40); do
     keys j; sleep 0.02
 done
 check "cursor on the tokens array" bash -c "tmux -L $SOCK capture-pane -p -t main | grep -q '›.*tokens'"
-keys Enter; wait_for "[0] '" && echo "ok: token array unfolded"
-keys PgDn PgDn; wait_for "[6" && echo "ok: token array pages"
+# the token array unfolds as a table: id, piece, score, type
+keys Enter; wait_re "│ +0  '<unk>' +0 +unknown" && echo "ok: token array unfolded"
+keys PgDn PgDn; wait_re "│ +6[0-9]  '" && echo "ok: token array pages"
 save metadata
-keys Left Left; wait_gone "[0] '" && echo "ok: ← goes to the array, then folds it"
+keys Left Left; wait_gone "  '<unk>'" && echo "ok: ← goes to the array, then folds it"
 
 # ---- search ----
 keys / ; wait_for "search:"
@@ -125,9 +128,9 @@ if [[ -f $VOCAB ]]; then
         screen | grep -q '›.*tokens' && break
         keys j; sleep 0.02
     done
-    keys Enter; wait_for "[0] '!'"
+    keys Enter; wait_re "│ +0  '!'"
     t0=$(date +%s%N)
-    keys End; wait_for "[151935]"  # one key: the last element of the last unfolded array row
+    keys End; wait_re "│ +151935  '"  # one key: the last element of the last unfolded array row
     t1=$(date +%s%N)
     ms=$(( (t1 - t0) / 1000000 ))
     echo "info: End in the 151936-token array drawn after ${ms} ms"

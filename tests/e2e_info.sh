@@ -63,5 +63,33 @@ for c in run logits; do
         '[ $(wc -l < "$tmp/err") = 1 ] && grep -q "unsupported architecture .gpt2. (supported: llama, qwen2, qwen3, gemma3" "$tmp/err"'
 done
 
+# the command line: help, unknown commands, stray arguments, ranges, paths
+"$bin" help > "$tmp/out" 2>&1; rc=$?
+check "ggscope help exits 0 and lists the commands" '[ $rc = 0 ] && grep -q "^commands:" "$tmp/out" && grep -q "^  quantize " "$tmp/out"'
+"$bin" help info > "$tmp/out" 2>&1; rc=$?
+check "ggscope help info = info --help" '[ $rc = 0 ] && grep -q "usage: ggscope info" "$tmp/out"'
+"$bin" frobnicate > "$tmp/out" 2>&1; rc=$?
+check "unknown command: exit 2, named, the command list" \
+    '[ $rc = 2 ] && grep -q "unknown command .frobnicate." "$tmp/out" && grep -q "^  info " "$tmp/out" && ! grep -q "cannot open" "$tmp/out"'
+"$bin" frobnicate x y > "$tmp/out" 2>&1; rc=$?
+check "unknown command with arguments: the command list" '[ $rc = 2 ] && grep -q "^  info " "$tmp/out"'
+for args in "info $demo x" "dump $demo token_embd.weight x --stats" "template $demo m.json x" \
+            "quantize $demo $tmp/o.gguf x --type q8_0" "tokenize $demo hi x" "run $demo -p hi x" \
+            "explore $demo x" "devices x" "qerr $demo x"; do
+    "$bin" $args > "$tmp/out" 2>&1; rc=$?
+    check "stray argument named: ${args%% *} (rc=$rc: $(head -1 "$tmp/out"))" \
+        '[ $rc = 2 ] && grep -q "unexpected argument .x." "$tmp/out"'
+done
+"$bin" dump "$demo" token_embd.weight --values --rows 9:3 > "$tmp/out" 2>&1; rc=$?
+check "--rows 9:3 is reversed" '[ $rc = 2 ] && grep -q "reversed" "$tmp/out"'
+"$bin" quantize "$demo" "$tmp/missing/dir/o.gguf" --type q8_0 > "$tmp/out" 2>&1; rc=$?
+check "quantize to a missing folder says so" '[ $rc != 0 ] && grep -q "folder .*missing/dir does not exist" "$tmp/out"'
+"$bin" run "$demo" --tokens 1 --ctx 4 -n 10 --ignore-eos --temp 0 --backend cpu > "$tmp/out" 2> "$tmp/err"; rc=$?
+check "run --ctx 4 -n 10: stopped because the context is full" '[ $rc = 0 ] && grep -q "the context is full" "$tmp/err"'
+"$bin" run "$demo" --tokens 1 --ctx 64 -n 3 --ignore-eos --temp 0 --backend cpu > "$tmp/out" 2> "$tmp/err"
+check "run within the context: no such line" '! grep -q "context is full" "$tmp/err"'
+python3 "$(dirname "$0")/lib/help_check.py" "$bin" > "$tmp/out" 2>&1; rc=$?
+check "every --help aligned, 80 columns, no internal words: $(cat "$tmp/out")" '[ $rc = 0 ]'
+
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

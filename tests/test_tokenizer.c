@@ -909,6 +909,23 @@ static void test_gemma_style_spm(void **state)
     assert_int_equal(fails, 0);
 }
 
+/* tok_bpe_piece_bytes: byte-level characters back to bytes; others refused */
+static void test_bpe_piece_bytes(void **state)
+{
+    (void)state;
+    char buf[16];
+    const char *w = "\xc3\xa4\xc2\xb8\xc4\xb8\xc3\xa7\xc4\xb7\xc4\xae";   /* ä¸ĸçķĮ: 世界 */
+    assert_int_equal(tok_bpe_piece_bytes(w, strlen(w), buf, sizeof buf), 6);
+    assert_memory_equal(buf, "\xe4\xb8\x96\xe7\x95\x8c", 6);
+    assert_int_equal(tok_bpe_piece_bytes("\xc4\xa0the", 5, buf, sizeof buf), 4);   /* Ġthe */
+    assert_memory_equal(buf, " the", 4);
+    assert_int_equal(tok_bpe_piece_bytes("\xc4\x8a", 2, buf, sizeof buf), 1);   /* Ċ */
+    assert_int_equal(buf[0], '\n');
+    assert_int_equal(tok_bpe_piece_bytes("a b", 3, buf, sizeof buf), SIZE_MAX);   /* a space is none */
+    assert_int_equal(tok_bpe_piece_bytes("\xe4\xb8\x96", 3, buf, sizeof buf), SIZE_MAX);   /* 世 itself */
+    assert_int_equal(tok_bpe_piece_bytes("abcdef", 6, buf, 2), 6);   /* the length beyond cap */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -922,6 +939,7 @@ int main(void)
         cmocka_unit_test(test_vocab_vectors),
         cmocka_unit_test(test_family_pre_tokenizers),
         cmocka_unit_test(test_gemma_style_spm),
+        cmocka_unit_test(test_bpe_piece_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

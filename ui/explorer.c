@@ -12,6 +12,7 @@
 #include "ggtype.h"
 #include "panes.h"
 #include "textesc.h"
+#include "tokenizer.h"
 
 enum { M_KEY, M_VALUE, M_ELEM, M_TENSOR };
 
@@ -29,6 +30,7 @@ typedef struct search_job {
     struct explorer *ex;
     const gguf_file *f;
     char q[256];
+    const gguf_kv *bpe_tokens;   /* byte-level BPE pieces: searched decoded too */
     match *m;
     size_t n, cap;
     bool truncated;
@@ -43,18 +45,34 @@ struct explorer {
     char query[256];
     match *m;            /* results of the last search */
     size_t n, pos;
+    int split_x, split_y;   /* columns (rows when stacked) the split moved by < and > */
+    int title_cols;      /* the width the title was made for */
 };
 
+static void make_title(explorer *e, int cols);
+
+static int clampi(int v, int lo, int hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* The metadata on the left, the tensor list above the detail on the right:
+ * the right column as wide as the list's columns (at least 40% of the
+ * screen, at most 70%), the metadata the rest; `<` `>` move the split.
+ * Narrow (< 100 columns): stacked, the metadata alone when focused. A file
+ * without tensors (a vocabulary): the metadata alone, the whole screen. */
 static void layout(screen *s, int page, int top, int left, int rows, int cols, bool zoom, void *ctx)
 {
     (void)page;
     explorer *e = ctx;
     panel *f = screen_focused(s);
-    if (zoom) {
+    if (cols != e->title_cols)
+        make_title(e, cols);
+    if (zoom || (gguf_tensor_count(e->f) == 0 && f != e->meta) ) {
         screen_place(s, f, top, left, rows, cols);
         return;
     }
-    if (cols < 100) {
+    if (cols < 100 || gguf_tensor_count(e->f) == 0) {
         /* narrow: the metadata alone, or the list above the detail */
         if (f == e->meta) {
             screen_place(s, e->meta, top, left, rows, cols);
@@ -63,21 +81,33 @@ static void layout(screen *s, int page, int top, int left, int rows, int cols, b
         int th = rows * 45 / 100;
         if (th < 6)
             th = rows / 2;
+        int base = th;
+        th = clampi(th + e->split_y, 3, rows - 3);
+        e->split_y = th - base;   /* what it could move, so the other key undoes it at once */
         screen_place(s, e->tensors, top, left, th, cols);
         screen_place(s, e->detail, top + th, left, rows - th, cols);
         return;
     }
-    /* a file without tensors (a vocabulary) gives the metadata more room */
-    bool none = gguf_tensor_count(e->f) == 0;
-    int mw = cols * (none ? 60 : 36) / 100;
-    if (mw < 30)
-        mw = 30;
-    if (mw > (none ? 90 : 60))
-        mw = none ? 90 : 60;
+    int rw = clampi(tensors_pane_width(e->tensors), cols * 40 / 100, cols * 70 / 100);
+    int mw = clampi(cols - rw + e->split_x, 20, cols - 30);
+    e->split_x = mw - (cols - rw);
     int th = rows * 45 / 100;
     screen_place(s, e->meta, top, left, rows, mw);
     screen_place(s, e->tensors, top, left + mw, th, cols - mw);
     screen_place(s, e->detail, top + th, left + mw, rows - th, cols - mw);
+}
+
+/* < > : move the split between the panes (4 columns; a row when stacked). */
+static int key_split(screen *s, int key, void *ctx)
+{
+    explorer *e = ctx;
+    int d = key == '>' ? 1 : -1;
+    if (COLS < 100 || gguf_tensor_count(e->f) == 0)
+        e->split_y = clampi(e->split_y + d, -LINES, LINES);
+    else
+        e->split_x = clampi(e->split_x + 4 * d, -COLS, COLS);
+    screen_focus(s, screen_focused(s));   /* lays the page out again */
+    return PANEL_HANDLED | PANEL_REDRAW;
 }
 
 static void on_select(void *ctx, int64_t ti)
@@ -201,10 +231,16 @@ static void search_work(ui_job *job)
             if (gguf_value_str(v, &s) == GGUF_OK && ci_find(s.ptr, (size_t)s.len, j->q, qn))
                 add_match(j, M_VALUE, i, -1, s.len == qn);
         } else if (v->type == GGUF_VT_ARRAY && v->arr_type == GGUF_VT_STRING) {
+            char dec[512];
             for (uint64_t k = 0; k < v->arr_len; k++) {
                 if ((k & 0xfff) == 0 && ui_job_cancelled(job))
                     break;
-                if (gguf_arr_str(v, k, &s) == GGUF_OK && ci_find(s.ptr, (size_t)s.len, j->q, qn))
+                if (gguf_arr_str(v, k, &s) != GGUF_OK)
+                    continue;
+                size_t dn = kv == j->bpe_tokens ? tok_bpe_piece_bytes(s.ptr, (size_t)s.len, dec, sizeof dec) : SIZE_MAX;
+                if (dn <= sizeof dec && ci_find(dec, dn, j->q, qn))
+                    add_match(j, M_ELEM, i, (int64_t)k, dn == qn);
+                else if (ci_find(s.ptr, (size_t)s.len, j->q, qn))
                     add_match(j, M_ELEM, i, (int64_t)k, s.len == qn);
             }
         } else if (v->type != GGUF_VT_ARRAY) {
@@ -278,6 +314,8 @@ static void search_done(ui_job *job)
             e->pos = 0;
             j->m = NULL;
             snprintf(e->query, sizeof e->query, "%s", j->q);
+            meta_pane_set_match(e->meta, e->query);
+            tensors_pane_set_match(e->tensors, e->query);
             if (!e->n)
                 screen_message(e->s, "no match for '%s'", e->query);
             else
@@ -314,6 +352,9 @@ void explorer_search(explorer *e, const char *q)
     j->ex = e;
     j->f = e->f;
     snprintf(j->q, sizeof j->q, "%s", q);
+    char model[16] = "";
+    if (gguf_get_cstr(e->f, "tokenizer.ggml.model", model, sizeof model) == GGUF_OK && !strcmp(model, "gpt2"))
+        j->bpe_tokens = gguf_find_kv(e->f, "tokenizer.ggml.tokens");
     e->job = j;
     screen_message(e->s, "searching '%s'…", q);
     if (screen_submit(e->s, &j->job) != 0) {
@@ -322,16 +363,42 @@ void explorer_search(explorer *e, const char *q)
     }
 }
 
+/* ⏎: the search typed so far is already running or shown */
 static void search_submit(screen *s, const char *text, void *ctx)
 {
+    explorer *e = ctx;
     (void)s;
-    explorer_search(ctx, text);
+    if (e->job && !strcmp(e->job->q, text))
+        return;   /* its first match shows when it is done */
+    if (!e->job && e->n && !strcmp(e->query, text))
+        show_match(e);   /* says again where it is (the prompt hid the message) */
+    else
+        explorer_search(e, text);
+}
+
+/* Search as you type: every change starts the search anew (the previous
+ * one cancelled) and shows its first match. */
+static void search_change(screen *s, const char *text, void *ctx)
+{
+    explorer *e = ctx;
+    (void)s;
+    if (text[0]) {
+        explorer_search(e, text);
+        return;
+    }
+    if (e->job) {
+        e->job->ex = NULL;
+        ui_job_cancel(&e->job->job);
+        e->job = NULL;
+    }
+    meta_pane_set_match(e->meta, NULL);
+    tensors_pane_set_match(e->tensors, NULL);
 }
 
 static int key_search(screen *s, int key, void *ctx)
 {
     (void)key;
-    screen_prompt(s, "search:", search_submit, NULL, ctx);
+    screen_prompt(s, "search:", search_submit, search_change, ctx);
     return PANEL_HANDLED | PANEL_REDRAW;
 }
 
@@ -352,9 +419,37 @@ static int key_next(screen *s, int key, void *ctx)
 
 /* ---- title ---- */
 
-static void make_title(explorer *e)
+/* name[0..len) in at most `cols` columns: its start, "…" and its last
+ * columns (where quantized files differ: "-q4_K_M.gguf"). */
+static void fit_middle(char *out, size_t cap, const char *name, int cols)
 {
-    char buf[512], size[32], params[32], raw[64] = "?", arch[128], name[256];
+    size_t len = strlen(name);
+    if (ui_width(name, len) <= cols || cols < 3) {
+        snprintf(out, cap, "%s", name);
+        return;
+    }
+    int tail_cols = (cols - 1) / 2 < 14 ? (cols - 1) / 2 : 14;
+    size_t t = len;   /* the tail: whole characters, at most tail_cols */
+    while (t > 0) {
+        size_t p = t - 1;
+        while (p > 0 && ((unsigned char)name[p] & 0xC0) == 0x80)
+            p--;
+        if (ui_width(name + p, len - p) > tail_cols)
+            break;
+        t = p;
+    }
+    size_t h = ui_fit(name, len, cols - 1 - ui_width(name + t, len - t));
+    snprintf(out, cap, "%.*s…%s", (int)h, name, name + t);
+}
+
+/* The title line for a screen `cols` wide: every figure kept, the file name
+ * shortened in its middle (to 16 columns at least) first, then "ggscope"
+ * and the byte order dropped, then (narrower than ~100 columns) the key and
+ * parameter counts. */
+static void make_title(explorer *e, int cols)
+{
+    char buf[768], size[32], params[32], raw[64] = "?", arch[128], name[256], tail[400], shown[256];
+    e->title_cols = cols;
     const char *path = gguf_path(e->f);
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
@@ -368,15 +463,29 @@ static void make_title(explorer *e)
         nbytes += t->n_bytes;
     }
     double bpw = np ? 8.0 * (double)nbytes / (double)np : 0;
-    int k = snprintf(buf, sizeof buf, " ggscope  %s  %s · GGUF v%u %s · %s", name,
-                     ui_fmt_bytes(gguf_file_size(e->f), size, sizeof size), gguf_version(e->f),
-                     gguf_big_endian(e->f) ? "BE" : "LE", arch);
-    if (k > 0 && (size_t)k < sizeof buf) {
+    int room = cols - 13;   /* the focused pane's name on the right: " [Metadata] " */
+    int name_min = ui_width(name, SIZE_MAX) < 16 ? ui_width(name, SIZE_MAX) : 16;
+    for (int v = 0; v < 4; v++) {
+        char figs[160], keys[32] = "", par[48] = "";
+        if (v < 2)
+            snprintf(keys, sizeof keys, " · %" PRIu64 " keys", gguf_kv_count(e->f));
+        if (v < 3)
+            snprintf(par, sizeof par, " · %s params", ui_fmt_count(np, params, sizeof params));
         if (gguf_tensor_count(e->f))
-            snprintf(buf + k, sizeof buf - (size_t)k, " · %s params · %" PRIu64 " tensors · %" PRIu64 " keys · %.2f bpw",
-                     ui_fmt_count(np, params, sizeof params), gguf_tensor_count(e->f), gguf_kv_count(e->f), bpw);
+            snprintf(figs, sizeof figs, "%s · %" PRIu64 " tensors%s · %.2f bpw", par, gguf_tensor_count(e->f), keys,
+                     bpw);
         else
-            snprintf(buf + k, sizeof buf - (size_t)k, " · no tensors · %" PRIu64 " keys", gguf_kv_count(e->f));
+            snprintf(figs, sizeof figs, " · no tensors · %" PRIu64 " keys", gguf_kv_count(e->f));
+        snprintf(tail, sizeof tail, "  %s · %sv%u%s · %s%s", ui_fmt_bytes(gguf_file_size(e->f), size, sizeof size),
+                 v ? "" : "GGUF ", gguf_version(e->f), v ? (gguf_big_endian(e->f) ? " BE" : "") :
+                 gguf_big_endian(e->f) ? " BE" : " LE", arch, figs);
+        const char *head = v ? " " : " ggscope  ";
+        int avail = room - ui_width(head, SIZE_MAX) - ui_width(tail, SIZE_MAX);
+        if (v < 3 && avail < name_min)
+            continue;   /* too narrow: a shorter form */
+        fit_middle(shown, sizeof shown, name, avail < 8 ? 8 : avail);
+        snprintf(buf, sizeof buf, "%s%s%s", head, shown, tail);
+        break;
     }
     screen_set_title(e->s, e->page, buf);
 }
@@ -401,9 +510,10 @@ explorer *explorer_new(screen *s, const gguf_file *f)
     screen_add_panel(s, e->page, e->detail);
     detail_pane_set_tensor(e->detail, tensors_pane_selected(e->tensors));
     screen_focus(s, gguf_tensor_count(f) ? e->tensors : e->meta);
-    make_title(e);
+    make_title(e, COLS);
     const screen_binding binds[] = {
-        {'/', "/", "search", "search keys, metadata values (token lists too) and tensor names", e->page, key_search, e},
+        {'/', "/", "search", "search as you type: keys, metadata values (token lists too), tensor names", e->page,
+         key_search, e},
         {'n', "n", NULL, "next match", e->page, key_next, e},
         {'N', "N", NULL, "previous match", e->page, key_next, e},
         {UIK_ENTER, "⏎", NULL, "expand / open (on a tensor: focus its detail)", e->page, key_enter, e},
@@ -411,6 +521,9 @@ explorer *explorer_new(screen *s, const gguf_file *f)
         {'v', "v", NULL, NULL, e->page, set_view, e},
         {'g', "x/v/g", "view", "detail view: x hex, v values, g histogram", e->page, set_view, e},
         {':', ":", NULL, "values: go to a row of the selected tensor", e->page, key_goto, e},
+        {'<', "< >", "split", "move the split between the panes left / right (up / down when stacked)", e->page,
+         key_split, e},
+        {'>', ">", NULL, NULL, e->page, key_split, e},
         {UIK_ESC, "Esc", NULL, "cancel a running histogram or search", e->page, key_esc, e},
     };
     for (size_t i = 0; i < sizeof binds / sizeof binds[0]; i++)

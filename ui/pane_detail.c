@@ -109,6 +109,9 @@ static const uint8_t *tensor_bytes(detail_pane *d, uint64_t off, uint64_t len, c
 static void hex_load_fields(detail_pane *d, const gguf_tensor *t, const uint8_t *blk_bytes)
 {
     d->nfields = 0;
+    /* plain floats: each line's values decoded beside the bytes instead */
+    if (t->type == GGTYPE_F32 || t->type == GGTYPE_F16 || t->type == GGTYPE_BF16)
+        return;
     int n = codec_block_anatomy(t->type, blk_bytes, d->fields, MAX_FIELDS);
     d->nfields = n < 0 ? 0 : n > MAX_FIELDS ? MAX_FIELDS : n;
     if (d->field >= d->nfields)
@@ -142,8 +145,9 @@ static void draw_hex(detail_pane *d, WINDOW *w, int h, int width, const gguf_ten
     uint64_t blk = d->hex_cur / bsz, nblk = nb / bsz;
     char hdr[200];
     snprintf(hdr, sizeof hdr, "block %" PRIu64 " of %" PRIu64 " · %s · %" PRIu64 " bytes · elements %" PRIu64 "–%" PRIu64
-             " · [ ] block  ←→ field",
-             blk, nblk, ggtype_name(t->type), bsz, blk * tr->blck_size, (blk + 1) * tr->blck_size - 1);
+             " · [ ] block%s",
+             blk, nblk, ggtype_name(t->type), bsz, blk * tr->blck_size, (blk + 1) * tr->blck_size - 1,
+             t->type == GGTYPE_F32 || t->type == GGTYPE_F16 || t->type == GGTYPE_BF16 ? "" : "  ←→ field");
     ui_put(w, 0, 1, width - 1, hdr, SIZE_MAX, ui_attr(UI_C_HEADER), true);
     int bpl = bytes_per_line(width);
     int rows = h - 1;

@@ -1,6 +1,8 @@
 /* Metadata tree: keys grouped by dotted prefix, typed values, arrays that
  * expand into one row per element without ever being materialised (a row
- * index maps to (key, element) by binary search over the few visible keys). */
+ * index maps to (key, element) by binary search over the few visible keys).
+ * The token list (tokenizer.ggml.tokens) unfolds as a table of id, piece,
+ * score and type; byte-level BPE pieces are shown decoded (`r`: raw). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 #include "panes.h"
 #include "screen.h"
 #include "textesc.h"
+#include "tokenizer.h"
 
 typedef struct {
     char *label;       /* this node's own name ("attention", "context_length") */
@@ -38,7 +41,14 @@ typedef struct {
     int nvis;
     list l;               /* the rows of the flattened tree (count), cursor, view */
     int key_w;
+    int key_need;         /* columns the widest key row wants */
+    const gguf_kv *tokens, *scores, *types;   /* the vocabulary's arrays (NULL: absent) */
+    bool bpe;             /* tokens are byte-level BPE pieces: shown decoded */
+    bool raw;             /* show them as stored instead */
+    char match[128];      /* the search's text, lit ("" none) */
 } meta_pane;
+
+static const char *const tok_types[] = {"?", "normal", "unknown", "control", "user", "unused", "byte"};
 
 static int node_add(meta_pane *m, int parent, const char *label, size_t len, int64_t kv)
 {
@@ -231,11 +241,33 @@ static void meta_title(panel *p, char *buf, size_t cap)
     snprintf(buf, cap, "%" PRIu64 " keys", gguf_kv_count(m->f));
 }
 
-static void draw_elem(meta_pane *m, WINDOW *w, int y, int x, int width, const gguf_value *arr, uint64_t i,
-                      attr_t sel)
+/* Element i of the number array kv (NULL: absent) as a double. */
+static bool arr_num(const gguf_kv *kv, uint64_t i, double *d)
 {
+    gguf_value ev;
+    return kv && i < kv->value.arr_len && gguf_arr_at(&kv->value, i, &ev) == GGUF_OK && gguf_value_f64(&ev, d) == GGUF_OK;
+}
+
+static int digits(uint64_t n)
+{
+    int d = 1;
+    while (n >= 10)
+        n /= 10, d++;
+    return d;
+}
+
+static void draw_elem(meta_pane *m, WINDOW *w, int y, int x, int width, const gguf_kv *kv, uint64_t i, attr_t sel)
+{
+    const gguf_value *arr = &kv->value;
+    bool table = kv == m->tokens;
     char idx[32];
-    snprintf(idx, sizeof idx, "[%" PRIu64 "] ", i);
+    /* the token table: ids right-aligned in one column */
+    if (table) {
+        int pad = digits(arr->arr_len ? arr->arr_len - 1 : 0) - digits(i);
+        memset(idx, ' ', (size_t)pad);
+        snprintf(idx + pad, sizeof idx - (size_t)pad, "%" PRIu64 "  ", i);
+    } else
+        snprintf(idx, sizeof idx, "[%" PRIu64 "] ", i);
     x += ui_put(w, y, x, width, idx, SIZE_MAX, sel ? sel : ui_attr(UI_C_DIM), false);
     width -= ui_width(idx, SIZE_MAX);
     gguf_value ev;
@@ -246,16 +278,37 @@ static void draw_elem(meta_pane *m, WINDOW *w, int y, int x, int width, const gg
     char buf[512];
     if (ev.type == GGUF_VT_STRING) {
         gguf_str s;
-        if (gguf_value_str(&ev, &s) == GGUF_OK) {
-            x += ui_put(w, y, x, width, "'", 1, sel, false);
-            int used = screen_put_text(w, y, x, width - 2, s.ptr, (size_t)s.len, sel ? sel : ui_attr(UI_C_STRING), true);
-            ui_put(w, y, x + used, width - 1 - used, "'", 1, sel, false);
+        if (gguf_value_str(&ev, &s) != GGUF_OK)
+            return;
+        const char *txt = s.ptr;
+        size_t n = (size_t)s.len;
+        if (table && m->bpe && !m->raw) {
+            size_t k = tok_bpe_piece_bytes(s.ptr, n, buf, sizeof buf);
+            if (k <= sizeof buf)
+                txt = buf, n = k;
         }
+        /* the table's piece column: as wide as the pane allows, up to 32 and its quotes */
+        int extra = table ? (m->scores ? 12 : 0) + (m->types ? 9 : 0) : 0;
+        int pw = width - extra;
+        if (table && pw > 34)
+            pw = 34;
+        x += ui_put(w, y, x, pw, "'", 1, sel, false);
+        int used = panes_put_match(w, y, x, pw - 2, txt, n, sel ? sel : ui_attr(UI_C_STRING), m->match, PANES_ELLIPSIS);
+        ui_put(w, y, x + used, pw - 1 - used, "'", 1, sel, false);
+        if (!table)
+            return;
+        x += pw - 1;
+        double d;
+        if (m->scores && arr_num(m->scores, i, &d))
+            ui_putf(w, y, x, width - pw, sel ? sel : ui_attr(UI_C_NUMBER), "%11.6g", d);
+        x += m->scores ? 12 : 0;
+        if (m->types && arr_num(m->types, i, &d))
+            ui_putf(w, y, x, width - pw - 12, sel ? sel : ui_attr(UI_C_DIM), " %s",
+                    d >= 1 && d <= 6 ? tok_types[(int)d] : "?");
         return;
     }
     ui_color c = format_scalar(&ev, buf, sizeof buf);
     ui_put(w, y, x, width, buf, SIZE_MAX, sel ? sel : ui_attr(c), true);
-    (void)m;
 }
 
 static void meta_draw(panel *p, WINDOW *w, bool focused)
@@ -263,7 +316,8 @@ static void meta_draw(panel *p, WINDOW *w, bool focused)
     meta_pane *m = p->self;
     int h = p->ih, width = p->iw;
     list_set(&m->l, m->l.count, (uint64_t)(h > 0 ? h : 1));
-    m->key_w = width * 55 / 100 < 32 ? width * 55 / 100 : 32;
+    /* the key column as wide as the widest key, at most 55% of the pane */
+    m->key_w = m->key_need < width * 55 / 100 ? m->key_need : width * 55 / 100;
     attr_t selattr = ui_attr(focused ? UI_C_SELECT : UI_C_SELECT_DIM);
     for (int y = 0; y < h; y++) {
         uint64_t row = m->l.top + (uint64_t)y;
@@ -281,7 +335,8 @@ static void meta_draw(panel *p, WINDOW *w, bool focused)
         int x = 1 + 2 * v->depth;
         if (n->kv < 0) {
             x += ui_put(w, y, x, width - x, n->expanded ? "▾ " : "▸ ", SIZE_MAX, sa, false);
-            x += ui_put(w, y, x, width - x, n->label, SIZE_MAX, sa ? sa : ui_attr(UI_C_GROUP), true);
+            x += panes_put_match(w, y, x, width - x, n->label, strlen(n->label), sa ? sa : ui_attr(UI_C_GROUP), m->match,
+                                 PANES_ELLIPSIS | PANES_ESCAPED);
             if (!n->expanded) {
                 char k[32];
                 snprintf(k, sizeof k, "  %u keys", n->n_keys);
@@ -294,14 +349,14 @@ static void meta_draw(panel *p, WINDOW *w, bool focused)
             continue;
         bool arr = kv->value.type == GGUF_VT_ARRAY;
         if (row > v->row) {   /* an array element */
-            draw_elem(m, w, y, x + 4, width - x - 4, &kv->value, row - v->row - 1, sa);
+            draw_elem(m, w, y, x + 4, width - x - 4, kv, row - v->row - 1, sa);
             continue;
         }
         x += ui_put(w, y, x, width - x, arr ? (n->expanded ? "▾ " : "▸ ") : "  ", SIZE_MAX, sa, false);
         int kw = m->key_w - x;
         if (kw < 6)
             kw = 6;
-        ui_put(w, y, x, kw - 1, n->label, SIZE_MAX, sa, true);
+        panes_put_match(w, y, x, kw - 1, n->label, strlen(n->label), sa, m->match, PANES_ELLIPSIS | PANES_ESCAPED);
         x += kw;
         if (x >= width)
             continue;
@@ -317,13 +372,20 @@ static void meta_draw(panel *p, WINDOW *w, bool focused)
                 snprintf(hint, sizeof hint, " ⏎ %" PRIu64 " B", sv.len);
                 int hw = ui_width(hint, SIZE_MAX);
                 if (avail > hw + 8) {
-                    int u = screen_put_text(w, y, x, avail - hw, sv.ptr, (size_t)sv.len, sa ? sa : ui_attr(c), true);
+                    int u = panes_put_match(w, y, x, avail - hw, sv.ptr, (size_t)sv.len, sa ? sa : ui_attr(c), m->match,
+                                            PANES_ELLIPSIS);
                     ui_put(w, y, x + u, hw, hint, SIZE_MAX, sa ? sa : ui_attr(UI_C_DIM), false);
                     continue;
                 }
             }
         }
-        int used = ui_put(w, y, x, avail, buf, SIZE_MAX, sa ? sa : ui_attr(c), true);
+        int used = kv->value.type == GGUF_VT_STRING
+                       ? panes_put_match(w, y, x, avail, buf, strlen(buf), sa ? sa : ui_attr(c), m->match,
+                                         PANES_ELLIPSIS | PANES_ESCAPED)
+                       : ui_put(w, y, x, avail, buf, SIZE_MAX, sa ? sa : ui_attr(c), true);
+        if (kv == m->tokens && n->expanded && used + 30 < avail)
+            ui_put(w, y, x + used, avail - used, m->scores || m->types ? "   id · piece · score · type" : "   id · piece",
+                   SIZE_MAX, sa ? sa : ui_attr(UI_C_DIM), false);
         if (gguf_str_eq(kv->key, "general.file_type")) {
             int64_t ft;
             if (gguf_value_i64(&kv->value, &ft) == GGUF_OK && ft >= 0) {
@@ -421,6 +483,11 @@ static int meta_key(panel *p, int key)
     case UIK_ENTER: case ' ': return meta_activate(m, 0);
     case UIK_RIGHT: case 'l': return meta_activate(m, 1);
     case UIK_LEFT: case 'h': return meta_activate(m, -1);
+    case 'r':   /* byte-level BPE pieces: decoded / as stored */
+        if (!m->bpe)
+            return PANEL_IGNORED;
+        m->raw = !m->raw;
+        break;
     case '*': set_all(m, true); break;
     case '-': set_all(m, false); break;
     default: return PANEL_IGNORED;
@@ -448,7 +515,9 @@ static int meta_mouse(panel *p, int y, int x, int event)
 
 static const char *meta_hints(panel *p)
 {
-    (void)p;
+    meta_pane *m = p->self;
+    if (m->bpe)
+        return m->raw ? "←→ fold  r decoded pieces" : "←→ fold  r raw pieces";
     return "←→ fold";
 }
 
@@ -469,6 +538,7 @@ static const panel_keyhelp meta_keys[] = {
     {"⏎ Space", "fold/unfold a group or array; open a string in the viewer"},
     {"→ l / ← h", "unfold / fold (← on a child goes to its parent)"},
     {"* / -", "unfold / fold every group"},
+    {"r", "byte-level BPE tokens: raw pieces (Ġ for a space) / decoded (the default)"},
     {NULL, NULL},
 };
 
@@ -513,12 +583,40 @@ panel *meta_pane_new(const gguf_file *f)
     }
     merge_chains(m, 0);
     count_keys(m, 0);
+    for (int i = 1; i < m->nnodes; i++) {
+        int depth = 0;
+        for (int a = m->nodes[i].parent; a > 0; a = m->nodes[a].parent)
+            depth++;
+        int need = 1 + 2 * depth + 2 + ui_width(m->nodes[i].label, SIZE_MAX) + 1;
+        if (m->nodes[i].kv >= 0 && need > m->key_need)
+            m->key_need = need;
+    }
+    /* the vocabulary's arrays: the token table */
+    const gguf_kv *tk = gguf_find_kv(f, "tokenizer.ggml.tokens");
+    if (tk && tk->value.type == GGUF_VT_ARRAY && tk->value.arr_type == GGUF_VT_STRING) {
+        m->tokens = tk;
+        const gguf_kv *sc = gguf_find_kv(f, "tokenizer.ggml.scores");
+        const gguf_kv *ty = gguf_find_kv(f, "tokenizer.ggml.token_type");
+        m->scores = sc && sc->value.type == GGUF_VT_ARRAY && sc->value.arr_type != GGUF_VT_STRING &&
+                    sc->value.arr_type != GGUF_VT_ARRAY ? sc : NULL;
+        m->types = ty && ty->value.type == GGUF_VT_ARRAY && ty->value.arr_type != GGUF_VT_STRING &&
+                   ty->value.arr_type != GGUF_VT_ARRAY ? ty : NULL;
+        char model[16] = "";
+        gguf_get_cstr(f, "tokenizer.ggml.model", model, sizeof model);
+        m->bpe = !strcmp(model, "gpt2");
+    }
     /* Arrays start folded; groups unfolded. */
     for (int i = 0; i < m->nnodes; i++)
         if (m->nodes[i].kv >= 0)
             m->nodes[i].expanded = false;
     flatten(m);
     return &m->base;
+}
+
+void meta_pane_set_match(panel *p, const char *q)
+{
+    meta_pane *m = p->self;
+    snprintf(m->match, sizeof m->match, "%s", q ? q : "");
 }
 
 void meta_pane_reveal(panel *p, uint64_t kvi, int64_t elem)

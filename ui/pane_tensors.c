@@ -1,5 +1,6 @@
-/* Tensor list: grouped by block (blk.N), sortable by any column, filtered as
- * you type, with totals per type. */
+/* Tensor list: grouped by block (blk.N) or flat, sortable by any column,
+ * filtered as you type, with totals per type. Column widths follow the
+ * content (measured once: the file does not change). */
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include "list.h"
 #include "panes.h"
 #include "screen.h"
+#include "textesc.h"
 
 enum { COL_ORDER, COL_NAME, COL_TYPE, COL_SHAPE, COL_PARAMS, COL_BYTES, COL_OFFSET, NCOLS };
 static const char *const col_names[NCOLS] = {"file order", "name", "type", "shape", "params", "bytes", "offset"};
@@ -40,6 +42,10 @@ typedef struct {
     list l;              /* cursor and view over rows (count: nrows) */
     int sort_col;
     bool sort_desc;
+    bool flat;           /* one list across blocks (no group rows) */
+    int cw[NCOLS];       /* content width of each column (header included) */
+    int name_w[2];       /* of the name column: grouped (indented, blk.N. cut), flat */
+    char match[128];     /* the search's text, lit in names ("" none) */
     char filter[128];
     size_t filter_len;
     bool typing;
@@ -84,8 +90,8 @@ static int cmp_ent(const void *pa, const void *pb)
 {
     const tent *a = pa, *b = pb;
     const tensors_pane *t = sort_ctx;
-    /* non-block tensors first, then blocks by number */
-    if (a->blk != b->blk)
+    /* grouped: non-block tensors first, then blocks by number */
+    if (!t->flat && a->blk != b->blk)
         return a->blk < b->blk ? -1 : 1;
     const gguf_tensor *x = T(t, a->ti), *y = T(t, b->ti);
     int c = 0;
@@ -149,7 +155,7 @@ static void rebuild(tensors_pane *t)
     t->shown = 0;
     t->nrows = 0;
     for (uint32_t i = 0; i < t->n;) {
-        int64_t blk = t->ents[i].blk;
+        int64_t blk = t->flat ? -1 : t->ents[i].blk;
         uint32_t j = i;
         uint32_t hdr = UINT32_MAX;
         if (blk >= 0) {
@@ -157,7 +163,7 @@ static void rebuild(tensors_pane *t)
             t->rows[t->nrows++] = (trow){-1, blk, 0, 0};
         }
         bool fold = blk >= 0 && !t->filter_len && t->collapsed[blk];
-        for (; j < t->n && t->ents[j].blk == blk; j++) {
+        for (; j < t->n && (t->flat || t->ents[j].blk == blk); j++) {
             const gguf_tensor *x = T(t, t->ents[j].ti);
             if (!matches(t, x))
                 continue;
@@ -172,7 +178,7 @@ static void rebuild(tensors_pane *t)
                 t->rows[hdr].bytes_in_group += x->n_bytes;
             }
             if (!fold)
-                t->rows[t->nrows++] = (trow){t->ents[j].ti, blk, 0, 0};
+                t->rows[t->nrows++] = (trow){t->ents[j].ti, t->flat ? -1 : blk, 0, 0};
         }
         if (hdr != UINT32_MAX && t->rows[hdr].n_in_group == 0)
             t->nrows = hdr;   /* an empty group is not shown */
@@ -205,9 +211,10 @@ static void notify(tensors_pane *t)
 static void tensors_title(panel *p, char *buf, size_t cap)
 {
     tensors_pane *t = p->self;
-    char sortinfo[48] = "";
-    if (t->sort_col != COL_ORDER)
-        snprintf(sortinfo, sizeof sortinfo, " · sort: %s %s", col_names[t->sort_col], t->sort_desc ? "↓" : "↑");
+    char sortinfo[64] = "";
+    if (t->sort_col != COL_ORDER || t->flat)
+        snprintf(sortinfo, sizeof sortinfo, " · %ssort: %s %s", t->flat ? "flat · " : "", col_names[t->sort_col],
+                 t->sort_col == COL_ORDER ? "" : t->sort_desc ? "↓" : "↑");
     if (t->filter_len || t->typing)
         snprintf(buf, cap, "%u of %u · filter: %s%s%s", t->shown, t->n, t->filter, t->typing ? "▏" : "", sortinfo);
     else
@@ -219,21 +226,23 @@ typedef struct {
     int width;
 } colspec;
 
-/* Columns that fit in `w`: name takes what is left. */
-static int layout_cols(int w, colspec *cs)
+/* Columns that fit in `w`, each as wide as its content and a gap; the name
+ * column shrinks to 18 before a column drops from the right; what is left
+ * over stays at the right end. */
+static int layout_cols(const tensors_pane *t, int w, colspec *cs)
 {
-    static const int widths[] = {0, 0, 7, 16, 8, 10, 12};
     int order[] = {COL_TYPE, COL_SHAPE, COL_PARAMS, COL_BYTES, COL_OFFSET};
-    int n = 0, used = 0;
+    int n = 0, used = 0, name = t->name_w[t->flat] + 1;
+    int name_min = name < 18 ? name : 18;
     cs[n++] = (colspec){COL_NAME, 0};
     for (int i = 0; i < 5; i++) {
-        int c = order[i];
-        if (used + widths[c] + 18 > w)
+        int c = order[i], cw = t->cw[c] + 2;
+        if (used + cw + name_min > w)
             break;
-        cs[n++] = (colspec){c, widths[c]};
-        used += widths[c];
+        cs[n++] = (colspec){c, cw};
+        used += cw;
     }
-    cs[0].width = w - used;
+    cs[0].width = w - used < name ? w - used : name;
     return n;
 }
 
@@ -251,6 +260,40 @@ static void cell_text(const tensors_pane *t, const gguf_tensor *x, int col, char
             snprintf(buf, cap, "0x%" PRIx64, x->abs_offset);
         break;
     default: buf[0] = 0;
+    }
+}
+
+/* Columns of a name from the file in its escaped form (as drawn). */
+static int esc_width(const char *s, size_t n)
+{
+    char buf[512];
+    textesc_term(buf, sizeof buf, s, n, 0);
+    return ui_width(buf, SIZE_MAX);
+}
+
+/* The content widths of the columns (every tensor, and the headers with a
+ * sort arrow). */
+static void measure(tensors_pane *t)
+{
+    for (int c = 0; c < NCOLS; c++)
+        t->cw[c] = ui_width(col_names[c], SIZE_MAX) + 1;
+    t->name_w[0] = t->name_w[1] = 2 + t->cw[COL_NAME];
+    for (uint32_t i = 0; i < t->n; i++) {
+        const gguf_tensor *x = T(t, t->ents[i].ti);
+        char cell[48];
+        for (int c = COL_TYPE; c < NCOLS; c++) {
+            cell_text(t, x, c, cell, sizeof cell);
+            int wd = ui_width(cell, SIZE_MAX);
+            if (wd > t->cw[c])
+                t->cw[c] = wd;
+        }
+        int nw = esc_width(x->name.ptr, (size_t)x->name.len);
+        const char *d = t->ents[i].blk >= 0 ? memchr(x->name.ptr + 4, '.', (size_t)x->name.len - 4) : NULL;
+        int gw = d ? 4 + esc_width(d + 1, (size_t)(x->name.ptr + x->name.len - d - 1)) : 2 + nw;
+        if (gw > t->name_w[0])
+            t->name_w[0] = gw;
+        if (2 + nw > t->name_w[1])
+            t->name_w[1] = 2 + nw;
     }
 }
 
@@ -283,7 +326,8 @@ static void tensors_draw(panel *p, WINDOW *w, bool focused)
     if (h > 0)
         list_set(&t->l, t->nrows, (uint64_t)h);
     colspec cs[NCOLS];
-    int nc = layout_cols(width, cs);
+    int nc = layout_cols(t, width, cs);
+    const char *hl = t->filter_len ? t->filter : t->match[0] ? t->match : NULL;
     /* header */
     int x = 0;
     for (int c = 0; c < nc; c++) {
@@ -320,6 +364,8 @@ static void tensors_draw(panel *p, WINDOW *w, bool focused)
         for (int c = 0; c < nc; c++) {
             if (cs[c].col == COL_NAME) {
                 int ind = row->blk >= 0 ? 4 : 2;
+                if (cs[c].width - ind - 1 < 1)
+                    continue;
                 gguf_str nm = xt->name;
                 if (row->blk >= 0) {   /* strip "blk.N." inside a group */
                     const char *d = memchr(nm.ptr + 4, '.', (size_t)nm.len - 4);
@@ -328,7 +374,7 @@ static void tensors_draw(panel *p, WINDOW *w, bool focused)
                         nm.ptr = d + 1;
                     }
                 }
-                screen_put_text(w, y + 1, ind, cs[c].width - ind - 1, nm.ptr, (size_t)nm.len, sa, true);
+                panes_put_match(w, y + 1, ind, cs[c].width - ind - 1, nm.ptr, (size_t)nm.len, sa, hl, PANES_ELLIPSIS);
             } else {
                 char cell[48];
                 cell_text(t, xt, cs[c].col, cell, sizeof cell);
@@ -377,6 +423,13 @@ static int toggle_group(tensors_pane *t, int want /* -1 toggle */)
 static int tensors_key(panel *p, int key)
 {
     tensors_pane *t = p->self;
+    if (key == UIK_CTRL('u') && (t->typing || t->filter_len)) {   /* clear the filter (as a shell's line) */
+        t->filter_len = 0;
+        t->filter[0] = 0;
+        rebuild(t);
+        notify(t);
+        return PANEL_HANDLED | PANEL_REDRAW;
+    }
     if (t->typing) {
         if (key == UIK_ENTER || key == UIK_ESC || key == UIK_DOWN || key == UIK_UP) {
             t->typing = false;
@@ -430,6 +483,15 @@ static int tensors_key(panel *p, int key)
         t->sort_col = (t->sort_col + 1) % NCOLS;
         rebuild(t);
         break;
+    case 'a':   /* flat across blocks, largest first (as ncdu) / grouped by block */
+        t->flat = !t->flat;
+        if (t->flat && t->sort_col == COL_ORDER)
+            t->sort_col = COL_BYTES, t->sort_desc = true;
+        rebuild(t);
+        notify(t);
+        if (p->scr)
+            screen_focus(p->scr, p);   /* lays the page out again: the names' width changed */
+        break;
     case 'S': case 'r':
         t->sort_desc = !t->sort_desc;
         rebuild(t);
@@ -474,7 +536,7 @@ static int tensors_mouse(panel *p, int y, int x, int event)
         move_to(t, (int64_t)t->l.cur + 3);
     else if (y == 0) {   /* a click on the header sorts by that column */
         colspec cs[NCOLS];
-        int nc = layout_cols(p->iw, cs), xx = 0;
+        int nc = layout_cols(t, p->iw, cs), xx = 0;
         for (int c = 0; c < nc; c++) {
             if (x >= xx && x < xx + cs[c].width) {
                 if (t->sort_col == cs[c].col)
@@ -505,7 +567,9 @@ static bool tensors_typing(panel *p)
 static const char *tensors_hints(panel *p)
 {
     tensors_pane *t = p->self;
-    return t->typing ? "type to filter  ⏎ keep  Esc clear" : "f filter  s sort";
+    if (t->typing)
+        return "type to filter  ⏎ keep  Esc/^U clear";
+    return t->flat ? "f filter  s sort  a grouped" : "f filter  s sort  a flat";
 }
 
 static void tensors_destroy(panel *p)
@@ -524,7 +588,8 @@ static const panel_keyhelp tensors_keys[] = {
     {"⏎ Space", "fold/unfold a block group; on a tensor: show its detail"},
     {"← h / → l", "fold / unfold the group"},
     {"+ / -", "unfold / fold every block"},
-    {"f", "filter as you type (name or type); ⏎ keeps it, Esc clears it"},
+    {"f", "filter as you type (name or type); ⏎ keeps it, Esc or Ctrl+U clears it"},
+    {"a", "flat list across blocks (largest first) / grouped by block"},
     {"s / S", "next sort column / reverse the order"},
     {"0-6", "sort by file order, name, type, shape, params, bytes, offset (again: reverse)"},
     {NULL, NULL},
@@ -574,6 +639,7 @@ panel *tensors_pane_new(const gguf_file *f, void (*on_select)(void *ctx, int64_t
     if (t->n > 64)
         memset(t->collapsed, 1, (size_t)t->max_blk + 1);
     t->last_selected = -2;
+    measure(t);
     rebuild(t);
     /* start on the first tensor row */
     for (uint32_t r = 0; r < t->nrows; r++)
@@ -607,6 +673,21 @@ void tensors_pane_reveal(panel *p, uint64_t ti)
             t->collapsed[b] = 0;
         rebuild(t);
     }
+}
+
+int tensors_pane_width(const panel *p)
+{
+    const tensors_pane *t = p->self;
+    int w = t->name_w[t->flat] + 1;
+    for (int c = COL_TYPE; c < NCOLS; c++)
+        w += t->cw[c] + 2;
+    return w + 2;
+}
+
+void tensors_pane_set_match(panel *p, const char *q)
+{
+    tensors_pane *t = p->self;
+    snprintf(t->match, sizeof t->match, "%s", q ? q : "");
 }
 
 int64_t tensors_pane_selected(const panel *p)

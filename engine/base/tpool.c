@@ -138,6 +138,11 @@ static int cores_available(void)
     return c > 0 ? (int)c : 1;
 }
 
+int tpool_cores(void)
+{
+    return cores_available();
+}
+
 int tpool_width_for(int n, int n_cores, int running, int width)
 {
     /* running counts this caller and the `width` - 1 workers spinning

@@ -15,6 +15,9 @@ typedef struct tpool tpool;
  * when threads or memory cannot be had. */
 tpool *tpool_new(int n_threads);
 
+/* The cores this process may run on: the threads of tpool_new(0). */
+int tpool_cores(void);
+
 /* Stops and joins the workers. Accepts NULL. */
 void tpool_free(tpool *p);
 

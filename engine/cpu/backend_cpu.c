@@ -606,6 +606,17 @@ static void attn_group_task(attn_job *j)
     free(work);
 }
 
+uint64_t backend_cpu_attn_thread_bytes(uint32_t n_head, uint32_t n_head_kv, uint32_t head_dim)
+{
+    if (!n_head_kv || !head_dim)
+        return 0;
+    const uint32_t G = n_head / n_head_kv;
+    /* the largest of attn_group_task's, attn_one_task's and attn_task's buffers */
+    uint64_t a = sizeof(float) * backend_cpu_attn_group_work(ATTN_QB * G, head_dim);
+    uint64_t b = sizeof(float) * ((uint64_t)2 * G * head_dim + 2 * (uint64_t)G);
+    return a > b ? a : b;
+}
+
 static void attn_task(void *arg, int ith, int nth)
 {
     attn_job *j = arg;

@@ -8,6 +8,7 @@
 #include "codec.h"
 #include "ggtype.h"
 #include "kernels.h"
+#include "kernels_internal.h"
 
 typedef struct {
     bool float_path;   /* GGSCOPE_MATMUL=float: dequantize + float dots (debugging) */
@@ -128,4 +129,19 @@ int backend_cpu_matmul(void *ctx, const backend_weight *w, const float *x, uint3
     int rc = kern_matmul(c->pool, w->type, w->data, w->row_bytes, (int64_t)w->ne1, (int64_t)w->ne0,
                          x, n_tok, y, c->scratch, c->scratch_size);
     return rc ? BACKEND_EUNSUPPORTED : 0;
+}
+
+void backend_cpu_matmul_sizes(const backend_weight *w, uint32_t n_tok, uint64_t *act, uint64_t *rounded,
+                              uint64_t *per_thread)
+{
+    *act = *rounded = *per_thread = 0;
+    size_t need = kern_matmul_scratch_size(w->type, (int64_t)w->ne0, n_tok ? n_tok : 1);
+    if (need == (size_t)-1)
+        return;
+    *act = need;
+    if (w->type == GGTYPE_F16 || w->type == GGTYPE_BF16)
+        *rounded = sizeof(float) * (uint64_t)n_tok * w->ne0;
+    /* mm_worker: the GEMM's tile buffer, or a row of floats */
+    uint64_t g = kern_gemm_tmp_size((int64_t)w->ne0), r = sizeof(float) * w->ne0;
+    *per_thread = g > r ? g : r;
 }

@@ -102,6 +102,17 @@ static int auto_device(int device, char *why, size_t cap)
 }
 #endif
 
+bool runner_auto_vulkan(int device, char *why, size_t cap)
+{
+#ifdef GGSCOPE_HAVE_VULKAN
+    return auto_device(device, why, cap) >= 0;
+#else
+    (void)device;
+    emsg_set(why, cap, "this build has no Vulkan backend");
+    return false;
+#endif
+}
+
 /* The backend p asks for, with r->info saying which; NULL with a message. */
 static backend *open_backend(runner *r, const runner_params *p, char *msg, size_t cap)
 {

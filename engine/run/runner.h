@@ -61,6 +61,10 @@ typedef struct {
  * with a message in msg (*out NULL): RUNNER_EBACKEND ("--backend vulkan:
  * no Vulkan driver ..."), RUNNER_ESESSION (session_new's message). */
 int runner_open(model *m, const runner_params *p, runner **out, char *msg, size_t cap);
+/* What --backend auto chooses (device: as p->device), without opening it:
+ * true for a Vulkan device, false for the CPU with why in why. */
+bool runner_auto_vulkan(int device, char *why, size_t cap);
+
 /* Free the session, the device copies of the weights and the backend; accepts NULL. */
 void runner_close(runner *r);
 

@@ -597,6 +597,20 @@ const char *tok_warning(const tok_vocab *v)
 /* ---------------- accessors ---------------- */
 
 uint32_t tok_n_vocab(const tok_vocab *v) { return v->n_vocab; }
+
+uint64_t tok_mem_bytes(const tok_vocab *v)
+{
+    if (!v)
+        return 0;
+    uint64_t n = v->n_vocab, b = sizeof *v;
+    b += (uint64_t)v->cap_str * sizeof *v->strs + ((uint64_t)v->map_mask + 1) * sizeof *v->map;
+    b += (uint64_t)v->n_arena * (ARENA_BLOCK + sizeof *v->arena);
+    b += n * (sizeof *v->score + sizeof *v->attr) + (n + 7) / 8;
+    if (v->mkey)
+        b += (v->mmask + 1) * (sizeof *v->mkey + sizeof *v->mrank + sizeof *v->mres);
+    b += (uint64_t)(v->n_special ? v->n_special : 1) * sizeof *v->special;
+    return b;
+}
 tok_model tok_model_kind(const tok_vocab *v) { return v->model; }
 tok_id tok_bos(const tok_vocab *v) { return v->bos; }
 tok_id tok_eos(const tok_vocab *v) { return v->eos; }

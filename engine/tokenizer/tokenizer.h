@@ -102,6 +102,15 @@ tok_status tok_tokenize(const tok_vocab *v, const char *text, size_t len, unsign
  * sequence (byte tokens). */
 size_t tok_piece(const tok_vocab *v, tok_id id, char *buf, size_t cap, unsigned flags);
 
+/* The bytes a byte-level BPE piece ("gpt2" model: `Ġ` for a space, `Ċ` for
+ * a newline, `ä¸ĸ` for the first bytes of `世`) stands for: each character
+ * of text[0..len) mapped back to its byte, into buf. Returns the length
+ * (which may exceed cap: then cap bytes are written), or SIZE_MAX when a
+ * character is no byte-level one (an added token written as plain text).
+ * Needs no vocabulary; thread-safe. The bytes may be any (control
+ * characters, a split UTF-8 sequence): escape them before display. */
+size_t tok_bpe_piece_bytes(const char *text, size_t len, char *buf, size_t cap);
+
 /* The text of n tokens, as llama.cpp's llama_detokenize (for SPM the space
  * added in front of the first word is removed). Result is malloc'd and
  * NUL-terminated (*len excludes the NUL). Returns TOK_OK or TOK_ENOMEM. */
@@ -126,6 +135,10 @@ const char *tok_stream_flush(tok_stream *s, size_t *len);
 /* ---- vocabulary ---- */
 
 uint32_t tok_n_vocab(const tok_vocab *v);
+/* Bytes of host memory the tokenizer's tables take (the token texts stay in
+ * the file's mapping and are not counted; the pre-tokenizer's compiled
+ * expressions neither). */
+uint64_t tok_mem_bytes(const tok_vocab *v);
 tok_model tok_model_kind(const tok_vocab *v);
 /* Special ids (TOK_NULL when the model has none). */
 tok_id tok_bos(const tok_vocab *v);

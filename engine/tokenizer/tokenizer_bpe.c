@@ -325,6 +325,20 @@ done:
     return ok;
 }
 
+size_t tok_bpe_piece_bytes(const char *text, size_t len, char *buf, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
+        int b = cp_byte(tok__utf8_next((const uint8_t *)text, len, &i));
+        if (b < 0)
+            return SIZE_MAX;
+        if (o < cap)
+            buf[o] = (char)b;
+        o++;
+    }
+    return o;
+}
+
 size_t tok__bpe_decode(const char *text, size_t len, char *buf, size_t cap)
 {
     size_t o = 0;

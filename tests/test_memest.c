@@ -1,0 +1,173 @@
+/* memest: the KV cache of the estimate is the exact formula (2 tensors x
+ * 2 bytes x KV heads x head_dim x rows, sliding layers by their ring) and
+ * the session's own size; the parts add up; bad parameters. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "memest.h"
+#include "model.h"
+#include "session.h"
+#include "testmodel.h"
+
+typedef struct {
+    char path[512];
+    gguf_file *f;
+    model *m;
+} fixture;
+
+static fixture *open_model(const testmodel_params *p, const char *tag)
+{
+    fixture *fx = calloc(1, sizeof *fx);
+    snprintf(fx->path, sizeof fx->path, "%s", tu_tmp_path(tag));
+    char msg[512];
+    if (testmodel_write(p, fx->path, msg, sizeof msg))
+        fail_msg("testmodel_write: %s", msg);
+    gguf_error err;
+    fx->f = gguf_open(fx->path, &err);
+    assert_non_null(fx->f);
+    model_status st;
+    fx->m = model_load(fx->f, &st, msg, sizeof msg);
+    if (!fx->m)
+        fail_msg("model_load: %s", msg);
+    return fx;
+}
+
+static void close_model(fixture *fx)
+{
+    model_free(fx->m);
+    gguf_close(fx->f);
+    remove(fx->path);
+    free(fx);
+}
+
+static memest estimate(const fixture *fx, uint32_t n_ctx, uint32_t n_used, memest_backend be)
+{
+    memest_params p = {.n_ctx = n_ctx, .n_used = n_used, .backend = be, .n_threads = 2};
+    memest e;
+    char msg[256];
+    if (memest_compute(fx->m, gguf_file_size(fx->f), 1000, &p, &e, msg, sizeof msg))
+        fail_msg("memest_compute: %s", msg);
+    return e;
+}
+
+static uint64_t session_kv(const fixture *fx, uint32_t n_ctx)
+{
+    session_params sp = {.n_ctx = n_ctx, .n_threads = 1};
+    char msg[256];
+    session *s = session_new(fx->m, &sp, msg, sizeof msg);
+    if (!s)
+        fail_msg("session_new: %s", msg);
+    uint64_t b = session_kv_bytes(s);
+    session_free(s);
+    return b;
+}
+
+static void check_sum(const memest *e)
+{
+    assert_int_equal(e->host_total, e->weights + e->repacked + e->kv + e->compute + e->tokenizer + e->runtime);
+    assert_int_equal(e->dev_total, e->dev_weights + e->dev_kv + e->dev_compute);
+}
+
+static void test_llama_kv(void **state)
+{
+    (void)state;
+    testmodel_params p = testmodel_default_params();
+    p.n_embd = 64;
+    p.n_ff = 128;
+    p.n_head = 4;
+    p.n_head_kv = 2;
+    p.n_layer = 3;
+    fixture *fx = open_model(&p, "memest.gguf");
+    const uint64_t kd = 2 * 16; /* n_head_kv x head_dim (64 / 4) */
+    for (uint32_t ctx = 256; ctx <= 8192; ctx *= 32) {
+        memest e = estimate(fx, ctx, 0, MEMEST_CPU);
+        assert_int_equal(e.n_ctx, ctx);
+        assert_int_equal(e.n_batch, ctx < 512 ? ctx : 512);
+        assert_int_equal(e.kv_full, 2ull * 2ull * kd * 3 * ctx);
+        assert_int_equal(e.kv, e.kv_full);
+        assert_int_equal(e.kv_full, session_kv(fx, ctx));
+        assert_int_equal(e.repacked, 0);
+        assert_int_equal(e.tokenizer, 1000);
+        assert_true(e.weights <= gguf_file_size(fx->f));
+        assert_true(e.compute > 0 && e.runtime > 0);
+        assert_int_equal(e.dev_total, 0);
+        check_sum(&e);
+        /* 100 positions written: 100 rows of each layer are resident */
+        memest u = estimate(fx, ctx, 100, MEMEST_CPU);
+        assert_int_equal(u.kv, 2ull * 2ull * kd * 3 * 100);
+        assert_int_equal(u.kv_full, e.kv_full);
+        assert_true(u.compute <= e.compute);
+        check_sum(&u);
+    }
+    /* the session's default context: min(context_length, 4096) */
+    memest d = estimate(fx, 0, 0, MEMEST_CPU);
+    assert_int_equal(d.n_ctx, 2048);
+    /* Vulkan: the KV cache, the weights and the buffers are on the device */
+    memest v = estimate(fx, 512, 0, MEMEST_VULKAN);
+    assert_true(v.dev_kv >= 2ull * 2ull * kd * 3 * 512 && v.dev_kv < 2ull * 2ull * kd * 3 * 512 + 4096);
+    assert_true(v.dev_weights >= model_weight_bytes(fx->m));
+    assert_int_equal(v.kv, 0);
+    check_sum(&v);
+    close_model(fx);
+}
+
+static void test_sliding_kv(void **state)
+{
+    (void)state;
+    testmodel_params p = testmodel_arch_params("gemma3"); /* 6 layers: 0..4 sliding (window 16), 5 full */
+    p.n_embd = 64;
+    p.n_ff = 128;
+    p.head_dim = 32;
+    fixture *fx = open_model(&p, "memest-swa.gguf");
+    const uint64_t kd = 1 * 32;
+    memest e = estimate(fx, 8192, 0, MEMEST_CPU);
+    /* llama.cpp's ring: GGML_PAD(16 + 512, 256) = 768 cells */
+    assert_int_equal(e.n_swa_cells, 768);
+    assert_int_equal(e.kv_full, 2ull * 2ull * kd * (5 * 768 + 1 * 8192));
+    assert_int_equal(e.kv_full, session_kv(fx, 8192));
+    /* 1000 positions: the sliding layers hold their ring, the full one 1000 rows */
+    memest u = estimate(fx, 8192, 1000, MEMEST_CPU);
+    assert_int_equal(u.kv, 2ull * 2ull * kd * (5 * 768 + 1000));
+    /* a context smaller than the ring: every layer keeps n_ctx rows */
+    memest s = estimate(fx, 512, 0, MEMEST_CPU);
+    assert_int_equal(s.n_swa_cells, 0);
+    assert_int_equal(s.kv_full, 2ull * 2ull * kd * 6 * 512);
+    assert_int_equal(s.kv_full, session_kv(fx, 512));
+    /* tied embeddings: the output head reads the whole table, so the whole file counts */
+    assert_int_equal(e.weights, gguf_file_size(fx->f));
+    close_model(fx);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    testmodel_params p = testmodel_default_params();
+    p.n_embd = 64;
+    p.n_ff = 128;
+    fixture *fx = open_model(&p, "memest-err.gguf");
+    memest e;
+    char msg[256];
+    memest_params bad = {.n_ctx = 512, .kv_type = "q4_0"};
+    assert_int_equal(memest_compute(fx->m, 1, 0, &bad, &e, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "q4_0"));
+    assert_non_null(strstr(msg, memest_kv_types()));
+    memest_params f16 = {.n_ctx = 512, .kv_type = "f16"};
+    assert_int_equal(memest_compute(fx->m, 1, 0, &f16, &e, msg, sizeof msg), 0);
+    memest_params past = {.n_ctx = 512, .n_used = 513};
+    assert_int_equal(memest_compute(fx->m, 1, 0, &past, &e, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "512"));
+    assert_int_equal(memest_compute(NULL, 1, 0, &past, &e, msg, sizeof msg), -1);
+    close_model(fx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_llama_kv),
+        cmocka_unit_test(test_sliding_kv),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
