@@ -11,7 +11,7 @@ static void help(FILE *out)
 {
     fprintf(out,
             "usage: ggscope chat [FILE] [options]\n"
-            "       ggscope chat --remote URL [options]   a server's model instead (--remote URL --help)\n"
+            "       ggscope chat --remote URL [options]   (see chat --remote URL --help)\n"
             "\n"
             "Chat with the model in FILE (no FILE: the built-in demo model) on ggscope's own\n"
             "engine, in the terminal. Esc stops a reply being written.\n"
