@@ -411,8 +411,10 @@ int cmd_info(int argc, char **argv)
         return APP_BADINPUT;
     info_mem mem;
     if (mo.on) {
-        int mr = info_mem_estimate(f, &mo, &mem);
+        char err[1024];
+        int mr = info_mem_estimate(f, &mo, &mem, err, sizeof err);
         if (mr) {
+            app_error("%s", err);
             gguf_close(f);
             return mr;
         }

@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "chat_ui.h"
 #include "cliopt.h"
+#include "info_mem.h"
 #include "explorer.h"
 #include "ggtype.h"
 #include "qerr_page.h"
@@ -42,6 +43,8 @@ typedef struct {
     gguf_file *f;           /* the file, shared with the chat */
     qerr_page *qp;
     char qerr_err[1024];    /* the --vs file could not be opened: why */
+    bool mem_busy;          /* `M`: an estimate on its way */
+    uint64_t program_rss;   /* resident bytes before the screen: the program, as `info` measures it */
     bool quitting;
     bool exit_after_first;
     double t0;
@@ -217,6 +220,62 @@ static void begin_quit(app_state *a)
     close_if_done(a);
 }
 
+/* ---- `M`: the memory estimate of running the model (on a worker: it binds
+ * the model and reads the vocabulary) ---- */
+
+typedef struct {
+    ui_job job;   /* first: the job is the struct */
+    info_mem mem;
+    int rc;
+    char err[1024];
+} mem_job;
+
+static void mem_work(ui_job *j)
+{
+    mem_job *m = (mem_job *)j;
+    app_state *a = j->owner;
+    info_mem_opts o = {.on = true, .program_rss = a->program_rss};
+    m->rc = info_mem_estimate(a->f, &o, &m->mem, m->err, sizeof m->err);
+}
+
+static void mem_done(ui_job *j)
+{
+    mem_job *m = (mem_job *)j;
+    app_state *a = j->owner;
+    a->mem_busy = false;
+    if (!a->quitting) {
+        char line[512];
+        if (m->rc == 0)
+            info_mem_line(line, sizeof line, &m->mem);
+        screen_message(a->scr, "%s", m->rc ? m->err : line);
+    }
+    free(m);
+}
+
+static int key_mem(screen *s, int key, void *ctx)
+{
+    (void)key;
+    app_state *a = ctx;
+    if (a->mem_busy)
+        return PANEL_HANDLED;
+    mem_job *m = calloc(1, sizeof *m);
+    if (!m) {
+        screen_message(s, "memory estimate: out of memory");
+        return PANEL_HANDLED | PANEL_REDRAW;
+    }
+    ui_job_init(&m->job, mem_work, mem_done, a);
+    a->mem_busy = true;
+    if (screen_submit(s, &m->job) != 0) {
+        a->mem_busy = false;
+        free(m);
+        screen_message(s, "memory estimate: cannot start a worker");
+        return PANEL_HANDLED | PANEL_REDRAW;
+    }
+    if (a->mem_busy)   /* without a runner the job ran already */
+        screen_message(s, "estimating the memory to run this model…");
+    return PANEL_HANDLED | PANEL_REDRAW;
+}
+
 /* ---- the quantization error page ---- */
 
 static void qerr_jump(void *ctx, uint64_t ti)
@@ -283,6 +342,7 @@ int app_explore(const char *path, const app_explore_opts *opts)
         return APP_FAIL;
     }
     screen_opts so = {.mono = opts && opts->mono, .mouse = !(opts && opts->no_mouse)};
+    a.program_rss = info_mem_self_rss();
     bool remote = f && gguf_is_remote(f);   /* a URL: no chat or qerr page (they need the data in memory) */
     remote_set_quiet(true);            /* the screen is ncurses' */
     a.scr = screen_new(&so);
@@ -299,9 +359,13 @@ int app_explore(const char *path, const app_explore_opts *opts)
     a.f = f;
     ui_runner r = {runner_submit, runner_wake, &a};
     screen_set_runner(a.scr, &r);
-    if (a.ex && !remote)
+    if (a.ex && !remote) {
         screen_bind(a.scr, &(screen_binding){'c', "c", "chat", "chat with the model of this file (F2 comes back)",
                                              explorer_page(a.ex), key_chat, &a});
+        screen_bind(a.scr, &(screen_binding){'M', "M", NULL, "the memory to run this model (its default context, "
+                                             "the backend the chat would use; info --ctx for others)",
+                                             explorer_page(a.ex), key_mem, &a});
+    }
     if (opts && opts->chat) {
         a.chat = opts->chat;
         if (chat_ui_attach(a.chat, a.scr, a.ex ? explorer_page(a.ex) : -1) >= 0) {

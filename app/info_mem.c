@@ -69,12 +69,12 @@ uint64_t info_mem_self_rss(void)
     return n == 2 && pg > 0 ? (uint64_t)res * (uint64_t)pg : 0;
 }
 
-int info_mem_estimate(const gguf_file *f, const info_mem_opts *o, info_mem *out)
+int info_mem_estimate(const gguf_file *f, const info_mem_opts *o, info_mem *out, char *err, size_t errn)
 {
     memset(out, 0, sizeof *out);
     if (gguf_is_remote(f)) { /* model_load binds tensor data, which a remote file does not map */
-        app_error("%s: memory estimate: not for a remote file (the model binds tensor data, fetched on demand "
-                  "here); estimate a local copy", gguf_path(f));
+        snprintf(err, errn, "%s: memory estimate: not for a remote file (the model binds tensor data, fetched "
+                 "on demand here); estimate a local copy", gguf_path(f));
         return APP_BADINPUT;
     }
     const char *be = o->backend ? o->backend : "auto";
@@ -90,7 +90,7 @@ int info_mem_estimate(const gguf_file *f, const info_mem_opts *o, info_mem *out)
     model_status st;
     model *m = model_load(f, &st, msg, sizeof msg);
     if (!m) {
-        app_error("%s: memory estimate: the engine cannot run this model: %s", gguf_path(f), msg);
+        snprintf(err, errn, "%s: memory estimate: the engine cannot run this model: %s", gguf_path(f), msg);
         return APP_BADINPUT;
     }
     tok_vocab *tv = tok_open(f, NULL);
@@ -107,7 +107,7 @@ int info_mem_estimate(const gguf_file *f, const info_mem_opts *o, info_mem *out)
     }
     model_free(m);
     if (rc) {
-        app_error("memory estimate: %s", msg);
+        snprintf(err, errn, "memory estimate: %s", msg);
         return APP_BADINPUT;
     }
     return 0;
@@ -184,4 +184,28 @@ int info_mem_json(cJSON *root, const info_mem *e)
         cJSON_AddNullToObject(o, "device");
     }
     return cJSON_GetObjectItem(o, "device") ? 0 : -1;
+}
+
+static const char *human(uint64_t b, char *buf, size_t cap)
+{
+    if (b >= (uint64_t)1 << 30)
+        snprintf(buf, cap, "%.2f GiB", (double)b / 1073741824.0);
+    else
+        snprintf(buf, cap, "%.1f MiB", (double)b / 1048576.0);
+    return buf;
+}
+
+void info_mem_line(char *buf, size_t cap, const info_mem *e)
+{
+    const memest *m = &e->m;
+    char t[32], w[32], k[32], c[32], o[32], d[32], th[24] = "";
+    if (!strcmp(e->backend, "cpu"))
+        snprintf(th, sizeof th, ", %d thread%s", m->n_threads, m->n_threads == 1 ? "" : "s");
+    uint64_t other = m->tokenizer + m->runtime + m->repacked;
+    int n = snprintf(buf, cap, "memory to run at context %u (%s%s): %s resident = weights %s + KV %s + compute %s + "
+                     "program %s", m->n_ctx, e->backend, th, human(m->host_total, t, sizeof t),
+                     human(m->weights, w, sizeof w), human(m->kv, k, sizeof k), human(m->compute, c, sizeof c),
+                     human(other, o, sizeof o));
+    if (m->dev_total && n > 0 && (size_t)n < cap)
+        snprintf(buf + n, cap - (size_t)n, "; device %s", human(m->dev_total, d, sizeof d));
 }

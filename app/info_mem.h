@@ -37,9 +37,13 @@ int info_mem_opt(int c, const char *val, info_mem_opts *o);
 uint64_t info_mem_self_rss(void);
 
 /* The estimate for file f. Returns 0, or the exit status (APP_BADINPUT)
- * with the one-line message printed (a model the engine cannot bind, a
- * context past the limits). */
-int info_mem_estimate(const gguf_file *f, const info_mem_opts *o, info_mem *out);
+ * with a one-line message in err (a model the engine cannot bind, a context
+ * past the limits, a remote file). Never prints: the explorer calls it from
+ * a worker. */
+int info_mem_estimate(const gguf_file *f, const info_mem_opts *o, info_mem *out, char *err, size_t errn);
+
+/* The estimate in one line for a status bar: "memory to run ... ". */
+void info_mem_line(char *buf, size_t cap, const info_mem *e);
 
 /* The estimate as a text section (after info's), and as the "memory"
  * member of info's JSON object (0, or -1 when out of memory). */
