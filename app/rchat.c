@@ -67,6 +67,7 @@ struct rchat {
     uint32_t n_ctx;
     char **models;
     size_t n_models;
+    chs *page_c;   /* the conversation, the page's (borrowed; /models NAME sets its status) */
     chs *c;                    /* owned by the page once attached (release) */
     chat_page *pg;
     screen *s;
@@ -601,9 +602,23 @@ static bool src_command(void *ctx, const char *name, const char *arg)
     rchat *r = ctx;
     if (strcmp(name, "/models"))
         return false;
-    if (*arg) {
-        screen_message(r->s, "/models lists the models; the chat uses %s (--model NAME picks another)",
-                       r->model[0] ? r->model : "the server's default");
+    if (*arg) {   /* /models NAME: the next replies ask for NAME (the body is built on this thread) */
+        bool known = r->n_models == 0;   /* no list: the server will say */
+        for (size_t i = 0; i < r->n_models && !known; i++)
+            known = strcmp(r->models[i], arg) == 0;
+        char *m = known ? strdup(arg) : NULL;
+        if (!m) {
+            if (known)
+                screen_message(r->s, "/models: out of memory");
+            else
+                screen_message(r->s, "/models: the server lists no model '%s' (/models lists them)", arg);
+            return true;
+        }
+        free(r->model);
+        r->model = m;
+        snprintf(r->status, sizeof r->status, "remote: %.200s at %.300s", r->model, r->base);
+        chs_set_detached_status(r->page_c, r->status);
+        screen_message(r->s, "the next replies come from %s", r->model);
         return true;
     }
     if (r->models_req || !r->http)
@@ -700,6 +715,7 @@ int rchat_attach(rchat *r, uv_loop_t *loop, screen *s)
     r->async.data = r;
     r->async_open = true;
     chat_page_engine pe = {r->base, r->c, NULL, release_chs, r->c, 0};
+    r->page_c = r->c;   /* borrowed: /models NAME renames it */
     r->c = NULL;   /* the page's now */
     r->pg = chat_page_new(&pe);
     if (!r->pg)

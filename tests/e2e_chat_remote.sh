@@ -89,6 +89,12 @@ if wait_http "http://127.0.0.1:$MPORT/v1/models" $! mock; then
     keys "/models" Enter
     wait_for "4 models at $MURL" && echo "ok: /models"
     keys q; sleep 0.1
+    keys "/models nosuch" Enter
+    wait_for "the server lists no model 'nosuch'" && echo "ok: /models NAME: a name the server does not list is refused"
+    keys "/models midstream" Enter
+    wait_for "remote: midstream at" && echo "ok: /models NAME: the title names NAME"
+    keys "Hello" Enter
+    wait_for "the server: out of memory on the device" && echo "ok: /models NAME: the next reply asks for NAME"
     keys C-c; wait_for "EXITED 0"
     chat missing --remote "$MURL" --model missing
     wait_for "┌ Message"; keys "Hello" Enter

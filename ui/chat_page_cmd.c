@@ -188,7 +188,7 @@ static int run_command(chat_page *u, const char *line)
     } else if (!strcmp(cmd, "/show")) {
         chatcmd_show(u);
     } else if (u->src && u->src->command && u->src->command(u->src_ctx, cmd, arg)) {
-        /* remote chat: the source's own commands (/models) */
+        chat_page_update_title(u);   /* remote chat: the source's own commands (/models NAME renames) */
     } else if (chat_page_busy(u) && strcmp(cmd, "/set")) {
         screen_message(u->s, "%s: wait for the %s to finish (Esc stops it)", cmd, chat_page_busy(u));
     } else if (!strcmp(cmd, "/template")) {

@@ -123,6 +123,12 @@ void chs_free(chs *c)
 const tok_vocab *chs_vocab(const chs *c) { return c->v; }
 const chat_template *chs_template(const chs *c) { return c->ct; }
 const char *chs_format_status(const chs *c) { return c->status; }
+
+void chs_set_detached_status(chs *c, const char *status)
+{
+    if (c && !c->v)   /* detached: no vocabulary */
+        snprintf(c->status, sizeof c->status, "%s", status ? status : "");
+}
 bool chs_raw(const chs *c) { return c->raw; }
 
 #define RAW_STATUS "raw: no template, the model continues the text"

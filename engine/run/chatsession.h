@@ -89,6 +89,10 @@ chs *chs_new(const gguf_file *f, runner *r, char *msg, size_t cap);
  * planning and generating fail ("no model here: STATUS"). `status` is what
  * chs_format_status says. NULL with a message when out of memory. */
 chs *chs_new_detached(const char *status, char *msg, size_t cap);
+/* A detached conversation's status (the remote chat switched models); a
+ * conversation with a model keeps the one its template gives. The thread
+ * that reads chs_format_status. */
+void chs_set_detached_status(chs *c, const char *status);
 /* Free; accepts NULL. */
 void chs_free(chs *c);
 
