@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "info_mem.h"
+#include "panel.h"   /* ui_fmt_bytes: the one byte formatter of the screens */
 #include "app.h"
 #include "engine_cli.h"
 #include "model.h"
@@ -186,15 +187,6 @@ int info_mem_json(cJSON *root, const info_mem *e)
     return cJSON_GetObjectItem(o, "device") ? 0 : -1;
 }
 
-static const char *human(uint64_t b, char *buf, size_t cap)
-{
-    if (b >= (uint64_t)1 << 30)
-        snprintf(buf, cap, "%.2f GiB", (double)b / 1073741824.0);
-    else
-        snprintf(buf, cap, "%.1f MiB", (double)b / 1048576.0);
-    return buf;
-}
-
 void info_mem_line(char *buf, size_t cap, const info_mem *e)
 {
     const memest *m = &e->m;
@@ -203,9 +195,9 @@ void info_mem_line(char *buf, size_t cap, const info_mem *e)
         snprintf(th, sizeof th, ", %d thread%s", m->n_threads, m->n_threads == 1 ? "" : "s");
     uint64_t other = m->tokenizer + m->runtime + m->repacked;
     int n = snprintf(buf, cap, "memory to run at context %u (%s%s): %s resident = weights %s + KV %s + compute %s + "
-                     "program %s", m->n_ctx, e->backend, th, human(m->host_total, t, sizeof t),
-                     human(m->weights, w, sizeof w), human(m->kv, k, sizeof k), human(m->compute, c, sizeof c),
-                     human(other, o, sizeof o));
+                     "program %s", m->n_ctx, e->backend, th, ui_fmt_bytes(m->host_total, t, sizeof t),
+                     ui_fmt_bytes(m->weights, w, sizeof w), ui_fmt_bytes(m->kv, k, sizeof k), ui_fmt_bytes(m->compute, c, sizeof c),
+                     ui_fmt_bytes(other, o, sizeof o));
     if (m->dev_total && n > 0 && (size_t)n < cap)
-        snprintf(buf + n, cap - (size_t)n, "; device %s", human(m->dev_total, d, sizeof d));
+        snprintf(buf + n, cap - (size_t)n, "; device %s", ui_fmt_bytes(m->dev_total, d, sizeof d));
 }
