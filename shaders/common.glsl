@@ -290,5 +290,28 @@ void dequant32(uint base, uint s, uint ne0, out float v[32])
         }
     }
 }
+#elif defined(TYPE_MXFP4)
+/* block: e (E8M0) qs[16] (17 bytes): element j is E2M1 nibble qs[j] & 15,
+ * element j + 16 is qs[j] >> 4, from the doubled table times 2^(e - 128)
+ * (the halved scale, built from bits as the codec's e8m0_half) */
+const float KV_FP4[16] = float[16](0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0,
+                                   0.0, -1.0, -2.0, -3.0, -4.0, -6.0, -8.0, -12.0);
+void dequant32(uint base, uint s, uint ne0, out float v[32])
+{
+    uint b = base + s * 17u;
+    uint sp[6];
+    SPAN_LOAD(sp, b, 6u);
+    uint sh = (b & 3u) * 8u;
+    uint e = SPAN_BITS(sp, sh) & 0xFFu;
+    float d = uintBitsToFloat(e < 2u ? (0x00200000u << e) : ((e - 1u) << 23));
+    [[unroll]] for (uint j = 0; j < 4u; j++) {
+        uint q = SPAN_BITS(sp, sh + 8u + 32u * j);
+        [[unroll]] for (uint k = 0; k < 4u; k++) {
+            uint qb = (q >> (8u * k)) & 0xFFu;
+            v[4u * j + k] = KV_FP4[qb & 0xFu] * d;
+            v[4u * j + k + 16u] = KV_FP4[qb >> 4] * d;
+        }
+    }
+}
 #endif
 #endif /* WORDS */

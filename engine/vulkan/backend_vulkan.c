@@ -382,13 +382,15 @@ static int weight_upload(vk_ctx *c, const backend_weight *w, vk_weight **out)
     if (!tr || (!vk_type_supported(w->type)))
         return BACKEND_EUNSUPPORTED;
     uint64_t rb = ggtype_row_size(w->type, w->ne0, &ovf);
+    const uint64_t n_exp = w->ne2 > 1 ? w->ne2 : 1;   /* a 3-D weight: its experts one after another */
     if (ovf || rb == 0 || rb != w->row_bytes || w->ne1 == 0 || w->ne1 > UINT32_MAX / 2 ||
-        w->ne0 > UINT32_MAX / 2 || rb > UINT32_MAX / 4 || w->ne1 > UINT64_MAX / rb || !w->data)
+        w->ne0 > UINT32_MAX / 2 || rb > UINT32_MAX / 4 || w->ne1 > UINT64_MAX / rb || !w->data ||
+        n_exp > UINT32_MAX / 2 || rb * w->ne1 > UINT64_MAX / 2 / n_exp)
         return BACKEND_EARG;
     vk_weight *vw = calloc(1, sizeof *vw);
     if (!vw)
         return BACKEND_ENOMEM;
-    uint64_t bytes = rb * w->ne1;
+    uint64_t bytes = rb * w->ne1 * n_exp;
     int rc = vk_buffer_create(c, bytes, false, &vw->b);
     if (rc == 0)
         rc = vk_buffer_upload(c, &vw->b, 0, w->data, bytes);
@@ -402,6 +404,7 @@ static int weight_upload(vk_ctx *c, const backend_weight *w, vk_weight **out)
     vw->ne0 = w->ne0;
     vw->ne1 = w->ne1;
     vw->row_bytes = rb;
+    vw->ne2 = w->ne2;
     *out = vw;
     return 0;
 }
@@ -411,7 +414,8 @@ int vk_weight_get(vk_ctx *c, const backend_weight *w, const vk_weight **out)
     if (c->lost)
         return BACKEND_EDEVICE;
     const vk_weight *vw = w->priv;
-    if (!vw || vw->owner != c || vw->type != w->type || vw->ne0 != w->ne0 || vw->ne1 != w->ne1) {
+    if (!vw || vw->owner != c || vw->type != w->type || vw->ne0 != w->ne0 || vw->ne1 != w->ne1 ||
+        vw->ne2 != w->ne2) {
         snprintf(c->last_msg, sizeof c->last_msg,
                  "weight %s is not prepared for this Vulkan backend (weight_prepare / model_prepare)",
                  w->name ? w->name : "(unnamed)");
@@ -459,6 +463,7 @@ static void v_free(void *ctx)
 
 static const backend_ops VK_OPS = {
     .name = "vulkan",
+    .caps = BACKEND_CAP_MOE,
     .free = v_free,
     .buf_new = vb_new,
     .buf_free = vb_free,
@@ -477,6 +482,11 @@ static const backend_ops VK_OPS = {
     .silu_mul = vk_op_silu_mul,
     .gelu_mul = vk_op_gelu_mul,
     .scale = vk_op_scale,
+    .moe_route = vk_op_moe_route,
+    .matmul_id = vk_op_matmul_id,
+    .add_id = vk_op_add_id,
+    .swiglu_oai = vk_op_swiglu_oai,
+    .moe_combine = vk_op_moe_combine,
     .sync = v_sync,
 };
 

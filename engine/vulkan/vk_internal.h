@@ -27,6 +27,7 @@ extern const vk_shader_blob vk_shader_table[VK_SH_COUNT];   /* indexed by vk_sha
 typedef struct {
     bool ok;
     vk_shader_id mul_mat, mul_mat_sg, get_rows;
+    vk_shader_id mul_mat_id, mul_mat_id_sg;   /* expert products (vk_ops_moe.c) */
 } vk_type_shaders;
 extern const vk_type_shaders vk_type_shader_table[];   /* indexed by ggml type id */
 extern const size_t vk_type_shader_count;
@@ -157,6 +158,7 @@ struct vk_weight {
     vk_buffer b;
     uint32_t type;
     uint64_t ne0, ne1, row_bytes;
+    uint64_t ne2;          /* experts of a 3-D weight (backend_weight.ne2 as given: 0 or 1 otherwise) */
 };
 
 /* ---- memory (vk_memory.c) ---- */
@@ -239,5 +241,23 @@ int vk_op_silu_mul(void *ctx, backend_view gate, backend_view up, backend_view d
 int vk_op_gelu_mul(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
                    uint32_t n_cols);
 int vk_op_scale(void *ctx, backend_view src, backend_view dst, size_t n, float s);
+
+/* Bind `n` elements of a view (vk_ops.c); *off receives the element offset
+ * inside the binding for the push constants. */
+int vk_bind_view(vk_ctx *c, backend_view v, size_t n, bool write, vk_binding *out, uint32_t *off);
+
+/* ---- mixture-of-experts ops (vk_ops_moe.c), with the signatures of backend_ops ---- */
+/* Largest expert count and experts per token of the router (moe_route.comp). */
+enum { VK_MOE_MAX_EXPERT = 1024, VK_MOE_MAX_USED = 64 };
+int vk_op_moe_route(void *ctx, backend_view logits, uint32_t n_tok, uint32_t n_expert, uint32_t n_used,
+                    backend_moe_gating gating, bool norm, int32_t *ids, backend_view weights);
+int vk_op_matmul_id(void *ctx, const backend_weight *w, backend_view x, uint32_t x_per_tok, const int32_t *ids,
+                    uint32_t n_tok, uint32_t n_used, backend_view y);
+int vk_op_add_id(void *ctx, backend_view src, const backend_weight *b, const int32_t *ids, backend_view dst,
+                 uint32_t n_rows, uint32_t n_cols);
+int vk_op_swiglu_oai(void *ctx, backend_view gate, backend_view up, backend_view dst, uint32_t n_rows,
+                     uint32_t n_cols, float alpha, float limit);
+int vk_op_moe_combine(void *ctx, backend_view y, backend_view w, uint32_t n_tok, uint32_t n_used, uint32_t n_cols,
+                      backend_view dst);
 
 #endif

@@ -8,9 +8,14 @@
 
 bool vk_model_supported(const model *m, char *why, size_t cap)
 {
-    const backend_weight *ws[16];
+    const backend_weight *ws[24];
     if (m->hp.head_dim > 256) {
         snprintf(why, cap, "head dimension %u > 256", m->hp.head_dim);
+        return false;
+    }
+    if (m->hp.n_expert > VK_MOE_MAX_EXPERT || m->hp.n_expert_used > VK_MOE_MAX_USED) {
+        snprintf(why, cap, "%u experts, %u per token: the Vulkan router takes at most %d, %d per token",
+                 m->hp.n_expert, m->hp.n_expert_used, VK_MOE_MAX_EXPERT, VK_MOE_MAX_USED);
         return false;
     }
     /* check the first layer and the tensors outside layers; layers share types
@@ -24,7 +29,10 @@ bool vk_model_supported(const model *m, char *why, size_t cap)
         } else {
             const model_layer *l = &m->layers[i];
             const backend_weight *lw[] = {&l->attn_norm, &l->wq, &l->wk, &l->wv, &l->wo, &l->bq, &l->bk,
-                                          &l->bv, &l->ffn_norm, &l->ffn_gate, &l->ffn_up, &l->ffn_down};
+                                          &l->bv, &l->ffn_norm, &l->ffn_gate, &l->ffn_up, &l->ffn_down,
+                                          &l->ffn_gate_inp, &l->ffn_gate_inp_b, &l->ffn_gate_exps,
+                                          &l->ffn_up_exps, &l->ffn_down_exps, &l->ffn_gate_exps_b,
+                                          &l->ffn_up_exps_b, &l->ffn_down_exps_b};
             for (size_t k = 0; k < sizeof lw / sizeof lw[0]; k++)
                 ws[n++] = lw[k];
         }

@@ -64,6 +64,11 @@ static int bind_view(vk_ctx *c, backend_view v, size_t n, bool write, vk_binding
     return 0;
 }
 
+int vk_bind_view(vk_ctx *c, backend_view v, size_t n, bool write, vk_binding *out, uint32_t *off)
+{
+    return bind_view(c, v, n, write, out, off);
+}
+
 static int bind_arena(vk_ctx *c, int64_t off, VkDeviceSize n, vk_binding *out, uint32_t *word_off)
 {
     VkDeviceSize adj;
