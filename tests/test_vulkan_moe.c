@@ -360,7 +360,7 @@ static void test_matmul_id(void **state)
     run_matmul_id(f, GGTYPE_MXFP4, 2880 / 10, 33, 32, 4, 1, 1, false);   /* gpt-oss-like: 32 experts, 4 used */
     run_matmul_id(f, GGTYPE_MXFP4, 288, 17, 32, 4, 11, 4, true);
     run_matmul_id(f, GGTYPE_Q4_K, 512, 24, 32, 4, 20, 1, true);
-    run_matmul_id(f, GGTYPE_F16, 70, 9, 4, 2, 3, 1, false);             /* rows not a multiple of 32 */
+    run_matmul_id(f, GGTYPE_F16, 70, 9, 4, 2, 3, 1, false);             /* rows of 70: a ragged last sub-block */
     no_validation_errors(f);
 }
 
