@@ -76,11 +76,12 @@ int vk_pick_device(const vk_device_info *devs, int n);
 int vk_env_device(void);
 
 /* Whether the Vulkan backend has kernels for weights of ggml type `type`
- * (mat-vec, mat-mat and get_rows). */
+ * (mat-vec, mat-mat, get_rows and the expert products). */
 bool vk_type_supported(uint32_t type);
 
 /* Whether the Vulkan backend can run model `m` (every weight type has
- * kernels, head dimension <= 256); when not, says why in `why`. */
+ * kernels, the experts' included; head dimension <= 256; at most 1024
+ * experts, 64 per token); when not, says why in `why`. */
 bool vk_model_supported(const model *m, char *why, size_t cap);
 
 /* Create the Vulkan backend on device `device` (-1: GGSCOPE_VK_DEVICE, else
