@@ -79,7 +79,7 @@ static session *open_session(const model *m, backend *be)
 /* Logits of every position of `ids` on both backends; returns the relative
  * RMS error sqrt(sum((a-b)^2) / sum(a^2)). The prompt is evaluated in two
  * calls (a batch, then single tokens) to cover mat-mat and mat-vec. */
-static double compare_logits_ctx(fixture *f, model *m, const int32_t *ids, uint32_t n, uint32_t n_ctx)
+static double compare_logits(fixture *f, model *m, const int32_t *ids, uint32_t n, uint32_t n_ctx)
 {
     uint32_t nv = m->hp.n_vocab;
     float *lg[2];
@@ -109,11 +109,6 @@ static double compare_logits_ctx(fixture *f, model *m, const int32_t *ids, uint3
     return sqrt(num / den);
 }
 
-static double compare_logits(fixture *f, model *m, const int32_t *ids, uint32_t n)
-{
-    return compare_logits_ctx(f, m, ids, n, 64);
-}
-
 /* The logits of the model at `path` on both backends over an n-token prompt
  * in an n_ctx-position session: relative RMS error below `limit`. */
 static void check_model_ctx(fixture *f, const char *path, const char *label, double limit, uint32_t n,
@@ -131,7 +126,7 @@ static void check_model_ctx(fixture *f, const char *path, const char *label, dou
     assert_non_null(ids);
     for (uint32_t i = 0; i < n; i++)
         ids[i] = (int32_t)((i * 37 + 1) % m->hp.n_vocab);
-    double e = compare_logits_ctx(f, m, ids, n, n_ctx);
+    double e = compare_logits(f, m, ids, n, n_ctx);
     free(ids);
     print_message("  %-34s relative RMS %.3e (limit %.0e)\n", label, e, limit);
     assert_true(e < limit);
