@@ -3,8 +3,9 @@
  * The cos/sin of every (token, pair) come from a table the host computed
  * exactly as ggml does, frequency factors, YaRN ramp and mscale included
  * (GPU sin/cos of large angles are not accurate enough, and the table is
- * shared by q, k and every layer of a batch). The rotation is rounded as the
- * CPU backend's (one fma each, the other product rounded first).
+ * shared by q, k and every layer of a batch). The rotation is written as the
+ * CPU backend's (one fma each, the other product rounded first); a driver
+ * may still not fuse it (lavapipe: 1 ulp apart).
  * NEOX (spec constant 1) rotates (x[i], x[i + n_rot/2]), else (x[2i], x[2i+1]). */
 layout(binding = 0) buffer X { float x[]; };
 layout(binding = 1) readonly buffer T { vec2 cs[]; };
