@@ -359,13 +359,13 @@ int app_explore(const char *path, const app_explore_opts *opts)
     a.f = f;
     ui_runner r = {runner_submit, runner_wake, &a};
     screen_set_runner(a.scr, &r);
-    if (a.ex && !remote) {
+    if (a.ex && !remote)
         screen_bind(a.scr, &(screen_binding){'c', "c", "chat", "chat with the model of this file (F2 comes back)",
                                              explorer_page(a.ex), key_chat, &a});
+    if (a.ex)   /* a remote file too: the estimate reads shapes only */
         screen_bind(a.scr, &(screen_binding){'M', "M", NULL, "the memory to run this model (its default context, "
                                              "the backend the chat would use; info --ctx for others)",
                                              explorer_page(a.ex), key_mem, &a});
-    }
     if (opts && opts->chat) {
         a.chat = opts->chat;
         if (chat_ui_attach(a.chat, a.scr, a.ex ? explorer_page(a.ex) : -1) >= 0) {
