@@ -44,6 +44,7 @@ typedef struct {
     qerr_page *qp;
     char qerr_err[1024];    /* the --vs file could not be opened: why */
     bool mem_busy;          /* `M`: an estimate on its way */
+    char fetch_line[160];   /* the remote read's progress line last shown */
     uint64_t program_rss;   /* resident bytes before the screen: the program, as `info` measures it */
     bool quitting;
     bool exit_after_first;
@@ -166,6 +167,12 @@ static void quit_cb(uv_signal_t *h, int sig)
 static void tick_cb(uv_timer_t *h)
 {
     app_state *a = h->data;
+    char line[160];
+    /* a remote read of over 0.5 s: its bytes so far on the status line */
+    if (a->f && gguf_is_remote(a->f) && remote_progress(line, sizeof line) && strcmp(line, a->fetch_line)) {
+        snprintf(a->fetch_line, sizeof a->fetch_line, "%s", line);
+        screen_message(a->scr, "%s", line);
+    }
     screen_tick(a->scr, 0);
     if (screen_jobs_running(a->scr))
         screen_dirty(a->scr);
