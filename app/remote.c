@@ -26,7 +26,7 @@ static struct {
     atomic_bool quiet;
     atomic_uint_least64_t bytes, requests, opened_size;
     long timeout_ms;
-    /* the latest read's progress for remote_progress (mu): over after `end` */
+    /* the latest read's progress, for remote_progress (under mu; cur_on: running) */
     char cur_name[64];
     uint64_t cur_done, cur_len;
     double cur_t0;
