@@ -96,7 +96,7 @@ if wait_http "http://127.0.0.1:$MPORT/v1/models" $! mock; then
     wait_for "the server returned no token probabilities" && echo "ok: no logprobs: the inspector says so"
     keys i; keys Enter
     keys "/models" Enter
-    wait_for "4 models at $MURL" && echo "ok: /models"
+    wait_for "5 models at $MURL" && echo "ok: /models"
     keys q; sleep 0.1
     keys "/models nosuch" Enter
     wait_for "the server lists no model 'nosuch'" && echo "ok: /models NAME: a name the server does not list is refused"
