@@ -169,9 +169,13 @@ static void tick_cb(uv_timer_t *h)
     app_state *a = h->data;
     char line[160];
     /* a remote read of over 0.5 s: its bytes so far on the status line */
-    if (a->f && gguf_is_remote(a->f) && remote_progress(line, sizeof line) && strcmp(line, a->fetch_line)) {
-        snprintf(a->fetch_line, sizeof a->fetch_line, "%s", line);
-        screen_message(a->scr, "%s", line);
+    if (a->f && gguf_is_remote(a->f)) {
+        if (!remote_progress(line, sizeof line))
+            a->fetch_line[0] = 0;   /* the next read's line shows even if it reads the same */
+        else if (strcmp(line, a->fetch_line)) {
+            snprintf(a->fetch_line, sizeof a->fetch_line, "%s", line);
+            screen_message(a->scr, "%s", line);
+        }
     }
     screen_tick(a->scr, 0);
     if (screen_jobs_running(a->scr))
