@@ -241,7 +241,7 @@ int model_backend_check(const model *m, const backend *be, char *why, size_t cap
     else if (hp->n_expert && (!(o->caps & BACKEND_CAP_MOE) || !o->moe_route || !o->matmul_id || !o->moe_combine ||
                               !o->add_id || !o->swiglu_oai))
         need = "the mixture-of-experts ops (moe_route, matmul_id, add_id, swiglu_oai, moe_combine)";
-    else if (m->layers && m->layers[0].attn_sinks.data && !(o->caps & BACKEND_CAP_ATTN_SINKS))
+    else if (m->layers && model_weight_bound(&m->layers[0].attn_sinks) && !(o->caps & BACKEND_CAP_ATTN_SINKS))
         need = "attention sinks (the attention op's sinks)";
     if (!need)
         return 0;
