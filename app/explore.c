@@ -44,6 +44,7 @@ typedef struct {
     qerr_page *qp;
     char qerr_err[1024];    /* the --vs file could not be opened: why */
     bool mem_busy;          /* `M`: an estimate on its way */
+    char fetch_line[160];   /* the remote read's progress line last shown */
     uint64_t program_rss;   /* resident bytes before the screen: the program, as `info` measures it */
     bool quitting;
     bool exit_after_first;
@@ -166,6 +167,16 @@ static void quit_cb(uv_signal_t *h, int sig)
 static void tick_cb(uv_timer_t *h)
 {
     app_state *a = h->data;
+    char line[160];
+    /* a remote read of over 0.5 s: its bytes so far on the status line */
+    if (a->f && gguf_is_remote(a->f)) {
+        if (!remote_progress(line, sizeof line))
+            a->fetch_line[0] = 0;   /* the next read's line shows even if it reads the same */
+        else if (strcmp(line, a->fetch_line)) {
+            snprintf(a->fetch_line, sizeof a->fetch_line, "%s", line);
+            screen_message(a->scr, "%s", line);
+        }
+    }
     screen_tick(a->scr, 0);
     if (screen_jobs_running(a->scr))
         screen_dirty(a->scr);
@@ -359,13 +370,13 @@ int app_explore(const char *path, const app_explore_opts *opts)
     a.f = f;
     ui_runner r = {runner_submit, runner_wake, &a};
     screen_set_runner(a.scr, &r);
-    if (a.ex && !remote) {
+    if (a.ex && !remote)
         screen_bind(a.scr, &(screen_binding){'c', "c", "chat", "chat with the model of this file (F2 comes back)",
                                              explorer_page(a.ex), key_chat, &a});
+    if (a.ex)   /* a remote file too: the estimate reads shapes only */
         screen_bind(a.scr, &(screen_binding){'M', "M", NULL, "the memory to run this model (its default context, "
                                              "the backend the chat would use; info --ctx for others)",
                                              explorer_page(a.ex), key_mem, &a});
-    }
     if (opts && opts->chat) {
         a.chat = opts->chat;
         if (chat_ui_attach(a.chat, a.scr, a.ex ? explorer_page(a.ex) : -1) >= 0) {

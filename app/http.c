@@ -42,6 +42,9 @@ struct http_req {
     void *ud;
     http_result res;
     uint64_t t0_ns;
+    void (*on_progress)(void *ud, int64_t bytes, int64_t total);
+    void *progress_ud;
+    uint64_t progress_ns;   /* the last on_progress call (t0_ns before the first) */
     long connect_ms, idle_ms;
     bool cancelled, stopped, got_body, finishing;
     char hostport[128];
@@ -221,6 +224,22 @@ static size_t on_write_cb(char *p, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
+/* libcurl's progress callback (the loop thread, inside curl's calls):
+ * on_progress, throttled to one call per HTTP_PROGRESS_MS. */
+static int on_xferinfo(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+    (void)dlnow, (void)ultotal, (void)ulnow;
+    http_req *r = ud;
+    if (r->cancelled || r->stopped || !r->got_body)
+        return 0;
+    uint64_t now = uv_hrtime();
+    if (now - r->progress_ns < (uint64_t)HTTP_PROGRESS_MS * 1000000u)
+        return 0;
+    r->progress_ns = now;
+    r->on_progress(r->progress_ud, r->res.bytes, dltotal > 0 ? (int64_t)dltotal : r->res.content_length);
+    return 0;
+}
+
 static void req_free(http_req *r)
 {
     if (!r) return;
@@ -363,6 +382,13 @@ http_req *http_start(http_client *c, const http_request *rq, const http_callback
     curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write_cb);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+    if (rq->on_progress) {
+        r->on_progress = rq->on_progress;
+        r->progress_ud = rq->progress_ud;
+        curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_xferinfo);
+        curl_easy_setopt(e, CURLOPT_XFERINFODATA, r);
+        curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+    }
     if (rq->range_first >= 0) {
         char range[64];
         if (rq->range_last >= rq->range_first)
@@ -391,7 +417,7 @@ http_req *http_start(http_client *c, const http_request *rq, const http_callback
         req_free(r);
         return NULL;
     }
-    r->t0_ns = uv_hrtime();
+    r->t0_ns = r->progress_ns = uv_hrtime();
     if (curl_multi_add_handle(c->multi, e) != CURLM_OK) {
         snprintf(err, errn, "cannot start the request to %s", r->hostport);
         req_free(r);

@@ -48,7 +48,15 @@ typedef struct {
     long idle_timeout_ms;         /* no byte for this long ends it; 0: 30 s */
     bool follow_redirects;        /* false: a 3xx is reported as it is */
     bool fail_on_status;          /* http_fetch: status >= 400 is HTTP_E_STATUS */
+    /* (optional) progress within the request (libcurl's XFERINFOFUNCTION):
+     * body bytes received so far and the announced length (-1: unknown),
+     * on the loop thread, every HTTP_PROGRESS_MS at most, the first one that
+     * long after the start (a quick request reports nothing) */
+    void (*on_progress)(void *ud, int64_t bytes, int64_t total);
+    void *progress_ud;
 } http_request;
+
+#define HTTP_PROGRESS_MS 100
 
 typedef struct {
     int err;                      /* HTTP_OK or HTTP_E_* */

@@ -73,11 +73,6 @@ uint64_t info_mem_self_rss(void)
 int info_mem_estimate(const gguf_file *f, const info_mem_opts *o, info_mem *out, char *err, size_t errn)
 {
     memset(out, 0, sizeof *out);
-    if (gguf_is_remote(f)) { /* model_load binds tensor data, which a remote file does not map */
-        snprintf(err, errn, "%s: memory estimate: not for a remote file (the model binds tensor data, fetched "
-                 "on demand here); estimate a local copy", gguf_path(f));
-        return APP_BADINPUT;
-    }
     const char *be = o->backend ? o->backend : "auto";
     bool vk = !strcmp(be, "vulkan");
     if (!strcmp(be, "auto")) {
@@ -89,7 +84,7 @@ int info_mem_estimate(const gguf_file *f, const info_mem_opts *o, info_mem *out,
     snprintf(out->kv_type, sizeof out->kv_type, "%s", o->kv_type ? o->kv_type : "f16");
     char msg[512];
     model_status st;
-    model *m = model_load(f, &st, msg, sizeof msg);
+    model *m = model_load_shapes(f, &st, msg, sizeof msg);   /* shapes: a remote file maps no data */
     if (!m) {
         snprintf(err, errn, "%s: memory estimate: the engine cannot run this model: %s", gguf_path(f), msg);
         return APP_BADINPUT;

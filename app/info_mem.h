@@ -36,10 +36,11 @@ int info_mem_opt(int c, const char *val, info_mem_opts *o);
  * before the file is opened, it is the program a run loads too. */
 uint64_t info_mem_self_rss(void);
 
-/* The estimate for file f. Returns 0, or the exit status (APP_BADINPUT)
- * with a one-line message in err (a model the engine cannot bind, a context
- * past the limits, a remote file). Never prints: the explorer calls it from
- * a worker. */
+/* The estimate for file f, local or remote (the model is bound for its
+ * shapes only: model_load_shapes; a remote file's header is all it reads).
+ * Returns 0, or the exit status (APP_BADINPUT) with a one-line message in
+ * err (a model the engine cannot bind, a context past the limits). Never
+ * prints: the explorer calls it from a worker. */
 int info_mem_estimate(const gguf_file *f, const info_mem_opts *o, info_mem *out, char *err, size_t errn);
 
 /* The estimate in one line for a status bar: "memory to run ... ". */

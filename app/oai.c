@@ -407,6 +407,29 @@ int oai_models_parse(const char *body, size_t len, char ***ids, size_t *n, char 
     return 0;
 }
 
+uint32_t oai_models_n_ctx(const char *body, size_t len, const char *id)
+{
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(root, "data"), *e;
+    const cJSON *list = cJSON_IsArray(data) ? data : NULL;
+    uint32_t n = 0;
+    cJSON_ArrayForEach(e, list)
+    {
+        const cJSON *eid = cJSON_GetObjectItemCaseSensitive(e, "id");
+        if (id && *id && !(cJSON_IsString(eid) && eid->valuestring && !strcmp(eid->valuestring, id)))
+            continue;
+        const cJSON *meta = cJSON_GetObjectItemCaseSensitive(e, "meta");
+        n = cJSON_IsObject(e) ? count(e, "max_model_len") : 0;
+        if (!n && cJSON_IsObject(meta))
+            n = count(meta, "n_ctx");
+        if (!n && cJSON_IsObject(meta))
+            n = count(meta, "n_ctx_train");
+        break;
+    }
+    cJSON_Delete(root);
+    return n;
+}
+
 uint32_t oai_props_n_ctx(const char *body, size_t len)
 {
     cJSON *root = cJSON_ParseWithLength(body, len);

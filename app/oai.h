@@ -125,6 +125,12 @@ char *oai_request_json(const oai_msg *m, size_t n, const oai_params *p);
 int oai_models_parse(const char *body, size_t len, char ***ids, size_t *n, char *msg, size_t cap);
 void oai_models_free(char **ids, size_t n);
 
+/* The context size a /v1/models body gives for model `id` (NULL or "": the
+ * first listed): vLLM's "max_model_len", or llama-server's "meta": its
+ * "n_ctx" (newer servers: the slot's context), else "n_ctx_train" (the
+ * model's training context); 0 when absent (Ollama) or not a count. */
+uint32_t oai_models_n_ctx(const char *body, size_t len, const char *id);
+
 /* The context size in llama-server's /props body
  * (default_generation_settings.n_ctx, or n_ctx), 0 when absent. */
 uint32_t oai_props_n_ctx(const char *body, size_t len);

@@ -64,8 +64,9 @@ struct rchat {
     char *model;               /* "" when unknown */
     char *auth;                /* "Authorization: Bearer ..." or NULL */
     long timeout_ms;
-    uint32_t n_ctx;
+    uint32_t n_ctx;            /* /props's context size, 0: unknown */
     char **models;
+    uint32_t *models_ctx;      /* each model's context in the models list (vLLM, llama-server), 0: none */
     size_t n_models;
     chs *page_c;   /* the conversation, the page's (borrowed; /models NAME sets its status) */
     chs *c;                    /* owned by the page once attached (release) */
@@ -163,8 +164,18 @@ static void set_models(rchat *r, const body_t *b, char *err, size_t cap)
     size_t n;
     if (oai_models_parse(b->p ? b->p : "", b->len, &ids, &n, err, cap))
         return;
+    uint32_t *ctx = calloc(n ? n : 1, sizeof *ctx);
+    if (!ctx) {
+        oai_models_free(ids, n);
+        snprintf(err, cap, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        ctx[i] = oai_models_n_ctx(b->p ? b->p : "", b->len, ids[i]);
     oai_models_free(r->models, r->n_models);
+    free(r->models_ctx);
     r->models = ids;
+    r->models_ctx = ctx;
     r->n_models = n;
     if (!r->model[0] && n) {
         char *m = strdup(ids[0]);
@@ -637,9 +648,15 @@ static bool src_command(void *ctx, const char *name, const char *arg)
     return true;
 }
 
+/* /props's n_ctx (llama-server), else the models list's figure for the
+ * model asked for (vLLM's max_model_len), else 0: the page shows "N tokens". */
 static uint32_t src_n_ctx(void *ctx)
 {
-    return ((rchat *)ctx)->n_ctx;
+    const rchat *r = ctx;
+    for (size_t i = 0; !r->n_ctx && i < r->n_models; i++)
+        if (!strcmp(r->models[i], r->model))
+            return r->models_ctx[i];
+    return r->n_ctx;
 }
 
 static const chat_source SOURCE = {
@@ -771,6 +788,7 @@ void rchat_free(rchat *r)
     free(r->toks);
     free(r->models_body.p);
     oai_models_free(r->models, r->n_models);
+    free(r->models_ctx);
     free(r->base);
     free(r->model);
     if (r->auth) {

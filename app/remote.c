@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "http.h"
+#include "panel.h"   /* ui_fmt_bytes: the one byte formatter */
 
 #define PIECE ((uint64_t)4 << 20)   /* bytes per request at most: progress between them */
 
@@ -25,7 +26,14 @@ static struct {
     atomic_bool quiet;
     atomic_uint_least64_t bytes, requests, opened_size;
     long timeout_ms;
+    /* the latest read's progress, for remote_progress (under mu; cur_on: running) */
+    char cur_name[64];
+    uint64_t cur_done, cur_len;
+    double cur_t0;
+    bool cur_on;
 } g_net = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+#define SHOW_AFTER_S 0.5   /* a read shows progress once it has taken this long */
 
 static void *net_main(void *arg)
 {
@@ -41,18 +49,6 @@ static void on_quit(uv_async_t *a)
     uv_close((uv_handle_t *)a, NULL);
 }
 
-static void fmt_bytes(char *buf, size_t cap, uint64_t n)
-{
-    if (n < 1024)
-        snprintf(buf, cap, "%" PRIu64 " bytes", n);
-    else if (n < (uint64_t)1 << 20)
-        snprintf(buf, cap, "%.1f KiB", (double)n / 1024.0);
-    else if (n < (uint64_t)1 << 30)
-        snprintf(buf, cap, "%.1f MiB", (double)n / 1048576.0);
-    else
-        snprintf(buf, cap, "%.1f GiB", (double)n / 1073741824.0);
-}
-
 /* At exit: stop the network thread, then say what was read. */
 static void net_stop(void)
 {
@@ -63,8 +59,8 @@ static void net_stop(void)
     if (isatty(STDERR_FILENO) || (v && *v && strcmp(v, "0") != 0)) {
         char a[32], b[32];
         uint64_t reqs = atomic_load(&g_net.requests);
-        fmt_bytes(a, sizeof a, atomic_load(&g_net.bytes));
-        fmt_bytes(b, sizeof b, atomic_load(&g_net.opened_size));
+        ui_fmt_bytes(atomic_load(&g_net.bytes), a, sizeof a);
+        ui_fmt_bytes(atomic_load(&g_net.opened_size), b, sizeof b);
         fprintf(stderr, "ggscope: read %s of %s in %" PRIu64 " request%s\n", a, b, reqs, reqs == 1 ? "" : "s");
     }
 }
@@ -97,17 +93,59 @@ static bool net_start(char *err, size_t errn)
     return ok;
 }
 
-/* Progress of one read on stderr (a terminal, not under the explorer). */
-static void show_progress(const char *url, uint64_t done, uint64_t len, double t0, bool *shown)
+/* One read's progress: between its requests and, through http's
+ * on_progress, within one (the network thread). */
+typedef struct {
+    const char *url;
+    uint64_t base;      /* bytes of the finished requests */
+    uint64_t len;
+    double t0;
+    bool shown;         /* a line is on stderr */
+} read_progress;
+
+static const char *url_name(const char *url)
 {
-    if (atomic_load(&g_net.quiet) || !isatty(STDERR_FILENO) || clock_now_s() - t0 < 0.5)
+    const char *name = strrchr(url, '/');
+    return name ? name + 1 : url;
+}
+
+/* "fetching NAME: x of y" on stderr (a terminal, not under the explorer),
+ * and for remote_progress. */
+static void show_progress(read_progress *p, uint64_t done)
+{
+    pthread_mutex_lock(&g_net.mu);
+    snprintf(g_net.cur_name, sizeof g_net.cur_name, "%s", url_name(p->url));
+    g_net.cur_done = done;
+    g_net.cur_len = p->len;
+    g_net.cur_t0 = p->t0;
+    g_net.cur_on = true;
+    pthread_mutex_unlock(&g_net.mu);
+    if (atomic_load(&g_net.quiet) || !isatty(STDERR_FILENO) || clock_now_s() - p->t0 < SHOW_AFTER_S)
         return;
     char a[32], b[32];
-    fmt_bytes(a, sizeof a, done);
-    fmt_bytes(b, sizeof b, len);
-    const char *name = strrchr(url, '/');
-    fprintf(stderr, "\rfetching %.60s: %s of %s\033[K", name ? name + 1 : url, a, b);
-    *shown = true;
+    fprintf(stderr, "\rfetching %.60s: %s of %s\033[K", url_name(p->url), ui_fmt_bytes(done, a, sizeof a),
+            ui_fmt_bytes(p->len, b, sizeof b));
+    p->shown = true;
+}
+
+static void on_request_progress(void *ud, int64_t bytes, int64_t total)
+{
+    (void)total;
+    read_progress *p = ud;
+    show_progress(p, p->base + (uint64_t)bytes);
+}
+
+bool remote_progress(char *buf, size_t cap)
+{
+    pthread_mutex_lock(&g_net.mu);
+    bool on = g_net.cur_on && clock_now_s() - g_net.cur_t0 >= SHOW_AFTER_S;
+    if (on) {
+        char a[32], b[32];
+        snprintf(buf, cap, "fetching %s: %s of %s", g_net.cur_name, ui_fmt_bytes(g_net.cur_done, a, sizeof a),
+                 ui_fmt_bytes(g_net.cur_len, b, sizeof b));
+    }
+    pthread_mutex_unlock(&g_net.mu);
+    return on;
 }
 
 /* gguf_source.read over HTTP range requests (see gguf.h). */
@@ -116,14 +154,15 @@ static int64_t net_read(void *ctx, const char *url, uint64_t off, uint64_t len, 
 {
     (void)ctx;
     uint64_t done = 0;
-    double t0 = clock_now_s();
-    bool shown = false;
+    read_progress prog = {.url = url, .len = len, .t0 = clock_now_s()};
     int64_t rc = 0;
     while (done < len) {
         uint64_t piece = len - done < PIECE ? len - done : PIECE;
+        prog.base = done;
         http_request rq = {.url = url, .range_first = (int64_t)(off + done), .range_last = (int64_t)(off + done + piece - 1),
                            .connect_timeout_ms = g_net.timeout_ms, .idle_timeout_ms = g_net.timeout_ms,
-                           .follow_redirects = true, .fail_on_status = true};
+                           .follow_redirects = true, .fail_on_status = true,
+                           .on_progress = on_request_progress, .progress_ud = &prog};
         http_result res;
         int e = http_fetch(g_net.client, &rq, (uint8_t *)dst + done, (size_t)piece, cancel, &res);
         atomic_fetch_add(&g_net.requests, 1);
@@ -165,9 +204,12 @@ static int64_t net_read(void *ctx, const char *url, uint64_t off, uint64_t len, 
         done += (uint64_t)res.bytes;
         if ((uint64_t)res.bytes < piece)
             break;   /* the end of the file (or short: the reader says so) */
-        show_progress(url, done, len, t0, &shown);
+        show_progress(&prog, done);
     }
-    if (shown)
+    pthread_mutex_lock(&g_net.mu);
+    g_net.cur_on = false;
+    pthread_mutex_unlock(&g_net.mu);
+    if (prog.shown)
         fputs("\r\033[K", stderr);
     return rc < 0 ? -1 : (int64_t)done;
 }

@@ -7,8 +7,10 @@
  * http_fetch, never on that thread, so the explorer's loop keeps answering.
  *
  * Progress: a read goes out in requests of at most 4 MiB; one that takes
- * over 0.5 s shows "fetching NAME: x of y MiB" on stderr between them when it
- * is a terminal (not while the explorer owns the screen). At
+ * over 0.5 s shows "fetching NAME: x of y MiB" on stderr when it is a
+ * terminal (not while the explorer owns the screen: remote_progress), updated
+ * between the requests and within one as its body arrives (http's
+ * on_progress, every 100 ms at most). At
  * exit, "ggscope: read 1.0 MiB of 2.1 GiB in 3 requests" goes to stderr when
  * it is a terminal or GGSCOPE_VERBOSE is set. GGSCOPE_NET_TIMEOUT (seconds,
  * default 30) ends a request that receives nothing for that long. */
@@ -16,6 +18,7 @@
 #define GGSCOPE_REMOTE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "gguf.h"
 
@@ -26,5 +29,10 @@ gguf_file *remote_open(const char *url, gguf_error *err);
 
 /* No progress lines on stderr while true (the explorer's screen is up). */
 void remote_set_quiet(bool quiet);
+
+/* The latest read's progress line ("fetching NAME: 1.2 MiB of 3.0 MiB"),
+ * true while a read that has taken over 0.5 s runs (any thread: the
+ * explorer polls it for its status line). */
+bool remote_progress(char *buf, size_t cap);
 
 #endif

@@ -139,7 +139,7 @@ static bool bind(loader *L, const char *name, uint64_t ne0, uint64_t ne1, bool r
              (unsigned long long)(ne1 ? ne1 : 1));
         return false;
     }
-    if (!t->type_known || !t->data || !ggtype_get(t->type)) {
+    if (!t->type_known || (!t->data && !L->shapes) || !ggtype_get(t->type)) {
         fail(L, MODEL_ETYPE, "tensor %s has unknown type %u", name, t->type);
         return false;
     }
@@ -164,7 +164,7 @@ static bool bind(loader *L, const char *name, uint64_t ne0, uint64_t ne1, bool r
     w->ne0 = ne0;
     w->ne1 = ne1 ? ne1 : 1;
     w->row_bytes = rb;
-    w->data = t->data;
+    w->data = L->shapes ? NULL : t->data;
     w->name = NULL; /* names are not NUL-terminated in the mapping */
     return true;
 }
@@ -187,7 +187,7 @@ static bool bind3(loader *L, const char *name, uint64_t ne0, uint64_t ne1, uint6
              (unsigned long long)ne2);
         return false;
     }
-    const ggtype_traits *tr = t->type_known && t->data ? ggtype_get(t->type) : NULL;
+    const ggtype_traits *tr = t->type_known && (t->data || L->shapes) ? ggtype_get(t->type) : NULL;
     if (!tr) {
         fail(L, MODEL_ETYPE, "tensor %s has unknown type %u", name, t->type);
         return false;
@@ -209,7 +209,7 @@ static bool bind3(loader *L, const char *name, uint64_t ne0, uint64_t ne1, uint6
     w->ne1 = ne1;
     w->ne2 = ne2;
     w->row_bytes = rb;
-    w->data = t->data;
+    w->data = L->shapes ? NULL : t->data;
     return true;
 }
 
@@ -490,9 +490,15 @@ static bool bind_moe_layer(loader *L, const model *m, uint32_t opts, uint32_t il
     return true;
 }
 
-model *model_load(const gguf_file *f, model_status *status, char *msg, size_t cap)
+/* A pointer `rows` rows of `w` past its data, or NULL in a shape-only model. */
+static const void *rows_past(const backend_weight *w, uint64_t rows)
 {
-    loader L = {.f = f, .status = MODEL_OK, .msg = msg, .cap = cap};
+    return w->data ? (const uint8_t *)w->data + rows * w->row_bytes : NULL;
+}
+
+static model *load(const gguf_file *f, bool shapes, model_status *status, char *msg, size_t cap)
+{
+    loader L = {.f = f, .shapes = shapes, .status = MODEL_OK, .msg = msg, .cap = cap};
     if (msg && cap)
         msg[0] = 0;
     model *m = NULL;
@@ -506,6 +512,7 @@ model *model_load(const gguf_file *f, model_status *status, char *msg, size_t ca
         goto out;
     }
     m->file = f;
+    m->shapes_only = shapes;
     model_hparams *hp = &m->hp;
     const model_arch_row *row = load_hparams(&L, hp);
     if (!row)
@@ -550,14 +557,14 @@ model *model_load(const gguf_file *f, model_status *status, char *msg, size_t ca
         !bind(&L, "output_norm.weight", E, 0, true, true, &m->output_norm) ||
         !bind(&L, "output.weight", E, V, (A & MODEL_A_OUTPUT_REQUIRED) != 0, false, &m->output))
         goto fail_m;
-    if (!m->output.data) {
+    if (!model_weight_bound(&m->output)) {
         m->output = m->tok_embd;
         hp->tied_embeddings = true;
     }
     backend_weight rf, rl, rs;
     if (!bind(&L, "rope_freqs.weight", hp->n_rot / 2, 0, false, true, &rf))
         goto fail_m;
-    if (rf.data) {
+    if (model_weight_bound(&rf)) {
         m->rope_freqs = rf.data;
         hp->has_rope_freqs = true;
     }
@@ -565,13 +572,13 @@ model *model_load(const gguf_file *f, model_status *status, char *msg, size_t ca
         if (!bind(&L, "rope_factors_long.weight", hp->n_rot / 2, 0, false, true, &rl) ||
             !bind(&L, "rope_factors_short.weight", hp->n_rot / 2, 0, false, true, &rs))
             goto fail_m;
-        if (!rl.data != !rs.data) {
+        if (model_weight_bound(&rl) != model_weight_bound(&rs)) {
             fail(&L, MODEL_EMISSING, "rope_factors_long.weight and rope_factors_short.weight come together");
             goto fail_m;
         }
         m->rope_factors_long = rl.data;
         m->rope_factors_short = rs.data;
-        hp->has_rope_factors = rl.data != NULL;
+        hp->has_rope_factors = model_weight_bound(&rl);
     }
 
     m->layers = calloc(hp->n_layer, sizeof *m->layers);
@@ -593,14 +600,14 @@ model *model_load(const gguf_file *f, model_status *status, char *msg, size_t ca
         backend_weight qkv = {0}, up2 = {0};
         if ((A & MODEL_A_FUSED_QKV) && !bind_layer_t(&L, il, "attn_qkv.weight", E, QD + 2 * KD, false, false, &qkv))
             goto fail_m;
-        if (qkv.data) { /* Q, K and V are row ranges of the fused tensor */
+        if (model_weight_bound(&qkv)) { /* Q, K and V are row ranges of the fused tensor */
             ly->wq = qkv;
             ly->wq.ne1 = QD;
             ly->wk = qkv;
             ly->wk.ne1 = KD;
-            ly->wk.data = (const uint8_t *)qkv.data + QD * qkv.row_bytes;
+            ly->wk.data = rows_past(&qkv, QD);
             ly->wv = ly->wk;
-            ly->wv.data = (const uint8_t *)ly->wk.data + KD * qkv.row_bytes;
+            ly->wv.data = rows_past(&qkv, QD + KD);
             hp->fused_qkv = true;
         } else if (!bind_layer_t(&L, il, "attn_q.weight", E, QD, true, false, &ly->wq) ||
                    !bind_layer_t(&L, il, "attn_k.weight", E, KD, true, false, &ly->wk) ||
@@ -615,11 +622,11 @@ model *model_load(const gguf_file *f, model_status *status, char *msg, size_t ca
         }
         if (moe) {
             /* the experts stand for the dense feed-forward */
-        } else if (up2.data) { /* phi3: the gate is the first half of ffn_up's rows */
+        } else if (model_weight_bound(&up2)) { /* phi3: the gate is the first half of ffn_up's rows */
             ly->ffn_gate = up2;
             ly->ffn_gate.ne1 = F;
             ly->ffn_up = ly->ffn_gate;
-            ly->ffn_up.data = (const uint8_t *)up2.data + F * up2.row_bytes;
+            ly->ffn_up.data = rows_past(&up2, F);
             hp->fused_gate_up = true;
         } else if (!bind_layer_t(&L, il, "ffn_gate.weight", E, F, true, false, &ly->ffn_gate) ||
                    !bind_layer_t(&L, il, "ffn_up.weight", E, F, true, false, &ly->ffn_up)) {
@@ -652,7 +659,7 @@ model *model_load(const gguf_file *f, model_status *status, char *msg, size_t ca
                      !bind_layer_t(&L, il, "ffn_up.bias", F, 0, false, true, &ly->ffn_up_b) ||
                      !bind_layer_t(&L, il, "ffn_down.bias", E, 0, false, true, &ly->ffn_down_b)))
             goto fail_m;
-        if (ly->bq.data || ly->bk.data || ly->bv.data)
+        if (model_weight_bound(&ly->bq) || model_weight_bound(&ly->bk) || model_weight_bound(&ly->bv))
             hp->has_qkv_bias = true;
         ly->rope = !hp->rope_off;
         ly->rope_base = hp->rope_freq_base;
@@ -671,6 +678,16 @@ out:
     if (status)
         *status = L.status;
     return m;
+}
+
+model *model_load(const gguf_file *f, model_status *status, char *msg, size_t cap)
+{
+    return load(f, false, status, msg, cap);
+}
+
+model *model_load_shapes(const gguf_file *f, model_status *status, char *msg, size_t cap)
+{
+    return load(f, true, status, msg, cap);
 }
 
 void model_free(model *m)
@@ -705,7 +722,7 @@ uint64_t model_weight_bytes(const model *m)
         backend_weight *ws[MODEL_LAYER_WEIGHTS];
         layer_weights(&m->layers[il], ws);
         for (size_t i = 0; i < MODEL_LAYER_WEIGHTS; i++)
-            if (ws[i]->data) /* the row ranges of a fused tensor add up to it; experts count whole */
+            if (model_weight_bound(ws[i])) /* the row ranges of a fused tensor add up to it; experts count whole */
                 n += ws[i]->ne1 * ws[i]->row_bytes * (ws[i]->ne2 > 1 ? ws[i]->ne2 : 1);
     }
     return n;
@@ -737,6 +754,11 @@ int model_prepare(model *m, backend *be, char *msg, size_t cap)
     if (!m || !be) {
         if (msg)
             snprintf(msg, cap, "no model or backend");
+        return BACKEND_EARG;
+    }
+    if (m->shapes_only) {
+        if (msg)
+            snprintf(msg, cap, "the model was loaded for its shapes only (no weights)");
         return BACKEND_EARG;
     }
     if (m->prepared == be || !be->ops->weight_prepare)

@@ -142,7 +142,15 @@ typedef struct model {
     const float *rope_factors_long, *rope_factors_short; /* [n_rot/2] F32 (LongRoPE), or NULL */
     model_layer *layers;       /* n_layer entries */
     const backend *prepared;   /* backend whose weight_prepare set the weights' priv, or NULL */
+    bool shapes_only;          /* model_load_shapes: every data pointer is NULL; nothing evaluates it */
 } model;
+
+/* Whether weight slot w is bound (an optional tensor the file has). Use it,
+ * not w->data, for presence: a shape-only model binds no data. */
+static inline bool model_weight_bound(const backend_weight *w)
+{
+    return w->row_bytes != 0;
+}
 
 /* The names of the supported architectures, comma separated ("llama, qwen2, ..."). */
 const char *model_arch_list(void);
@@ -164,6 +172,14 @@ int model_backend_check(const model *m, const backend *be, char *why, size_t cap
  * message in msg (if not NULL), naming the missing tensor, the bad shape or
  * the unsupported architecture. Free with model_free. */
 model *model_load(const gguf_file *f, model_status *status, char *msg, size_t cap);
+
+/* model_load for the shapes only: the same checks and the same hyper-
+ * parameters, types and sizes, presence from the tensor table, but every
+ * data pointer NULL (rope_freqs and the LongRoPE factors too), so that it
+ * works on a file whose tensor data is not mapped (a remote file,
+ * gguf_is_remote). For sizing (engine/run/memest) only: session_new,
+ * runner_open and model_prepare refuse it (m->shapes_only). */
+model *model_load_shapes(const gguf_file *f, model_status *status, char *msg, size_t cap);
 
 /* Free a model (not the file); accepts NULL. */
 void model_free(model *m);

@@ -4,6 +4,7 @@
  * (session.c) reads only model_hparams and model_layer; llama.cpp's
  * src/models/<arch>.cpp is the reference for every row. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -186,9 +187,25 @@ bool model_arch_supported(const char *name)
     return name && model_arch_find(name) != NULL;
 }
 
+/* The names of g_rows, comma-separated: written once, from the table itself. */
+static char g_list[256];
+static pthread_once_t g_list_once = PTHREAD_ONCE_INIT;
+
+static void list_init(void)
+{
+    size_t at = 0;
+    for (size_t i = 0; i < sizeof g_rows / sizeof g_rows[0]; i++) {
+        int n = snprintf(g_list + at, sizeof g_list - at, "%s%s", i ? ", " : "", g_rows[i].name);
+        if (n < 0 || (size_t)n >= sizeof g_list - at)
+            break; /* cannot happen with this table; the list is cut rather than overrun */
+        at += (size_t)n;
+    }
+}
+
 const char *model_arch_list(void)
 {
-    return "llama, qwen2, qwen3, gemma3, phi3, smollm3, olmo2, granite, mistral3, qwen3moe, gpt-oss";
+    pthread_once(&g_list_once, list_init);
+    return g_list;
 }
 
 const float *model_rope_factors(const model *m, uint32_t n_ctx)
@@ -224,7 +241,7 @@ int model_backend_check(const model *m, const backend *be, char *why, size_t cap
     else if (hp->n_expert && (!(o->caps & BACKEND_CAP_MOE) || !o->moe_route || !o->matmul_id || !o->moe_combine ||
                               !o->add_id || !o->swiglu_oai))
         need = "the mixture-of-experts ops (moe_route, matmul_id, add_id, swiglu_oai, moe_combine)";
-    else if (m->layers && m->layers[0].attn_sinks.data && !(o->caps & BACKEND_CAP_ATTN_SINKS))
+    else if (m->layers && model_weight_bound(&m->layers[0].attn_sinks) && !(o->caps & BACKEND_CAP_ATTN_SINKS))
         need = "attention sinks (the attention op's sinks)";
     if (!need)
         return 0;

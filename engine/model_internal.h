@@ -9,6 +9,7 @@
 
 typedef struct {
     const gguf_file *f;
+    bool shapes;          /* model_load_shapes: no tensor data bound */
     model_status status;
     char *msg;
     size_t cap;

@@ -130,6 +130,11 @@ session *session_new(const model *m, const session_params *p, char *msg, size_t 
             snprintf(msg, cap, "no model");
         return NULL;
     }
+    if (m->shapes_only) {
+        if (msg)
+            snprintf(msg, cap, "the model was loaded for its shapes only (no weights): it cannot be evaluated");
+        return NULL;
+    }
     session_plan pl;
     if (session_plan_make(m, p, &pl)) {
         if (msg)

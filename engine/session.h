@@ -55,7 +55,8 @@ uint32_t session_plan_layer_rows(const model *m, const session_plan *pl, uint32_
 /* Create a session for `m` (which must outlive it). On a backend with
  * weight_prepare (Vulkan) the model must have been prepared for that backend
  * (model_prepare) and stay so while the session lives. Returns NULL on
- * failure with a message in msg (if not NULL). */
+ * failure with a message in msg (if not NULL); a shape-only model
+ * (model_load_shapes) is refused. */
 session *session_new(const model *m, const session_params *p, char *msg, size_t cap);
 
 /* Free; accepts NULL. Frees the backend only when the session made it. */

@@ -1,8 +1,11 @@
 #version 450
 /* Rotary position embedding, in place. One invocation per rotated pair.
  * The cos/sin of every (token, pair) come from a table the host computed
- * exactly as ggml does (GPU sin/cos of large angles are not accurate enough,
- * and the table is shared by q, k and every layer of a batch).
+ * exactly as ggml does, frequency factors, YaRN ramp and mscale included
+ * (GPU sin/cos of large angles are not accurate enough, and the table is
+ * shared by q, k and every layer of a batch). The rotation is written as the
+ * CPU backend's (one fma each, the other product rounded first); a driver
+ * may still not fuse it (lavapipe: 1 ulp apart).
  * NEOX (spec constant 1) rotates (x[i], x[i + n_rot/2]), else (x[2i], x[2i+1]). */
 layout(binding = 0) buffer X { float x[]; };
 layout(binding = 1) readonly buffer T { vec2 cs[]; };
@@ -33,6 +36,8 @@ void main()
     uint i0 = NEOX ? o + j : o + 2u * j;
     uint i1 = NEOX ? o + j + half_rot : o + 2u * j + 1u;
     float x0 = x[i0], x1 = x[i1];
-    x[i0] = x0 * c.x - x1 * c.y;
-    x[i1] = x0 * c.y + x1 * c.x;
+    precise float y0 = fma(x0, c.x, -(x1 * c.y));
+    precise float y1 = fma(x0, c.y, x1 * c.x);
+    x[i0] = y0;
+    x[i1] = y1;
 }

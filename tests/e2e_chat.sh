@@ -294,16 +294,7 @@ fi
 # idle chat, measured just before, by at most 150 ms, and no key may wait
 # 1 s (the frozen chat this guards against took seconds to minutes). Key presses typed right after sending must
 stall_ms() { awk '{print int($4)}' "$1" 2>/dev/null || echo 0; }   # the loop thread's CPU time
-latency() {   # latency CHARS: type each, time until the input box shows it; prints "MEDIAN MAX" in ms
-    local typed="" lat=() ch t0
-    for ch in $(echo "$1" | grep -o .); do
-        typed+=$ch; t0=$(date +%s%N); keys "$ch"
-        while ! screen | grep -qF "› $typed"; do (( ($(date +%s%N) - t0) > 3000000000 )) && break; done
-        lat+=($(( ($(date +%s%N) - t0) / 1000000 )))
-    done
-    echo "info: key press -> echo: ${lat[*]} ms" >&2
-    echo "$(printf '%s\n' "${lat[@]}" | sort -n | sed -n "$(( (${#lat[@]} + 1) / 2 ))p") $(printf '%s\n' "${lat[@]}" | sort -n | tail -1)"
-}
+source "$(dirname "$0")/lib/latency.sh"   # latency CHARS: "MEDIAN MAX" in ms
 lat_check() {   # lat_check WHAT "MEDIAN MAX" "IDLE-MEDIAN IDLE-MAX"
     local med=${2% *} max=${2#* } base=${3% *}
     check "$1: echoed within the idle chat's time + 150 ms (median ${med} ms, idle ${base} ms)" \

@@ -12,7 +12,12 @@
 #     the token inspector shows the server's top_logprobs; /regen, /edit,
 #     /save, /load as locally; /models lists the server's model;
 #   - Esc during a long reply closes the request within 200 ms (the screen's
-#     "reply stopped", and the server's slot idle again);
+#     "reply stopped", and the server's slot idle again); against the
+#     scripted server, measured from outside: tmux's Escape to the server
+#     seeing the connection closed (median of 3, < 200 ms), and keys echoed
+#     while a slow stream arrives within the idle round trip + 50 ms;
+#   - no /props: the context gauge from /v1/models (max_model_len), else
+#     "ctx N tokens";
 #   - the server killed in the middle of a reply: the transcript keeps the
 #     message and the partial reply, with one error line;
 #   - connection refused, and 401 (llama-server --api-key) without the key:
@@ -48,6 +53,7 @@ command -v python3 >/dev/null 2>&1 || skip "python3 is not installed"
 TMP=$(mktemp -d)
 export XDG_CACHE_HOME=$TMP/cache XDG_STATE_HOME=$TMP/state
 source "$(dirname "$0")/lib/tmux.sh"
+source "$(dirname "$0")/lib/latency.sh"
 PIDS=()
 trap 'tmux_cleanup; for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -71,7 +77,8 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 # ---- A. a scripted server (tests/lib/oai_mock.py) for what llama-server does not do ----
 MPORT=$(free_port)
-python3 "$(dirname "$0")/lib/oai_mock.py" "$MPORT" >"$TMP/mock.log" 2>&1 &
+CLOSELOG=$TMP/closed.log
+python3 "$(dirname "$0")/lib/oai_mock.py" "$MPORT" "$CLOSELOG" >"$TMP/mock.log" 2>&1 &
 PIDS+=($!)
 if wait_http "http://127.0.0.1:$MPORT/v1/models" $! mock; then
     MURL=http://127.0.0.1:$MPORT
@@ -81,13 +88,15 @@ if wait_http "http://127.0.0.1:$MPORT/v1/models" $! mock; then
     wait_for "end of turn" && echo "ok: a reply from the scripted server"
     check "reasoning_content: the chat's thinking block, folded" has "▸ thinking"
     check "the reply" has "Hello from the mock\."
+    # no /props: the context from the models list (vLLM's max_model_len), the usage's tokens
+    check "no /props: the gauge's size from /v1/models' max_model_len (14/4096)" has "ctx [░█]+ 14/4096"
     keys Tab; sleep 0.1; keys t
     wait_for "The user says hello" && echo "ok: t unfolds the reasoning"
     keys i
     wait_for "the server returned no token probabilities" && echo "ok: no logprobs: the inspector says so"
     keys i; keys Enter
     keys "/models" Enter
-    wait_for "4 models at $MURL" && echo "ok: /models"
+    wait_for "5 models at $MURL" && echo "ok: /models"
     keys q; sleep 0.1
     keys "/models nosuch" Enter
     wait_for "the server lists no model 'nosuch'" && echo "ok: /models NAME: a name the server does not list is refused"
@@ -105,11 +114,40 @@ if wait_http "http://127.0.0.1:$MPORT/v1/models" $! mock; then
     wait_for "┌ Message"; keys "Hello" Enter
     wait_for "the server: out of memory on the device" && echo "ok: an error in the middle of the stream: one line"
     wait_for "2 messages" && check "the partial reply is kept" has "Three words then"
+    check "no context size anywhere: the gauge is a count (\"ctx N tokens\")" has "ctx [0-9]+ tokens"
     keys C-c; wait_for "EXITED 0"
     chat silent --remote "$MURL" --model silent --timeout 1
     wait_for "┌ Message"; keys "Hello" Enter
     wait_for "the stream broke off after 2 tokens: timed out: no data from 127.0.0.1:$MPORT for 1 s" 10 && echo "ok: a silent server: one line after --timeout"
     wait_for "2 messages" && check "the partial reply is kept" has "Waiting for"
+    keys C-c; wait_for "EXITED 0"
+
+    # ---- measured from outside the process: keys while a slow stream
+    # arrives (a chunk every 50 ms) against the idle round trip; Esc to the
+    # server seeing the connection closed (the mock logs it, within 5 ms) ----
+    chat lat --remote "$MURL" --model slow
+    wait_for "┌ Message"
+    idle=$(latency abcde); keys C-u
+    keys "Go on" Enter
+    wait_for "streaming… Esc stops" 10
+    busy=$(latency fghij); keys C-u
+    echo "info: key -> echo, idle: median ${idle% *} ms, max ${idle#* } ms; while streaming: median ${busy% *} ms, max ${busy#* } ms"
+    check "keys while a reply streams: echoed within the idle round trip + 50 ms (median ${busy% *} ms, idle ${idle% *} ms)" \
+        test "${busy% *}" -lt $(( ${idle% *} + 50 ))
+    esc=()
+    for k in 1 2 3; do
+        (( k > 1 )) && { keys "Go on" Enter; wait_for "streaming… Esc stops" 10 >/dev/null; }
+        sleep 0.3
+        : > "$CLOSELOG"
+        t0=$(date +%s%N); keys Escape
+        for _ in $(seq 300); do [[ -s $CLOSELOG ]] && break; sleep 0.01; done
+        tc=$(awk '{print $2}' "$CLOSELOG" 2>/dev/null | head -1)
+        esc+=($(( ${tc:-$((t0 + 9999000000))} / 1000000 - t0 / 1000000 )))
+        wait_for "reply stopped (Esc)" >/dev/null
+    done
+    esc_med=$(printf '%s\n' "${esc[@]}" | sort -n | sed -n 2p)
+    echo "info: Esc (tmux send-keys) -> the server sees the connection closed: ${esc[*]} ms (median $esc_med ms)"
+    check "Esc closes the request within 200 ms, measured by the server (median of 3: $esc_med ms)" test "$esc_med" -lt 200
     keys C-c; wait_for "EXITED 0"
 fi
 

@@ -5,7 +5,10 @@
 # a split set; the errors (404, a server ignoring ranges, a redirect loop, a
 # truncated body, a timeout, not a GGUF) against nginx and a small python
 # server (tests/helpers/badhttp.py); the 2.2 GB TinyLlama-shaped file read
-# with under 4 MB (nginx's access log), or a sparse file of that shape.
+# with under 4 MB (nginx's access log), or a sparse file of that shape;
+# `info URL --ctx N` (text and JSON) equal to the local file's estimate,
+# reading the header only; progress within one slow request (badhttp's
+# slow mode) on a terminal's stderr (script) and the explorer's status line.
 set -u
 NGINX=${NGINX:-/usr/sbin/nginx}
 [ -x "$NGINX" ] || { echo "SKIP: nginx not installed ($NGINX; Debian: nginx-light)"; exit 77; }
@@ -132,6 +135,36 @@ check "dump --rows of a 9.6 MiB tensor reads the header and one or two blocks ($
 check "read counts on stderr with GGSCOPE_VERBOSE" \
     'GGSCOPE_VERBOSE=1 "$bin" info "$U/m.gguf" 2>&1 >/dev/null | grep -qE "^ggscope: read [0-9.]+ MiB of 21\.[0-9] MiB in [0-9]+ requests?$"'
 
+# ---- info --ctx: the memory estimate from the header alone (a shape-only model) ----
+# The estimate's "program" part is this process's own resident set before it
+# opens the file (as a run would load it), which address-space randomization
+# moves by a few pages from run to run (two local runs differ too): both sides
+# run without it (setarch -R) so that the outputs compare byte for byte.
+# Under AddressSanitizer its allocator moves it by a page or two even so:
+# there (only) the program and total figures are left out of the comparison.
+norand="" san=0
+if setarch -R true 2>/dev/null; then norand="setarch -R"; else echo "note: setarch -R unavailable: program/total lines may differ by a few pages"; fi
+if ldd "$bin" 2>/dev/null | grep -q asan; then
+    san=1; echo "note: a sanitizer build: the estimates compare without their program and total figures"
+fi
+norm() { if [ $san = 1 ]; then sed -E -e 's/^(  (program|total):).*/\1/' -e 's/"(runtime|total)":[0-9]+/"\1":X/g'; else cat; fi; }
+: > "$tmp/logs/access.log"
+"$bin" info "$U/m.gguf" > /dev/null
+hdr=$(logbytes /m.gguf)
+for ctx in 512 8192; do
+    $norand "$bin" info "$www/m.gguf" --ctx $ctx | sed 1d | norm > "$tmp/l.txt"
+    : > "$tmp/logs/access.log"
+    $norand "$bin" info "$U/m.gguf" --ctx $ctx | norm > "$tmp/r.txt"; rc=${PIPESTATUS[0]}
+    n=$(logbytes /m.gguf)
+    check "info URL --ctx $ctx exits 0 with an estimate" '[ $rc = 0 ] && grep -q "^memory estimate (context $ctx" "$tmp/r.txt"'
+    sed 1d "$tmp/r.txt" | cmp -s - "$tmp/l.txt" || diff <(sed 1d "$tmp/r.txt") "$tmp/l.txt" | head -8
+    check "info URL --ctx $ctx == info FILE --ctx $ctx (apart from the name)" 'sed 1d "$tmp/r.txt" | cmp -s - "$tmp/l.txt"'
+    check "info URL --ctx $ctx reads what info URL reads: the header ($n and $hdr bytes)" '[ "$n" = "$hdr" ]'
+done
+$norand "$bin" info --json "$www/m.gguf" --ctx 512 | sed "s|$www/m.gguf|X|g" | norm > "$tmp/lj"
+$norand "$bin" info --json "$U/m.gguf" --ctx 512 | sed "s|$U/m.gguf|X|g" | norm > "$tmp/rj"
+check "info --json URL --ctx 512 == info --json FILE --ctx 512" 'cmp -s "$tmp/lj" "$tmp/rj" && grep -q "\"memory\":{\"n_ctx\":512" "$tmp/rj"'
+
 # ---- a split set: every shard URL ----
 "$bin" info "$www/sub/S-00002-of-00002.gguf" | sed 1d > "$tmp/l.txt"
 "$bin" info "$U/sub/S-00002-of-00002.gguf" > "$tmp/r.txt"; rc=$?
@@ -169,6 +202,36 @@ n=$(logbytes /big.gguf)
 echo "note: info of the $(stat -L -c %s "$www/big.gguf")-byte file read $n bytes in $(grep -c '^/big.gguf' "$tmp/logs/access.log") requests"
 check "info on the 2.2 GB file reads under 4 MB ($n bytes)" '[ "$n" -gt 0 ] && [ "$n" -lt 4000000 ]'
 check "info on the 2.2 GB file equals the local info" 'cmp -s "$tmp/r.txt" "$tmp/l.txt"'
+# its memory estimate: from the header too
+: > "$tmp/logs/access.log"
+$norand "$bin" info "$U/big.gguf" --ctx 512 | sed 1d | norm > "$tmp/r.txt"
+$norand "$bin" info "$www/big.gguf" --ctx 512 | sed 1d | norm > "$tmp/l.txt"
+n=$(logbytes /big.gguf)
+check "info --ctx 512 on the 2.2 GB file reads under 4 MB ($n bytes)" '[ "$n" -gt 0 ] && [ "$n" -lt 4000000 ]'
+check "info --ctx 512 on the 2.2 GB file equals the local estimate" 'grep -q "^memory estimate" "$tmp/r.txt" && cmp -s "$tmp/r.txt" "$tmp/l.txt"'
+
+# ---- progress within one request: a slow server (64 KiB every 50 ms), stderr a terminal ----
+if command -v script >/dev/null; then
+    script -qfec "$bin info $B/slow.gguf" "$tmp/tty.txt" > /dev/null 2>&1; rc=$?
+    check "info on a slow server exits 0 (rc=$rc)" '[ $rc = 0 ]'
+    # the header's first read is one request of 1 MiB: several counts of it
+    # mean progress from inside the request (between requests there is none)
+    prog=$(python3 - "$tmp/tty.txt" <<'PY'
+import re, sys
+t = open(sys.argv[1], "rb").read().decode("utf-8", "replace")
+seen = []
+for m in re.finditer(r"fetching slow\.gguf: ([0-9.]+ (?:B|KiB|MiB)) of 1\.0 MiB", t):
+    if m.group(1) not in seen:
+        seen.append(m.group(1))
+print(" | ".join(seen))
+PY
+)
+    echo "info: progress of the first 1 MiB request: $prog"
+    check "progress within one request: at least 3 counts of the 1 MiB read" '[ "$(echo "$prog" | tr "|" "\n" | grep -c .)" -ge 3 ]'
+    check "the progress line is erased at the end (CR ESC[K)" 'python3 -c "import sys; sys.exit(b\"\\r\\033[K\" not in open(sys.argv[1], \"rb\").read())" "$tmp/tty.txt"'
+else
+    echo "SKIP (part): script (util-linux) not installed: the progress check"
+fi
 
 # ---- the explorer on a URL: metadata, tensors, values of the visible blocks ----
 if command -v tmux >/dev/null; then
@@ -189,6 +252,18 @@ if command -v tmux >/dev/null; then
     check "values read the visible blocks only ($n bytes; token_embd has $((70000 * 256 / 32 * 18)))" [ "$n" -gt 0 -a "$n" -le $((2 << 20)) ]
     keys g; wait_for "absmax" 20 && echo "ok: histogram of a remote tensor"
     keys q; wait_for "EXITED 0" && echo "ok: quits"
+    # M: the memory estimate of a remote file (shapes only)
+    start mem 160x40 "$U/m.gguf"
+    wait_for "┌ Tensors"; keys M
+    wait_re "memory to run at context [0-9]+ .*resident = weights" 20 && echo "ok: M on a remote file"
+    keys q; wait_for "EXITED 0"
+    # a slow server: the values' fetch shows its bytes on the status line
+    start slow 160x40 "$B/slow.gguf"
+    wait_for "┌ Tensors" 30; keys Home; wait_for "Detail  token_embd.weight"
+    keys v; wait_for "[V]ALUES"; keys :; keys -l 60000; keys Enter
+    wait_re "fetching slow\.gguf: [0-9.]+ (B|KiB|MiB) of [0-9.]+ MiB" 20 && echo "ok: a slow fetch's progress on the explorer's status line"
+    wait_re "row 60000/70000 .*= -?[0-9]" 30 && echo "ok: the values arrive"
+    keys q; wait_for "EXITED 0"
     fail=$((fail + fails))
 else
     echo "SKIP (part): tmux not installed: the explorer check"

@@ -1,7 +1,8 @@
 /* test_http: app/http.c (libcurl multi-socket on a libuv loop) against a small
  * scripted HTTP server on 127.0.0.1 run by this test: ranges, a server that
  * ignores ranges, 404, a truncated body, silence (timeout), cancellation,
- * streaming callbacks on the loop thread, connection refused. */
+ * streaming callbacks on the loop thread, connection refused, progress
+ * within a request (throttled). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -75,6 +76,12 @@ static void *serve_conn(void *arg)
         for (int i = 0; i < 3; i++) {
             sendf(fd, "data:%03d\n\n", i);   /* 10 bytes */
             usleep(60000);
+        }
+    } else if (strcmp(path, "/drip") == 0) {
+        sendf(fd, "HTTP/1.1 200 OK\r\nContent-Length: 600\r\nConnection: close\r\n\r\n");
+        for (int i = 0; i < 20; i++) {
+            send_all(fd, g_pattern + 30 * i, 30);
+            usleep(30000);
         }
     } else {
         sendf(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope");
@@ -248,6 +255,52 @@ static void body_refused(http_client *c)
     assert_string_equal(r.msg, want);
 }
 
+/* on_progress: within one request, on the loop thread, throttled */
+typedef struct {
+    int n;
+    int64_t bytes[64], total[64];
+    uint64_t t_ns[64];
+} prog_log;
+
+static void on_prog(void *ud, int64_t bytes, int64_t total)
+{
+    prog_log *p = ud;
+    if (p->n < 64) {
+        p->bytes[p->n] = bytes;
+        p->total[p->n] = total;
+        p->t_ns[p->n++] = uv_hrtime();
+    }
+}
+
+static void body_progress(http_client *c)
+{
+    char buf[600];
+    http_result r;
+    prog_log p = {0};
+    uint64_t t0 = uv_hrtime();
+    http_request rq = {.url = url("/drip"), .range_first = -1, .on_progress = on_prog, .progress_ud = &p};
+    assert_int_equal(http_fetch(c, &rq, buf, sizeof buf, NULL, &r), HTTP_OK);
+    assert_int_equal(r.bytes, 600);
+    assert_memory_equal(buf, g_pattern, 600);
+    /* 20 pieces over ~600 ms: a few calls, 100 ms apart at least, growing */
+    assert_true(p.n >= 3 && p.n <= 20);
+    for (int i = 0; i < p.n; i++) {
+        assert_int_equal(p.total[i], 600);
+        assert_true(p.bytes[i] > 0 && p.bytes[i] <= 600);
+        uint64_t prev = i ? p.t_ns[i - 1] : t0;
+        assert_true(p.t_ns[i] - prev >= (uint64_t)HTTP_PROGRESS_MS * 1000000u - 2000000u);
+        if (i)
+            assert_true(p.bytes[i] > p.bytes[i - 1]);
+    }
+    assert_true(p.bytes[0] < 600);
+    /* a quick request reports nothing */
+    prog_log q = {0};
+    http_request rq2 = {.url = url("/range"), .range_first = 0, .range_last = 99, .on_progress = on_prog,
+                        .progress_ud = &q};
+    assert_int_equal(http_fetch(c, &rq2, buf, sizeof buf, NULL, &r), HTTP_OK);
+    assert_int_equal(q.n, 0);
+}
+
 static void test_range(void **s) { (void)s; run_on_worker(body_range); }
 static void test_norange(void **s) { (void)s; run_on_worker(body_norange); }
 static void test_404(void **s) { (void)s; run_on_worker(body_404); }
@@ -255,6 +308,7 @@ static void test_trunc(void **s) { (void)s; run_on_worker(body_trunc); }
 static void test_timeout(void **s) { (void)s; run_on_worker(body_timeout); }
 static void test_cancel(void **s) { (void)s; run_on_worker(body_cancel); }
 static void test_refused(void **s) { (void)s; run_on_worker(body_refused); }
+static void test_progress(void **s) { (void)s; run_on_worker(body_progress); }
 
 /* ---- streaming on the loop thread: on_data per piece, on_done once ---- */
 
@@ -370,6 +424,7 @@ int main(void)
         cmocka_unit_test(test_trunc),       cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_cancel),      cmocka_unit_test(test_refused),
         cmocka_unit_test(test_stream),      cmocka_unit_test(test_cancel_on_loop),
+        cmocka_unit_test(test_progress),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     shutdown(g_listen, SHUT_RDWR);

@@ -1,6 +1,9 @@
 /* memest: the KV cache of the estimate is the exact formula (2 tensors x
  * 2 bytes x KV heads x head_dim x rows, sliding layers by their ring) and
- * the session's own size; the parts add up; bad parameters. */
+ * the session's own size; the parts add up; bad parameters; a shape-only
+ * model (model_load_shapes) gives the full load's estimate and cannot be
+ * evaluated. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +11,7 @@
 #include "testutil.h"
 #include "memest.h"
 #include "model.h"
+#include "runner.h"
 #include "session.h"
 #include "testmodel.h"
 
@@ -162,12 +166,93 @@ static void test_errors(void **state)
     close_model(fx);
 }
 
+/* Every weight of a shape-only model: bound where the full load binds it,
+ * the same type and sizes, no data. */
+static void check_shapes(const backend_weight *full, const backend_weight *sh)
+{
+    assert_int_equal(model_weight_bound(full), model_weight_bound(sh));
+    assert_null(sh->data);
+    assert_int_equal(full->type, sh->type);
+    assert_int_equal(full->ne0, sh->ne0);
+    assert_int_equal(full->ne1, sh->ne1);
+    assert_int_equal(full->ne2, sh->ne2);
+    assert_int_equal(full->row_bytes, sh->row_bytes);
+}
+
+static void shapes_equal(const char *arch, const char *tag)
+{
+    testmodel_params p = arch ? testmodel_arch_params(arch) : testmodel_default_params();
+    p.n_embd = 64;
+    p.n_ff = 128;
+    fixture *fx = open_model(&p, tag);
+    char msg[256];
+    model_status st;
+    model *sh = model_load_shapes(fx->f, &st, msg, sizeof msg);
+    if (!sh)
+        fail_msg("model_load_shapes (%s): %s", arch ? arch : "llama", msg);
+    assert_true(sh->shapes_only);
+    assert_false(fx->m->shapes_only);
+    assert_memory_equal(&sh->hp, &fx->m->hp, sizeof sh->hp);
+    assert_null(sh->rope_freqs);
+    assert_null(sh->rope_factors_long);
+    check_shapes(&fx->m->tok_embd, &sh->tok_embd);
+    check_shapes(&fx->m->output_norm, &sh->output_norm);
+    check_shapes(&fx->m->output, &sh->output);
+    for (uint32_t il = 0; il < sh->hp.n_layer; il++) {
+        /* model_layer's weights come first, one after another */
+        _Static_assert(offsetof(model_layer, attn_sinks) == (MODEL_LAYER_WEIGHTS - 1) * sizeof(backend_weight),
+                       "the weights of model_layer in a row");
+        const char *a = (const char *)&fx->m->layers[il], *b = (const char *)&sh->layers[il];
+        for (size_t i = 0; i < MODEL_LAYER_WEIGHTS; i++)
+            check_shapes((const backend_weight *)(a + i * sizeof(backend_weight)),
+                         (const backend_weight *)(b + i * sizeof(backend_weight)));
+        assert_int_equal(fx->m->layers[il].swa, sh->layers[il].swa);
+    }
+    assert_int_equal(model_weight_bytes(sh), model_weight_bytes(fx->m));
+    for (int be = 0; be < 2; be++) {
+        memest_params mp = {.n_ctx = 512, .n_used = 100, .backend = be ? MEMEST_VULKAN : MEMEST_CPU, .n_threads = 2};
+        memest a, b;
+        char ma[256] = "", mb[256] = "";
+        int ra = memest_compute(fx->m, gguf_file_size(fx->f), 1000, &mp, &a, ma, sizeof ma);
+        int rb = memest_compute(sh, gguf_file_size(fx->f), 1000, &mp, &b, mb, sizeof mb);
+        assert_int_equal(ra, rb);
+        assert_string_equal(ma, mb);
+        assert_memory_equal(&a, &b, sizeof a);
+    }
+    /* nothing evaluates it: the session, the runner and model_prepare refuse */
+    session_params sp = {.n_ctx = 64, .n_threads = 1};
+    assert_null(session_new(sh, &sp, msg, sizeof msg));
+    assert_non_null(strstr(msg, "shapes only"));
+    runner *r = NULL;
+    runner_params rp = {.backend = "cpu", .threads = 1, .n_ctx = 64};
+    assert_int_equal(runner_open(sh, &rp, &r, msg, sizeof msg), RUNNER_ESESSION);
+    assert_null(r);
+    assert_non_null(strstr(msg, "shapes only"));
+    backend *cpu = backend_cpu_new(1);
+    assert_non_null(cpu);
+    assert_int_equal(model_prepare(sh, cpu, msg, sizeof msg), BACKEND_EARG);
+    assert_non_null(strstr(msg, "shapes only"));
+    backend_free(cpu);
+    model_free(sh);
+    close_model(fx);
+}
+
+static void test_shapes_only(void **state)
+{
+    (void)state;
+    shapes_equal(NULL, "memest-sh-llama.gguf");
+    shapes_equal("gemma3", "memest-sh-gemma3.gguf");   /* tied, sliding layers */
+    shapes_equal("phi3", "memest-sh-phi3.gguf");       /* fused attn_qkv and ffn_up, LongRoPE factors */
+    shapes_equal("qwen3moe", "memest-sh-moe.gguf");    /* experts */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama_kv),
         cmocka_unit_test(test_sliding_kv),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_shapes_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -471,6 +471,37 @@ static void test_captured_error(void **state)
     free(r.content);
 }
 
+/* The context size from a /v1/models body when /props has none. The vLLM
+ * and Ollama samples are written by hand from their public API docs and
+ * source (vLLM's ModelCard: max_model_len; Ollama's OpenAI-compatible
+ * /v1/models: id, object, created, owned_by only); the llama-server one is
+ * captured (tests/data/remote/README.md). */
+static void test_models_n_ctx(void **state)
+{
+    (void)state;
+    size_t n;
+    char *v = read_file("models_vllm.json", &n);
+    assert_int_equal(oai_models_n_ctx(v, n, NULL), 32768);
+    assert_int_equal(oai_models_n_ctx(v, n, ""), 32768);
+    assert_int_equal(oai_models_n_ctx(v, n, "sql-lora"), 8192);   /* a LoRA adapter's own entry */
+    assert_int_equal(oai_models_n_ctx(v, n, "nosuch"), 0);
+    free(v);
+    char *l = read_file("models_llama_server.json", &n);
+    assert_int_equal(oai_models_n_ctx(l, n, NULL), 256);   /* the capture's server ran with -c 256 */
+    free(l);
+    char *o = read_file("models_ollama.json", &n);
+    assert_int_equal(oai_models_n_ctx(o, n, NULL), 0);
+    assert_int_equal(oai_models_n_ctx(o, n, "qwen2.5:1.5b"), 0);
+    free(o);
+    /* only llama-server's training context: used when the slot's is absent */
+    const char *t = "{\"data\":[{\"id\":\"m\",\"meta\":{\"n_ctx_train\":2048}}]}";
+    assert_int_equal(oai_models_n_ctx(t, strlen(t), "m"), 2048);
+    const char *bad[] = {"{}", "<html>", "{\"data\":{}}", "{\"data\":[{\"id\":\"m\",\"max_model_len\":-1}]}",
+                         "{\"data\":[{\"id\":\"m\",\"max_model_len\":\"4096\"}]}", "{\"data\":[1,2]}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(oai_models_n_ctx(bad[i], strlen(bad[i]), NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -480,7 +511,7 @@ int main(void)
         cmocka_unit_test(test_chunk_logprobs),     cmocka_unit_test(test_request),
         cmocka_unit_test(test_models_and_errors),  cmocka_unit_test(test_captured_greedy),
         cmocka_unit_test(test_captured_logprobs),  cmocka_unit_test(test_captured_cut),
-        cmocka_unit_test(test_captured_error),
+        cmocka_unit_test(test_captured_error),     cmocka_unit_test(test_models_n_ctx),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -385,9 +385,30 @@ static void test_load_moe(void **state)
     remove(path);
 }
 
+/* model_arch_list names exactly the architectures model_arch_supported accepts:
+ * it is written from the table, so a new row shows in the error message. */
+static void test_arch_list(void **state)
+{
+    (void)state;
+    const char *list = model_arch_list();
+    const char *known[] = {"llama", "qwen2", "qwen3", "gemma3", "phi3", "smollm3", "olmo2",
+                           "granite", "mistral3", "qwen3moe", "gpt-oss"};
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", list);
+    size_t n = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ", ", &save); t; t = strtok_r(NULL, ", ", &save), n++)
+        assert_true(model_arch_supported(t));
+    assert_int_equal(n, sizeof known / sizeof known[0]);
+    for (size_t i = 0; i < n; i++)
+        assert_non_null(strstr(list, known[i]));
+    assert_false(model_arch_supported("gpt2"));
+    assert_ptr_equal(model_arch_list(), list); /* written once */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_arch_list),
         cmocka_unit_test(test_chunks_and_reuse),
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_load_moe),

@@ -2,7 +2,8 @@
  * the CPU backend's (relative RMS error below 2e-3 for F32/F16 weights,
  * 3e-2 for quantized ones) at every position of a prompt, on stories260K
  * (../shared, skipped visibly when absent) and on Llama- and Qwen2-
- * architecture models written by testmodel at F16, Q8_0, Q4_0 and Q4_K;
+ * architecture models written by testmodel at F16, Q8_0, Q4_0 and Q4_K, and
+ * on gemma3 (sliding window, KV ring), mistral3 (YaRN) and phi3 (LongRoPE);
  * greedy generation of 32 tokens on stories260K is identical. Skips
  * visibly without a Vulkan device. */
 #include <math.h>
@@ -59,10 +60,10 @@ static int teardown(void **state)
 
 /* A session on `be`; the model must be prepared for it (model_prepare)
  * when it is the Vulkan backend. */
-static session *open_session(const model *m, backend *be)
+static session *open_session_ctx(const model *m, backend *be, uint32_t n_ctx)
 {
     char msg[256];
-    session_params sp = {.n_ctx = 64, .n_batch = 16, .be = be};
+    session_params sp = {.n_ctx = n_ctx, .n_batch = 16, .be = be};
     session *s = session_new(m, &sp, msg, sizeof msg);
     if (!s)
         print_error("session_new: %s\n", msg);
@@ -70,10 +71,15 @@ static session *open_session(const model *m, backend *be)
     return s;
 }
 
+static session *open_session(const model *m, backend *be)
+{
+    return open_session_ctx(m, be, 64);
+}
+
 /* Logits of every position of `ids` on both backends; returns the relative
  * RMS error sqrt(sum((a-b)^2) / sum(a^2)). The prompt is evaluated in two
  * calls (a batch, then single tokens) to cover mat-mat and mat-vec. */
-static double compare_logits(fixture *f, model *m, const int32_t *ids, uint32_t n)
+static double compare_logits(fixture *f, model *m, const int32_t *ids, uint32_t n, uint32_t n_ctx)
 {
     uint32_t nv = m->hp.n_vocab;
     float *lg[2];
@@ -81,7 +87,7 @@ static double compare_logits(fixture *f, model *m, const int32_t *ids, uint32_t 
     char err[256];
     assert_int_equal(model_prepare(m, f->vk, err, sizeof err), 0);
     for (int k = 0; k < 2; k++) {
-        session *s = open_session(m, bs[k]);
+        session *s = open_session_ctx(m, bs[k], n_ctx);
         lg[k] = malloc((size_t)n * nv * sizeof(float));
         assert_non_null(lg[k]);
         uint32_t first = n - 4;
@@ -103,7 +109,10 @@ static double compare_logits(fixture *f, model *m, const int32_t *ids, uint32_t 
     return sqrt(num / den);
 }
 
-static void check_model(fixture *f, const char *path, const char *label, double limit)
+/* The logits of the model at `path` on both backends over an n-token prompt
+ * in an n_ctx-position session: relative RMS error below `limit`. */
+static void check_model_ctx(fixture *f, const char *path, const char *label, double limit, uint32_t n,
+                            uint32_t n_ctx)
 {
     gguf_error ge;
     gguf_file *gf = gguf_open(path, &ge);
@@ -113,10 +122,12 @@ static void check_model(fixture *f, const char *path, const char *label, double 
     if (!m)
         print_error("model_load %s: %s\n", path, msg);
     assert_non_null(m);
-    int32_t ids[24];
-    for (uint32_t i = 0; i < 24; i++)
+    int32_t *ids = malloc(n * sizeof *ids);
+    assert_non_null(ids);
+    for (uint32_t i = 0; i < n; i++)
         ids[i] = (int32_t)((i * 37 + 1) % m->hp.n_vocab);
-    double e = compare_logits(f, m, ids, 24);
+    double e = compare_logits(f, m, ids, n, n_ctx);
+    free(ids);
     print_message("  %-34s relative RMS %.3e (limit %.0e)\n", label, e, limit);
     assert_true(e < limit);
     int verr = backend_vulkan_validation_errors(f->vk);
@@ -125,6 +136,11 @@ static void check_model(fixture *f, const char *path, const char *label, double 
     assert_int_equal(verr, 0);
     model_free(m);
     gguf_close(gf);
+}
+
+static void check_model(fixture *f, const char *path, const char *label, double limit)
+{
+    check_model_ctx(f, path, label, limit, 24, 64);
 }
 
 static void test_writer_models(void **state)
@@ -154,6 +170,48 @@ static void test_writer_models(void **state)
             check_model(f, path, label, types[t] == GGTYPE_F16 ? 2e-3 : 3e-2);
             remove(path);
         }
+}
+
+/* The families that need the backend's rope and attention options
+ * (BACKEND_CAP_*): gemma3 (a 16-position window on 5 of 6 layers, which a
+ * 24- or 40-token prompt crosses; at n_ctx 512 the sliding layers keep a
+ * 256-row ring, which a 280-token prompt wraps), mistral3 (YaRN over a
+ * 32-position original context, the temperature scale past it), phi3
+ * (LongRoPE: short factors at n_ctx 64, long ones and their attn_factor at
+ * 2048) and gpt-oss (sinks, 128-position windows on a ring, YaRN: only when
+ * the backend has the mixture-of-experts ops too). */
+static void test_family_models(void **state)
+{
+    fixture *f = *state;
+    NEED_DEVICE(f);
+    static const struct {
+        const char *arch;
+        uint32_t wtype, n, n_ctx;
+    } cases[] = {
+        {"gemma3", GGTYPE_F16, 24, 64},   {"gemma3", GGTYPE_F16, 280, 512}, {"gemma3", GGTYPE_Q8_0, 40, 64},
+        {"mistral3", GGTYPE_F16, 72, 128}, {"phi3", GGTYPE_F16, 24, 64},    {"phi3", GGTYPE_F16, 24, 2048},
+        {"gpt-oss", GGTYPE_F16, 280, 512},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char label[64];
+        snprintf(label, sizeof label, "%s %s, %u tokens, n_ctx %u", cases[i].arch, ggtype_name(cases[i].wtype),
+                 cases[i].n, cases[i].n_ctx);
+        if (!strcmp(cases[i].arch, "gpt-oss") && !(f->vk->ops->caps & BACKEND_CAP_MOE)) {
+            print_message("  %-34s skipped: no mixture-of-experts ops on Vulkan\n", label);
+            continue;
+        }
+        testmodel_params p = testmodel_arch_params(cases[i].arch);
+        p.wtype = cases[i].wtype;
+        p.seed = 11 + i;
+        const char *path = tu_tmp_path(cases[i].arch);
+        char msg[256];
+        int wr = testmodel_write(&p, path, msg, sizeof msg);
+        if (wr != 0)
+            print_error("testmodel_write: %s\n", msg);
+        assert_int_equal(wr, 0);
+        check_model_ctx(f, path, label, cases[i].wtype == GGTYPE_F16 ? 2e-3 : 3e-2, cases[i].n, cases[i].n_ctx);
+        remove(path);
+    }
 }
 
 static void test_stories(void **state)
@@ -341,6 +399,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_writer_models),
+        cmocka_unit_test(test_family_models),
         cmocka_unit_test(test_stories),
         cmocka_unit_test(test_upload_and_submits),
         cmocka_unit_test(test_prepare_contract),

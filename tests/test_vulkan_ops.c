@@ -69,14 +69,16 @@ static double nmse(const float *ref, const float *x, size_t n)
 
 static void check(const char *what, const float *ref, const float *x, size_t n, double limit)
 {
-    double e = nmse(ref, x, n);
-    for (size_t i = 0; i < n; i++)
+    double e = nmse(ref, x, n), dmax = 0;
+    for (size_t i = 0; i < n; i++) {
         if (!isfinite(x[i]) || !isfinite(ref[i])) {
             print_error("%s: element %zu is %f (reference %f)\n", what, i, (double)x[i], (double)ref[i]);
             fail();
         }
+        dmax = fmax(dmax, fabs((double)x[i] - ref[i]));
+    }
     if (getenv("GGSCOPE_VK_VERBOSE"))
-        print_message("  %-40s nmse %.3e (limit %.0e)\n", what, e, limit);
+        print_message("  %-40s nmse %.3e (limit %.0e), max |diff| %.3e\n", what, e, limit, dmax);
     if (!(e <= limit)) {
         print_error("%s: nmse %.3e > %.0e\n", what, e, limit);
         fail();
@@ -361,36 +363,43 @@ static void test_elementwise(void **state)
     no_validation_errors(f);
 }
 
-static void run_rope(fixture *f, backend_rope_mode mode, uint32_t n_tok, uint32_t n_head, uint32_t hd,
-                     uint32_t n_rot, bool factors, float scale, int32_t pos0)
+/* Rope with `rp` on both backends, n_tok tokens from position pos0 in steps of 3. */
+static void rope_compare(fixture *f, const backend_rope_params *rp, uint32_t n_tok, uint32_t n_head, uint32_t hd,
+                         int32_t pos0, const char *what)
 {
     size_t n = (size_t)n_tok * n_head * hd;
     float *x = rnd_vec(n, -2.0f, 2.0f);
-    float ff[128];
-    for (uint32_t i = 0; i < n_rot / 2; i++)
-        ff[i] = 1.0f + (float)i / 8.0f;
     int32_t pos[64];
     for (uint32_t i = 0; i < n_tok; i++)
         pos[i] = pos0 + (int32_t)i * 3;
-    backend_rope_params rp = {.mode = mode, .n_rot = n_rot, .freq_base = 10000.0f, .freq_scale = scale,
-                              .freq_factors = factors ? ff : NULL};
     float *res[2];
     backend *bs[2] = {f->cpu, f->vk};
     for (int k = 0; k < 2; k++) {
         backend *b = bs[k];
         backend_buf *bx = upload(b, NULL, n + 2);
         assert_int_equal(b->ops->buf_write(b->ctx, bx, 2, x, n), 0);
-        assert_int_equal(b->ops->rope(b->ctx, (backend_view){bx, 2}, n_tok, n_head, hd, pos, &rp), 0);
+        assert_int_equal(b->ops->rope(b->ctx, (backend_view){bx, 2}, n_tok, n_head, hd, pos, rp), 0);
         res[k] = download(b, bx, 2, n);
         b->ops->buf_free(b->ctx, bx);
     }
-    char what[96];
-    snprintf(what, sizeof what, "rope %s %ux%ux%u rot %u%s pos %d", mode == BACKEND_ROPE_NEOX ? "neox" : "normal",
-             n_tok, n_head, hd, n_rot, factors ? " ff" : "", pos0);
     check(what, res[0], res[1], n, NMSE_ELEM);
     free(res[0]);
     free(res[1]);
     free(x);
+}
+
+static void run_rope(fixture *f, backend_rope_mode mode, uint32_t n_tok, uint32_t n_head, uint32_t hd,
+                     uint32_t n_rot, bool factors, float scale, int32_t pos0)
+{
+    float ff[128];
+    for (uint32_t i = 0; i < n_rot / 2; i++)
+        ff[i] = 1.0f + (float)i / 8.0f;
+    backend_rope_params rp = {.mode = mode, .n_rot = n_rot, .freq_base = 10000.0f, .freq_scale = scale,
+                              .freq_factors = factors ? ff : NULL};
+    char what[96];
+    snprintf(what, sizeof what, "rope %s %ux%ux%u rot %u%s pos %d", mode == BACKEND_ROPE_NEOX ? "neox" : "normal",
+             n_tok, n_head, hd, n_rot, factors ? " ff" : "", pos0);
+    rope_compare(f, &rp, n_tok, n_head, hd, pos0, what);
 }
 
 static void test_rope(void **state)
@@ -403,6 +412,56 @@ static void test_rope(void **state)
         run_rope(f, mode, 5, 3, 48, 32, true, 1.0f, 7);
         run_rope(f, mode, 9, 2, 128, 128, false, 0.25f, 1000);
         run_rope(f, mode, 3, 7, 18, 18, false, 1.0f, 4090);
+    }
+    no_validation_errors(f);
+}
+
+/* YaRN (the ramp between interpolated and extrapolated angles, mscale) and
+ * LongRoPE (frequency factors with an attn_factor): the host table holds
+ * the CPU's cos and sin, the shader rotates as the CPU does. */
+static void test_rope_ext(void **state)
+{
+    fixture *f = *state;
+    NEED_DEVICE(f);
+    float ff[64];
+    for (uint32_t i = 0; i < 64; i++) /* LongRoPE's long factors grow with i (1 .. ~20) */
+        ff[i] = 1.0f + 19.0f * (float)i * (float)i / (63.0f * 63.0f);
+    static const struct {
+        const char *name;
+        backend_rope_mode mode;
+        uint32_t hd, n_rot, n_ctx_orig;
+        float base, scale, ext, attn, beta_fast, beta_slow;
+        bool factors;
+        int32_t pos0;
+    } cases[] = {
+        /* mistral3 (testmodel's): yarn factor 4 over 32 positions, base 1e6 */
+        {"mistral3 yarn", BACKEND_ROPE_NORMAL, 128, 128, 32, 1e6f, 0.25f, 1.0f, 1.0f, 32.0f, 1.0f, false, 0},
+        {"mistral3 yarn", BACKEND_ROPE_NORMAL, 128, 128, 32, 1e6f, 0.25f, 1.0f, 1.0f, 32.0f, 1.0f, false, 4000},
+        /* gpt-oss: yarn factor 32 over 4096, base 150000, neox */
+        {"gpt-oss yarn", BACKEND_ROPE_NEOX, 64, 64, 4096, 150000.0f, 1.0f / 32, 1.0f, 1.0f, 32.0f, 1.0f, false, 9000},
+        /* an attn_factor besides YaRN's own mscale, a partial ramp, partial rotation */
+        {"yarn mix 0.5", BACKEND_ROPE_NEOX, 48, 32, 256, 10000.0f, 0.5f, 0.5f, 1.25f, 16.0f, 2.0f, false, 300},
+        /* a context so short that the correction range clamps to [0, n_rot - 1] */
+        {"yarn clamped", BACKEND_ROPE_NORMAL, 64, 64, 2, 10000.0f, 0.125f, 1.0f, 1.0f, 32.0f, 1.0f, false, 17},
+        /* phi3 LongRoPE: long factors, attn_factor sqrt(1 + ln(4) / ln(1024)), no YaRN */
+        {"longrope", BACKEND_ROPE_NEOX, 96, 96, 1024, 10000.0f, 1.0f, 0.0f, 1.0931f, 0.0f, 0.0f, true, 2000},
+        {"longrope", BACKEND_ROPE_NEOX, 128, 128, 1024, 10000.0f, 1.0f, 0.0f, 1.0931f, 0.0f, 0.0f, true, 0},
+        /* rope_freqs (llama 3.1) with YaRN */
+        {"yarn + freq factors", BACKEND_ROPE_NORMAL, 64, 64, 64, 500000.0f, 0.25f, 1.0f, 1.0f, 32.0f, 1.0f, true, 60},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        backend_rope_params rp = {.mode = cases[i].mode, .n_rot = cases[i].n_rot, .freq_base = cases[i].base,
+                                  .freq_scale = cases[i].scale, .freq_factors = cases[i].factors ? ff : NULL,
+                                  .ext_factor = cases[i].ext, .attn_factor = cases[i].attn,
+                                  .beta_fast = cases[i].beta_fast, .beta_slow = cases[i].beta_slow,
+                                  .n_ctx_orig = cases[i].n_ctx_orig};
+        for (uint32_t n_tok = 1; n_tok <= 9; n_tok += 8) {
+            char what[96];
+            snprintf(what, sizeof what, "rope %s %s %u tok hd %u rot %u pos %d", cases[i].name,
+                     cases[i].mode == BACKEND_ROPE_NEOX ? "neox" : "normal", n_tok, cases[i].hd, cases[i].n_rot,
+                     cases[i].pos0);
+            rope_compare(f, &rp, n_tok, 3, cases[i].hd, cases[i].pos0, what);
+        }
     }
     no_validation_errors(f);
 }
@@ -452,14 +511,21 @@ static void test_store_f16(void **state)
     no_validation_errors(f);
 }
 
-static void run_attention(fixture *f, uint32_t n_tok, uint32_t pos0, uint32_t n_head, uint32_t n_head_kv,
-                          uint32_t hd)
+/* Attention on both backends: random queries, keys and values in a cache of
+ * pos0 + n_tok rows (linear) or n_cells rows (a ring: position p in row
+ * p % n_cells, every row filled), a sliding window of n_swa positions (0:
+ * none) and, with `sinks`, random sinks in [-3, 3] (scores are about +-1:
+ * some heads' sinks are above every score, some below). */
+static void run_attention_p(fixture *f, uint32_t n_tok, uint32_t pos0, uint32_t n_head, uint32_t n_head_kv,
+                            uint32_t hd, uint32_t n_swa, uint32_t n_cells, bool sinks)
 {
     size_t nq = (size_t)n_tok * n_head * hd, kd = (size_t)n_head_kv * hd;
-    size_t nkv = (size_t)(pos0 + n_tok) * kd;
+    uint32_t rows = n_cells ? n_cells : pos0 + n_tok;
+    size_t nkv = (size_t)rows * kd;
     float *q = rnd_vec(nq, -1.0f, 1.0f);
     float *kv = rnd_vec(2 * nkv, -1.0f, 1.0f);
-    float scale = 1.0f / sqrtf((float)hd);
+    float *sk = sinks ? rnd_vec(n_head, -3.0f, 3.0f) : NULL;
+    const backend_attn_params ap = {.scale = 1.0f / sqrtf((float)hd), .n_swa = n_swa, .n_cells = n_cells, .sinks = sk};
     float *res[2];
     backend *bs[2] = {f->cpu, f->vk};
     for (int k = 0; k < 2; k++) {
@@ -471,25 +537,37 @@ static void run_attention(fixture *f, uint32_t n_tok, uint32_t pos0, uint32_t n_
         assert_non_null(kc);
         assert_non_null(vc);
         /* the cache starts one row in, as a layer's slice of a bigger cache */
-        uint32_t rows = pos0 + n_tok;
         assert_int_equal(b->ops->store_f16(c, (backend_view){bk, 0}, rows, (uint32_t)kd, (backend_view){kc, kd}, 0), 0);
         assert_int_equal(b->ops->store_f16(c, (backend_view){bv, 0}, rows, (uint32_t)kd, (backend_view){vc, kd}, 0), 0);
         assert_int_equal(b->ops->attention(c, (backend_view){bq, 0}, (backend_view){kc, kd}, (backend_view){vc, kd},
-                                           (backend_view){out, 0}, n_tok, pos0, n_head, n_head_kv, hd,
-                                           &(backend_attn_params){.scale = scale}),
+                                           (backend_view){out, 0}, n_tok, pos0, n_head, n_head_kv, hd, &ap),
                          0);
         res[k] = download(b, out, 0, nq);
         backend_buf *all[] = {bq, bk, bv, kc, vc, out};
         for (size_t i = 0; i < 6; i++)
             b->ops->buf_free(c, all[i]);
     }
-    char what[96];
-    snprintf(what, sizeof what, "attention tok %u pos0 %u heads %u/%u hd %u", n_tok, pos0, n_head, n_head_kv, hd);
+    char what[128];
+    int l = snprintf(what, sizeof what, "attention tok %u pos0 %u heads %u/%u hd %u", n_tok, pos0, n_head, n_head_kv,
+                     hd);
+    if (n_swa)
+        l += snprintf(what + l, sizeof what - (size_t)l, " swa %u", n_swa);
+    if (n_cells)
+        l += snprintf(what + l, sizeof what - (size_t)l, " ring %u", n_cells);
+    if (sinks)
+        snprintf(what + l, sizeof what - (size_t)l, " sinks");
     check(what, res[0], res[1], nq, NMSE_MAT);
     free(res[0]);
     free(res[1]);
     free(q);
     free(kv);
+    free(sk);
+}
+
+static void run_attention(fixture *f, uint32_t n_tok, uint32_t pos0, uint32_t n_head, uint32_t n_head_kv,
+                          uint32_t hd)
+{
+    run_attention_p(f, n_tok, pos0, n_head, n_head_kv, hd, 0, 0, false);
 }
 
 static void test_attention(void **state)
@@ -502,6 +580,55 @@ static void test_attention(void **state)
     run_attention(f, 5, 130, 8, 1, 128);   /* more than two chunks of positions */
     run_attention(f, 3, 10, 2, 2, 18);     /* head_dim not a multiple of anything */
     run_attention(f, 2, 3, 2, 1, 256);
+    no_validation_errors(f);
+}
+
+/* Sliding windows (gemma3's 16-position window, gpt-oss's 128) over a
+ * linear cache and over a ring the sequence wraps around, one token and
+ * batches (64 or more queries: the CPU's tiled form). */
+static void test_attention_swa(void **state)
+{
+    fixture *f = *state;
+    NEED_DEVICE(f);
+    run_attention_p(f, 1, 40, 4, 1, 128, 16, 0, false);     /* linear: the window starts at 25 */
+    run_attention_p(f, 1, 10, 4, 1, 128, 16, 0, false);     /* the window not yet full */
+    run_attention_p(f, 7, 10, 6, 2, 48, 8, 0, false);       /* a batch that crosses the window's start */
+    run_attention_p(f, 1, 100, 4, 2, 64, 16, 32, false);    /* ring: rows 21..31 then 0..4 */
+    run_attention_p(f, 9, 90, 4, 2, 64, 16, 48, false);     /* ring: queries before and after the wrap */
+    run_attention_p(f, 5, 300, 8, 2, 64, 128, 256, false);  /* gpt-oss's window: several chunks, wrapped */
+    run_attention_p(f, 70, 200, 4, 1, 64, 32, 128, false);  /* 70 queries, ring wraps inside the batch */
+    run_attention_p(f, 3, 2, 2, 2, 18, 1, 4, false);        /* a window of one position */
+    /* a ring too small for the batch's window: refused by both */
+    backend *bs[2] = {f->cpu, f->vk};
+    for (int k = 0; k < 2; k++) {
+        backend *b = bs[k];
+        void *c = b->ctx;
+        backend_buf *q = upload(b, NULL, 4 * 64), *out = upload(b, NULL, 4 * 64);
+        backend_buf *kc = b->ops->buf_new(c, BACKEND_F16, 16 * 64), *vc = b->ops->buf_new(c, BACKEND_F16, 16 * 64);
+        const backend_attn_params ap = {.scale = 0.125f, .n_swa = 16, .n_cells = 16};
+        assert_int_equal(b->ops->attention(c, (backend_view){q, 0}, (backend_view){kc, 0}, (backend_view){vc, 0},
+                                           (backend_view){out, 0}, 4, 40, 1, 1, 64, &ap),
+                         BACKEND_EARG);
+        backend_buf *all[] = {q, out, kc, vc};
+        for (size_t i = 0; i < 4; i++)
+            b->ops->buf_free(c, all[i]);
+    }
+    no_validation_errors(f);
+}
+
+/* Attention sinks (gpt-oss): one token and batches, GQA, more heads than
+ * one dispatch carries sinks for, with a window and a ring. */
+static void test_attention_sinks(void **state)
+{
+    fixture *f = *state;
+    NEED_DEVICE(f);
+    run_attention_p(f, 1, 0, 4, 2, 64, 0, 0, true);         /* one key: the sink weighs a lot */
+    run_attention_p(f, 1, 37, 4, 2, 64, 0, 0, true);
+    run_attention_p(f, 7, 0, 6, 2, 48, 0, 0, true);
+    run_attention_p(f, 3, 20, 20, 4, 64, 0, 0, true);       /* 20 heads: two dispatches */
+    run_attention_p(f, 2, 50, 64, 8, 64, 0, 0, true);       /* gpt-oss-120b's 64 heads */
+    run_attention_p(f, 5, 300, 8, 2, 64, 128, 256, true);   /* gpt-oss's sliding layers */
+    run_attention_p(f, 66, 150, 8, 2, 64, 128, 256, true);  /* a batch: the CPU's tiled form */
     no_validation_errors(f);
 }
 
@@ -649,8 +776,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_matmul), T(test_matmul_windows), T(test_get_rows), T(test_elementwise),
-        T(test_rope), T(test_store_f16), T(test_attention), T(test_chain), T(test_errors),
-        T(test_unprepared_weights),
+        T(test_rope), T(test_rope_ext), T(test_store_f16), T(test_attention), T(test_attention_swa),
+        T(test_attention_sinks), T(test_chain), T(test_errors), T(test_unprepared_weights),
     };
     int rc = cmocka_run_group_tests_name("vulkan ops (subgroup reductions)", tests, setup_sg, teardown);
     rc |= cmocka_run_group_tests_name("vulkan ops (shared-memory reductions)", tests, setup_nosg, teardown);

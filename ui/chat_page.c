@@ -807,8 +807,10 @@ void chat_page_update_title(chat_page *u)
         snprintf(state, sizeof state, "%s", u->job->kind == JOB_LOAD ? " · loading… Esc stops" : " · rendering /template… Esc stops");
     }
     const char *be = runner_backend_info(u->core->r), *why = strstr(be, " (");   /* the reason: in /show */
-    snprintf(u->title, sizeof u->title, " chat · %.60s · ctx %s %u/%u%s%s · %.*s · %.200s", base, gauge, used, n_ctx,
-             speed, state, why ? (int)(why - be) : 80, be, fmt);
+    char ctx[96];   /* no context size (a remote server that gives none): the count alone ("%.0u" of 0: "") */
+    snprintf(ctx, sizeof ctx, n_ctx ? "%s %u/%u" : "%.0s%u tokens%.0u", gauge, used, n_ctx);
+    snprintf(u->title, sizeof u->title, " chat · %.60s · ctx %s%s%s · %.*s · %.200s", base, ctx, speed, state,
+             why ? (int)(why - be) : 80, be, fmt);
     screen_set_title(u->s, u->page, u->title);
 }
 

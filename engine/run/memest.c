@@ -49,7 +49,7 @@ typedef struct {
 
 static void mm_add(mm_sizes *s, const backend_weight *w, uint32_t n_tok)
 {
-    if (!w->data)
+    if (!model_weight_bound(w))
         return;
     uint64_t a, r, t;
     backend_cpu_matmul_sizes(w, n_tok, &a, &r, &t);
@@ -76,7 +76,7 @@ static void mm_scan(const model *m, uint32_t n_tok, uint32_t logit_rows, mm_size
 /* Device bytes of one uploaded weight (vk_buffer_create's padding). */
 static uint64_t dev_weight(const backend_weight *w)
 {
-    if (!w->data)
+    if (!model_weight_bound(w))
         return 0;
     return w->ne1 * w->row_bytes * (w->ne2 > 1 ? w->ne2 : 1) + VK_BUF_PAD;
 }

@@ -49,7 +49,7 @@ typedef struct {
 const char *memest_kv_types(void);
 
 /* Estimate the memory of running `m` (bound to a file of file_bytes bytes,
- * all shards) with a tokenizer of tok_bytes (tok_mem_bytes) under p.
+ * all shards; a shape-only model, model_load_shapes, gives the same figures) with a tokenizer of tok_bytes (tok_mem_bytes) under p.
  * Returns 0, or -1 with a one-line message in msg: an unknown KV type
  * (naming the supported ones), a context of 0 positions or n_used past it,
  * sizes that overflow. */

@@ -165,6 +165,10 @@ static backend *open_backend(runner *r, const runner_params *p, char *msg, size_
 int runner_open(model *m, const runner_params *p, runner **out, char *msg, size_t cap)
 {
     *out = NULL;
+    if (m && m->shapes_only) { /* before any backend: Vulkan would upload the (absent) weights */
+        emsg_set(msg, cap, "the model was loaded for its shapes only (no weights): it cannot be evaluated");
+        return RUNNER_ESESSION;
+    }
     runner *r = calloc(1, sizeof *r);
     if (!r) {
         emsg_set(msg, cap, "out of memory");

@@ -59,7 +59,8 @@ typedef struct {
  * On a device, the weights are uploaded (p->progress). Then a session of
  * p->n_ctx positions. Returns RUNNER_OK with *out set, or a RUNNER_E* code
  * with a message in msg (*out NULL): RUNNER_EBACKEND ("--backend vulkan:
- * no Vulkan driver ..."), RUNNER_ESESSION (session_new's message). */
+ * no Vulkan driver ..."), RUNNER_ESESSION (session_new's message; a
+ * shape-only model, model_load_shapes). */
 int runner_open(model *m, const runner_params *p, runner **out, char *msg, size_t cap);
 /* What --backend auto chooses (device: as p->device), without opening it:
  * true for a Vulkan device, false for the CPU with why in why. */

@@ -463,7 +463,7 @@ static void v_free(void *ctx)
 
 static const backend_ops VK_OPS = {
     .name = "vulkan",
-    .caps = BACKEND_CAP_MOE,
+    .caps = BACKEND_CAP_ROPE_EXT | BACKEND_CAP_ATTN_SWA | BACKEND_CAP_ATTN_SINKS | BACKEND_CAP_MOE,
     .free = v_free,
     .buf_new = vb_new,
     .buf_free = vb_free,

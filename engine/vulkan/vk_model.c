@@ -38,7 +38,7 @@ bool vk_model_supported(const model *m, char *why, size_t cap)
         }
         for (size_t k = 0; k < n; k++) {
             const backend_weight *w = ws[k];
-            if (!w->data)
+            if (!model_weight_bound(w)) /* presence: a shape-only model has no data */
                 continue;
             bool vec = w->ne1 == 1 && w != &m->tok_embd && w != &m->output;
             if (vec ? w->type != GGTYPE_F32 : !vk_type_supported(w->type)) {

@@ -331,13 +331,50 @@ static uint64_t fnv(uint64_t h, const void *data, size_t n)
     return h;
 }
 
+/* YaRN's correction range and rope_yarn, the CPU backend's
+ * backend_cpu_yarn_corr_dims / backend_cpu_rope_yarn (backend_cpu.c, after
+ * ggml's ggml_rope_yarn_corr_dims and rope_yarn) operation for operation, so
+ * that the table holds the CPU's floats (this folder does not include the
+ * CPU backend's headers). GG_MAX / GG_MIN: ggml's MAX / MIN, NaN included. */
+#define GG_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define GG_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+static float yarn_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base)
+{
+    return n_dims * logf(n_ctx_orig / (n_rot * 2 * (float)M_PI)) / (2 * logf(base));
+}
+
+static void yarn_corr_dims(const backend_rope_params *rp, float dims[2])
+{
+    const int n_dims = (int)rp->n_rot, n_ctx_orig = (int)rp->n_ctx_orig;
+    float start = floorf(yarn_corr_dim(n_dims, n_ctx_orig, rp->beta_fast, rp->freq_base));
+    float end = ceilf(yarn_corr_dim(n_dims, n_ctx_orig, rp->beta_slow, rp->freq_base));
+    dims[0] = GG_MAX(0, start);
+    dims[1] = GG_MIN(n_dims - 1, end);
+}
+
+/* cos and sin of pair i0 at angle theta_extrap (= theta / ff), times mscale. */
+static void rope_yarn(float theta_extrap, float freq_scale, const float corr[2], uint32_t i0, float ext_factor,
+                      float mscale, float *c, float *s)
+{
+    const float theta_interp = freq_scale * theta_extrap;
+    float theta = theta_interp;
+    if (ext_factor != 0.0f) {
+        /* rope_yarn_ramp: i0 / 2 in int */
+        const float y = ((float)(int)(i0 / 2) - corr[0]) / GG_MAX(0.001f, corr[1] - corr[0]);
+        const float ramp_mix = (1 - GG_MIN(1, GG_MAX(0, y))) * ext_factor;
+        theta = fmaf(theta_interp, 1 - ramp_mix, theta_extrap * ramp_mix);
+        mscale *= fmaf(logf(1.0f / freq_scale), 0.1f, 1.0f);
+    }
+    *c = cosf(theta) * mscale;
+    *s = sinf(theta) * mscale;
+}
+
 int vk_op_rope(void *ctx, backend_view x, uint32_t n_tok, uint32_t n_head, uint32_t head_dim,
                const int32_t *pos, const backend_rope_params *rp)
 {
     vk_ctx *c = ctx;
-    if (rp->ext_factor != 0.0f || (rp->attn_factor != 0.0f && rp->attn_factor != 1.0f))
-        return BACKEND_EUNSUPPORTED; /* no YaRN / mscale here yet (backend caps) */
-    if (rp->n_rot == 0 || rp->n_rot % 2 || rp->n_rot > head_dim)
+    if (!rp || (n_tok && !pos) || rp->n_rot == 0 || rp->n_rot % 2 || rp->n_rot > head_dim)
         return BACKEND_EARG;
     if (rp->mode != BACKEND_ROPE_NORMAL && rp->mode != BACKEND_ROPE_NEOX)
         return BACKEND_EUNSUPPORTED;
@@ -353,6 +390,11 @@ int vk_op_rope(void *ctx, backend_view x, uint32_t n_tok, uint32_t n_head, uint3
     key = fnv(key, &rp->n_rot, 4);
     key = fnv(key, &rp->freq_base, 4);
     key = fnv(key, &rp->freq_scale, 4);
+    key = fnv(key, &rp->ext_factor, 4);
+    key = fnv(key, &rp->attn_factor, 4);
+    key = fnv(key, &rp->beta_fast, 4);
+    key = fnv(key, &rp->beta_slow, 4);
+    key = fnv(key, &rp->n_ctx_orig, 4);
     if (rp->freq_factors)
         key = fnv(key, rp->freq_factors, (size_t)half * 4);
     int64_t ao;
@@ -364,16 +406,20 @@ int vk_op_rope(void *ctx, backend_view x, uint32_t n_tok, uint32_t n_head, uint3
             return BACKEND_EARG;
         /* Angles exactly as ggml (and the CPU backend) computes them, in
          * float: theta_i = p * base^(-2i/n_rot) by repeated multiplication,
-         * divided by the frequency factor, times freq_scale. */
+         * divided by the frequency factor, then rope_yarn (times freq_scale;
+         * the YaRN ramp and mscale when asked). */
         float *t = (float *)((uint8_t *)c->arena.map + ao);
         const float theta_scale = powf(rp->freq_base, -2.0f / (float)rp->n_rot);
+        const float mscale = rp->attn_factor == 0.0f ? 1.0f : rp->attn_factor;
+        float corr[2] = {0.0f, 0.0f};
+        if (rp->ext_factor != 0.0f)
+            yarn_corr_dims(rp, corr);
         for (uint32_t tk = 0; tk < n_tok; tk++) {
             float theta = (float)pos[tk];
             for (uint32_t i = 0; i < half; i++) {
                 float ff = rp->freq_factors ? rp->freq_factors[i] : 1.0f;
-                float th = rp->freq_scale * (theta / ff);
-                t[2 * ((size_t)tk * half + i)] = cosf(th);
-                t[2 * ((size_t)tk * half + i) + 1] = sinf(th);
+                float *cs = t + 2 * ((size_t)tk * half + i);
+                rope_yarn(theta / ff, rp->freq_scale, corr, 2 * i, rp->ext_factor, mscale, &cs[0], &cs[1]);
                 theta *= theta_scale;
             }
         }
@@ -416,33 +462,50 @@ int vk_op_store_f16(void *ctx, backend_view src, uint32_t n_rows, uint32_t n_col
                        groups_for(words, vk_wg_size(c)), 1);
 }
 
+/* Attention on the device: one dispatch over every (token, head), or with
+ * sinks one per VK_ATTN_SINKS heads, their sinks in the push constants (a
+ * fifth binding would exceed the four storage buffers every device has). */
 int vk_op_attention(void *ctx, backend_view q, backend_view k, backend_view v, backend_view out,
                     uint32_t n_tok, uint32_t pos0, uint32_t n_head, uint32_t n_head_kv, uint32_t head_dim,
                     const backend_attn_params *ap)
 {
     vk_ctx *c = ctx;
-    if (n_head == 0 || n_head_kv == 0 || n_head % n_head_kv || head_dim == 0 || !ap)
+    if (n_head == 0 || n_head_kv == 0 || n_head % n_head_kv || head_dim == 0 || !ap ||
+        (uint64_t)pos0 + n_tok > UINT32_MAX)
         return BACKEND_EARG;
-    const float scale = ap->scale;
-    if (head_dim > VK_ATTN_MAX_HEAD_DIM || ap->n_swa || ap->n_cells)
+    if (head_dim > VK_ATTN_MAX_HEAD_DIM)
         return BACKEND_EUNSUPPORTED;
     if (!k.buf || !v.buf || k.buf->dtype != BACKEND_F16 || v.buf->dtype != BACKEND_F16 || q.buf == out.buf)
         return BACKEND_EARG;
+    /* A ring must still hold every position the first query sees (as the CPU backend checks). */
+    const uint64_t lo = ap->n_swa && pos0 >= ap->n_swa ? pos0 + 1 - ap->n_swa : 0;
+    if (ap->n_cells && n_tok && (uint64_t)pos0 + n_tok - 1 - lo >= ap->n_cells)
+        return BACKEND_EARG;
     size_t nq = (size_t)n_tok * n_head * head_dim;
-    size_t nkv = ((size_t)pos0 + n_tok) * n_head_kv * head_dim;
+    size_t nkv = (ap->n_cells ? (size_t)ap->n_cells : (size_t)pos0 + n_tok) * n_head_kv * head_dim;
     if (!fits_u32(nq) || !fits_u32(nkv))
         return BACKEND_EARG;
     if (n_tok == 0)
         return 0;
     vk_binding b[4];
     vk_push_attention p = {.n_tok = n_tok, .pos0 = pos0, .n_head = n_head, .n_head_kv = n_head_kv,
-                           .head_dim = head_dim, .scale = scale};
+                           .head_dim = head_dim, .scale = ap->scale, .n_swa = ap->n_swa, .n_cells = ap->n_cells,
+                           .nh = n_head, .has_sinks = ap->sinks != NULL};
     int rc;
     if ((rc = bind_view(c, q, nq, false, &b[0], &p.q_off)) != 0 ||
         (rc = bind_view(c, k, nkv, false, &b[1], &p.k_off)) != 0 ||
         (rc = bind_view(c, v, nkv, false, &b[2], &p.v_off)) != 0 ||
         (rc = bind_view(c, out, nq, true, &b[3], &p.o_off)) != 0)
         return rc;
-    return vk_dispatch(c, pipe_reduce(c, VK_SH_ATTENTION, VK_SH_ATTENTION_SG, VK_SPEC_PLAIN), b, 4, &p, sizeof p,
-                       (uint64_t)n_tok * n_head, 1);
+    const int pi = pipe_reduce(c, VK_SH_ATTENTION, VK_SH_ATTENTION_SG, VK_SPEC_PLAIN);
+    if (!ap->sinks)
+        return vk_dispatch(c, pi, b, 4, &p, sizeof p, (uint64_t)n_tok * n_head, 1);
+    for (uint32_t h0 = 0; h0 < n_head; h0 += VK_ATTN_SINKS) {
+        p.h0 = h0;
+        p.nh = n_head - h0 < VK_ATTN_SINKS ? n_head - h0 : VK_ATTN_SINKS;
+        memcpy(p.sinks, ap->sinks + h0, (size_t)p.nh * sizeof(float));
+        if ((rc = vk_dispatch(c, pi, b, 4, &p, sizeof p, (uint64_t)n_tok * p.nh, 1)) != 0)
+            return rc;
+    }
+    return 0;
 }

@@ -31,9 +31,16 @@ typedef struct {   /* store_f16.comp */
     uint32_t src_off, dst_off, n;
 } vk_push_store_f16;
 
+/* The attention sinks one dispatch carries (sinks[] in attention.comp). */
+#define VK_ATTN_SINKS 16u
+
 typedef struct {   /* attention.comp */
     uint32_t q_off, k_off, v_off, o_off, n_tok, pos0, n_head, n_head_kv, head_dim;
     float scale;
+    uint32_t n_swa, n_cells;   /* backend_attn_params: window, ring rows (0: none) */
+    uint32_t h0, nh;           /* the heads of this dispatch: h0 .. h0 + nh - 1 */
+    uint32_t has_sinks;
+    float sinks[VK_ATTN_SINKS];   /* head h0 + i's sink */
 } vk_push_attention;
 
 _Static_assert(sizeof(vk_push_mul_mat) <= 128, "push constants: mul_mat");

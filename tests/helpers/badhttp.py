@@ -9,6 +9,8 @@
       /loop.gguf    302 to itself (a redirect loop)
       /redir.gguf   302 to GOOD_URL
       /plain.gguf   200 with the whole FILE, ignoring Range
+      /slow.gguf    206 for the asked range, dripped: 64 KiB every 50 ms
+                    (progress within one request)
 """
 import http.server
 import os
@@ -48,6 +50,19 @@ class H(http.server.BaseHTTPRequestHandler):
         a = int(m.group(1)) if m else 0
         b = min(int(m.group(2)) if m and m.group(2) else len(DATA) - 1, len(DATA) - 1)
         body = DATA[a:b + 1]
+        if self.path == "/slow.gguf":
+            self.send_response(206)
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (a, b, len(DATA)))
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            try:
+                for i in range(0, len(body), 65536):
+                    self.wfile.write(body[i:i + 65536])
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            except OSError:
+                pass
+            return
         self.send_response(206)
         self.send_header("Content-Range", "bytes %d-%d/%d" % (a, b, len(DATA)))
         self.send_header("Content-Length", str(len(body)))

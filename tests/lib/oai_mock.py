@@ -1,18 +1,26 @@
 #!/usr/bin/env python3
 """A scripted OpenAI-compatible server for e2e_chat_remote.sh: what llama-server
-does not do on demand. `oai_mock.py PORT`; the model named in the request picks
-the behaviour:
+does not do on demand. `oai_mock.py PORT [CLOSELOG]`; the model named in the
+request picks the behaviour:
   missing    404 with an error object (vLLM's "model does not exist")
   midstream  three content chunks, then an error event, then the end
   silent     two content chunks, then nothing for 60 s (a timeout)
   noprobs    reasoning_content, then content without logprobs, finish_reason stop
-GET /v1/models lists them."""
+  slow       a content chunk every 50 ms for up to 60 s; the moment the client
+             closes the connection (seen within 5 ms: the socket polled between
+             chunks) is appended to CLOSELOG as "closed EPOCH_NS"
+GET /v1/models lists them, like vLLM with "max_model_len" for noprobs only
+(a server with a models list that says the context for some models and no
+/props: every other path is a 404)."""
 import http.server
 import json
+import select
+import socket
 import sys
 import time
 
-MODELS = ["noprobs", "midstream", "silent", "missing"]
+MODELS = ["noprobs", "midstream", "silent", "missing", "slow"]
+CLOSELOG = sys.argv[2] if len(sys.argv) > 2 else None
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -31,7 +39,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         if self.path == "/v1/models":
-            self.reply(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in MODELS]})
+            self.reply(200, {"object": "list", "data": [dict({"id": m, "object": "model", "owned_by": "vllm"},
+                                                             **({"max_model_len": 4096} if m == "noprobs" else {}))
+                                                        for m in MODELS]})
         else:
             self.reply(404, {"error": {"message": "not found", "code": 404}})
 
@@ -66,10 +76,43 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.delta(content=w)
             self.chunk({"error": {"message": "out of memory on the device", "type": "server_error", "code": 500}})
             self.chunk_done()
+        elif model == "slow":
+            self.slow()
         elif model == "silent":
             for w in ["Waiting", " for"]:
                 self.delta(content=w)
             time.sleep(60)
+
+    def closed(self, wait):
+        """Whether the client closed the connection (EOF readable) within wait s."""
+        r, _, _ = select.select([self.connection], [], [], wait)
+        if not r:
+            return False
+        try:
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
+    def slow(self):
+        t_end = time.time() + 60
+        i = 0
+        while time.time() < t_end:
+            try:
+                self.delta(content=" word%d" % i)
+            except OSError:
+                break
+            i += 1
+            t_next = time.time() + 0.05
+            gone = False
+            while not gone and time.time() < t_next:
+                gone = self.closed(0.005)
+            if gone:
+                break
+        t = time.time_ns()
+        if CLOSELOG:
+            with open(CLOSELOG, "a") as f:
+                f.write("closed %d\n" % t)
+        self.close_connection = True
 
     def chunk_done(self):
         data = b"data: [DONE]\n\n"
