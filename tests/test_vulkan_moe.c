@@ -11,7 +11,8 @@
  * the same expert, both activation layouts, experts split into windows;
  * add_id, swiglu_oai, moe_combine; MXFP4 matmul and get_rows; the backend's
  * capability; argument checks. Then whole qwen3moe models written by
- * testmodel: logits against the CPU's (relative RMS, as test_vulkan_model).
+ * testmodel, and a gpt-oss one with MXFP4 experts: logits against the CPU's
+ * (relative RMS, as test_vulkan_model).
  * The products run with both reduction variants. Skips visibly without a
  * Vulkan device. */
 #include <math.h>
@@ -679,12 +680,25 @@ static void test_qwen3moe_model(void **state)
     check_moe_model(f, &p, "qwen3moe q4_K_M 16/4", 3e-2);
 }
 
+/* gpt-oss: the router's bias, top k then softmax, expert biases (add_id),
+ * swiglu_oai, MXFP4 experts, with the sinks, sliding window and YaRN of
+ * its attention. */
+static void test_gpt_oss_model(void **state)
+{
+    fixture *f = *state;
+    NEED_DEVICE(f);
+    testmodel_params p = testmodel_arch_params("gpt-oss");   /* 32 experts, 4 used */
+    p.wtype = GGTYPE_Q8_0;                                    /* experts MXFP4 */
+    p.seed = 31;
+    check_moe_model(f, &p, "gpt-oss Q8_0, MXFP4 experts", 3e-2);
+}
+
 #define T(fn) cmocka_unit_test(fn)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_route), T(test_matmul_id), T(test_matmul_id_windows), T(test_mxfp4_dense), T(test_elementwise),
-        T(test_caps_and_errors), T(test_qwen3moe_model),
+        T(test_caps_and_errors), T(test_qwen3moe_model), T(test_gpt_oss_model),
     };
     /* the other reduction: the products (the router and the element-wise
      * shaders have one variant; the models run once) */
