@@ -5,7 +5,8 @@
 usage: compare_logits.py GGSCOPE PEER MODEL IDS N_GEN TOL [PEER_MODEL] [options]
 (PEER_MODEL: the file the peer loads, when it cannot load MODEL itself but
 holds the same weights, e.g. the GGUF v1 sibling of stories260K.)
-options: --threads T      both engines on T threads (ggscope --threads, peer -t):
+options: --threads T      both engines on T threads (ggscope --threads and
+                          --backend cpu, peer -t):
                           a decode step past 256 cells takes ggml's split-KV
                           attention, whose chunks are llama.cpp's threads
          --logits-at L,.. logits of the first L tokens of prompt + generation
@@ -34,7 +35,7 @@ for a in it:
 ggscope, peer, model, ids, n_gen, tol = argv[:6]
 peer_model = argv[6] if len(argv) > 6 else model
 n_gen, tol = int(n_gen), float(tol)
-ours_t = ["--threads", threads] if threads else []
+ours_t = ["--threads", threads, "--backend", "cpu"] if threads else []
 peer_t = ["-t", threads] if threads else []
 
 

@@ -171,9 +171,13 @@ static void ref_attention(const attn_case *a, uint32_t nth, float *out)
 static void expect_bits(const float *got, const float *want, size_t n, const char *what)
 {
     for (size_t i = 0; i < n; i++)
-        if (memcmp(&got[i], &want[i], sizeof(float)) != 0)
-            fail_msg("%s: output %zu is %.9g (0x%08x), the reference %.9g", what, i, got[i],
-                     (unsigned)*(const uint32_t *)&got[i], want[i]);
+        if (memcmp(&got[i], &want[i], sizeof(float)) != 0) {
+            uint32_t a, b;
+            memcpy(&a, &got[i], 4);
+            memcpy(&b, &want[i], 4);
+            fail_msg("%s: output %zu is %.9g (0x%08x), the reference %.9g (0x%08x)", what, i, got[i], (unsigned)a,
+                     want[i], (unsigned)b);
+        }
 }
 
 static const struct {

@@ -10,7 +10,6 @@
  * number of them runs (tpool_run_dynamic may run fewer): work items are
  * (chunk, KV head) pairs from a shared counter, and the last item of a KV
  * head to finish combines its heads, so any thread can do any of it. */
-#pragma STDC FP_CONTRACT OFF /* the reduction's products are rounded apart (ggml's build) */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -18,6 +17,10 @@
 
 #include "backend.h"
 #include "backend_cpu_internal.h"
+
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF /* the reduction's products are rounded apart, as in ggml's build */
+#endif
 
 /* acc[d] = fmaf(acc[d], so, fl(pc[d] * sn)) for d < hd: ggml's
  * VKQ_final[d]*scale_old + VKQ_chunk[d]*scale_new as its x86 builds compile
