@@ -286,7 +286,8 @@ static void test_split_against_reference(void **state)
 
 /* Below a view of 512 cells (the query at 255 sees a view of 256) the
  * one-chunk form runs, with any thread count; at 256 the split form; a
- * ring of 256 never makes a view of 512. */
+ * ring of 256 never makes a view of 512 (its window of 100 at 299 has
+ * wrapped). */
 static void test_split_threshold(void **state)
 {
     (void)state;
@@ -319,11 +320,12 @@ static void test_split_threshold(void **state)
     assert_int_equal(O->buf_write(B->ctx, kc, 0, kh, ROWS * KD), 0);
     assert_int_equal(O->buf_write(B->ctx, vc, 0, vh, ROWS * KD), 0);
     assert_int_equal(O->buf_write(B->ctx, bq, 0, q, QD), 0);
-    static const struct { uint32_t P, nc; int nth; } pts[] = {{255, 0, 0}, {256, 0, 3}, {299, 256, 0}, {299, 0, 3}};
+    static const struct { uint32_t P, nc, sw; int nth; } pts[] = {
+        {255, 0, 0, 0}, {256, 0, 0, 3}, {299, 256, 100, 0}, {299, 0, 100, 3}};
     for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
-        attn_case a = {.P = pts[i].P, .H = H, .HKV = HKV, .D = D, .n_cells = pts[i].nc, .scale = 0.125f, .q = q,
-                       .kh = kh, .vh = vh, .hw = backend_cpu_haswell()};
-        const backend_attn_params ap = {.scale = 0.125f, .n_cells = pts[i].nc};
+        attn_case a = {.P = pts[i].P, .H = H, .HKV = HKV, .D = D, .n_swa = pts[i].sw, .n_cells = pts[i].nc,
+                       .scale = 0.125f, .q = q, .kh = kh, .vh = vh, .hw = backend_cpu_haswell()};
+        const backend_attn_params ap = {.scale = 0.125f, .n_swa = pts[i].sw, .n_cells = pts[i].nc};
         ref_attention(&a, (uint32_t)pts[i].nth, want);
         assert_int_equal(O->attention(B->ctx, V(bq), V(kc), V(vc), V(bo), 1, pts[i].P, H, HKV, D, &ap), 0);
         assert_int_equal(O->buf_read(B->ctx, bo, 0, out, QD), 0);
