@@ -13,6 +13,8 @@ options: --threads T      both engines on T threads (ggscope --threads and
                           (teacher forcing) for each L instead of all but the
                           last token: with L % 512 == 1 the last row is a
                           decode step (llama.cpp's 512-token batches)
+                          (a peer generation that stops at an end-of-generation
+                          token is then continued with ggscope's tokens)
          --exact          pass only when the generations are equal and every
                           row is bit-identical
 Prints one JSON line: rel_rms (max over positions), gen_equal, first_diff,
@@ -61,11 +63,14 @@ ours_txt = run([ggscope, "run", model, "--tokens", ids, "-n", str(n_gen), "--tem
 ours_gen = [int(x) for x in ours_txt.split(",") if x]
 n = min(len(peer_gen), len(ours_gen))
 first_diff = next((i for i in range(n) if peer_gen[i] != ours_gen[i]), None)
-if first_diff is None and len(peer_gen) != len(ours_gen):
+# the peer stops at an end-of-generation token (ggscope runs with --ignore-eos): with
+# --logits-at, a peer that stopped early where ggscope agrees so far is the same generation
+peer_stop = len(peer_gen) if len(peer_gen) < n_gen and first_diff is None else None
+if first_diff is None and len(peer_gen) != len(ours_gen) and not (logits_at and peer_stop):
     first_diff = n
 
 # logits on prompt + the peer's generation (teacher forcing)
-full = prompt + peer_gen
+full = prompt + peer_gen + (ours_gen[len(peer_gen):] if peer_stop else [])  # past the peer's stop: ggscope's
 seqs = [full[:L] for L in logits_at] if logits_at else [prompt + peer_gen[:-1] if peer_gen else prompt]
 worst_rel, max_abs, sum_rel, n_exact, n_rows, last_exact, P = 0.0, 0.0, 0.0, 0, 0, [], []
 for seq in seqs:
@@ -98,6 +103,8 @@ res = {
     "first_diff": first_diff, "first_close": first_close,
     "pass": worst_rel < tol and gen_ok,
 }
+if peer_stop is not None:
+    res["peer_stopped_at"] = peer_stop
 if threads:
     res["threads"] = int(threads)
 if logits_at:
