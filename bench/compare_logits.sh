@@ -38,6 +38,8 @@ compare() { # MODEL TOL [PEER_MODEL]
 # PARTS="shared dense families" chooses what runs (default all); ARCHS and TYPES narrow the families;
 # PARTS=moe: the mixture-of-experts families (not in the default until the engine runs them),
 # MOE_ARCHS and MOE_TYPES narrow them
+# PARTS=long (or LONG=1): long decodes, bit for bit (below; not in the default)
+[[ ${LONG:-0} == 1 ]] && PARTS=long
 PARTS=${PARTS:-shared dense families}
 M=$shared/models
 if [[ $PARTS == *shared* ]]; then
@@ -103,6 +105,30 @@ if [[ $PARTS == *moe* ]]; then
       gpt-oss) MK_ARGS="--swa 16" run_arch gpt-oss ${MOE_TYPES:-f32 f16 q8_0} ;;
       *) echo "{\"arch\": \"$arch\", \"error\": \"not a MoE family (llama-moe qwen3moe gpt-oss)\"}"; fail=1 ;;
     esac
+  done
+fi
+if [[ $PARTS == *long* ]]; then
+  # decode steps past 256 cells, where llama.cpp's CPU attention takes its split-KV form (one
+  # chunk of the padded view per thread): a 64-token prompt and 962 greedy tokens (views up to
+  # 1280 cells; gpt-oss's 16-token window wraps its 768-cell ring) with the same thread count in
+  # both engines, 1, 2 and 3 (LONG_THREADS); the logits of the first 513 and 1025 tokens (whose
+  # last rows are decode steps after llama.cpp's 512-token batches) and the generations must be
+  # bit-identical (the peer's generation stops at an end-of-generation token: the seeds below
+  # make the random models meet one late on 2 threads: ~780-930 tokens in for gpt-oss, never
+  # for llama).
+  # LONG_MODELS: ARCH:TYPE:SEED words (synthetic 300-token vocabulary, 4096 context)
+  ids=$(python3 -c 'print(",".join(["1"] + [str((i * 97 + 7) % 290 + 3) for i in range(1, 64)]))')
+  for spec in ${LONG_MODELS:-llama:f16:7 llama:q8_0:7 gpt-oss:f16:8 gpt-oss:q8_0:15}; do
+    IFS=: read -r arch t seed <<< "$spec"
+    f=$work/long-$arch-$t-${seed:=7}.gguf
+    # shellcheck disable=SC2046
+    [[ -f $f ]] || "$mk" "$f" --arch "$arch" --type "$t" --ctx 4096 --seed "$seed" \
+      $([[ $arch == gpt-oss ]] && echo --swa 16) || { fail=1; continue; }
+    case $t in f32|f16) tol=1e-3 ;; *) tol=1e-2 ;; esac
+    for th in ${LONG_THREADS:-1 2 3}; do
+      python3 "$src/bench/compare_logits.py" "$bin" "$peer" "$f" "$ids" 962 $tol --threads "$th" \
+        --logits-at 513,1025 --exact || fail=1
+    done
   done
 fi
 [[ -z ${WORK:-} ]] && rm -rf "$work"

@@ -40,6 +40,11 @@ void backend_cpu_attn_pairs(bool on)
     atomic_store(&g_attn_pairs, on);
 }
 
+bool backend_cpu_haswell(void)
+{
+    return g_haswell;
+}
+
 static void f16_table_init(void)
 {
     /* Benign race: every thread writes identical values. */
@@ -451,24 +456,17 @@ static int cpu_store_f16(void *ctx, backend_view src, uint32_t n_rows, uint32_t 
     return 0;
 }
 
-typedef struct {
-    const float *q;
-    const uint16_t *k, *v;
-    float *out;
-    uint32_t n_tok, pos0, n_head, n_head_kv, head_dim;
-    uint32_t n_swa, n_cells; /* backend_attn_params: window, ring (0: none) */
-    const float *sinks;      /* n_head sinks, or NULL */
-    float scale;
-    bool simd;   /* AVX2/F16C inner loops (same results) */
-    atomic_uint next; /* the next (token, head) pair to take */
-} attn_job;
+typedef backend_cpu_attn_job attn_job; /* backend_cpu_internal.h */
 
 /* One (token, head) pair, with the arithmetic of ggml's CPU flash attention
  * (what llama.cpp runs by default): the query rounded to F16, scores against
  * positions 0..pos in order, an online softmax whose running weighted sum of
  * V rows is kept in F16 (rescaled when the maximum grows), divided by the
- * float sum at the end. */
-static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *acc, float *qh)
+ * float sum at the end. attn_one_cells: the loop over the cells [c0, c1)
+ * of the rows (ggml's one chunk; a KV chunk of its split form), leaving M,
+ * S and the accumulator acc; the sink joins when c0 is 0. */
+static inline void attn_one_cells(const attn_job *j, uint32_t t, uint32_t h, uint32_t c0, uint32_t c1, float *acc,
+                                  float *qh, float *Mp, float *Sp)
 {
     const uint32_t hd = j->head_dim, kvrow = j->n_head_kv * hd;
     const uint32_t kvh = h / (j->n_head / j->n_head_kv);
@@ -483,7 +481,8 @@ static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *acc, floa
     const bool simd = j->simd && hd % 8 == 0;
     /* the visible cells in cell order; ggml skips masked ones (ops.cpp 8734-8737) */
     for (uint32_t seg = 0; seg < 4; seg += 2) {
-        for (uint32_t p = r[seg]; p < r[seg + 1]; p++) {
+        const uint32_t lo = r[seg] > c0 ? r[seg] : c0, hi = r[seg + 1] < c1 ? r[seg + 1] : c1;
+        for (uint32_t p = lo; p < hi; p++) {
             const uint16_t *k = j->k + (size_t)p * kvrow + (size_t)kvh * hd;
             const uint16_t *v = j->v + (size_t)p * kvrow + (size_t)kvh * hd;
             float sd = simd ? backend_cpu_dot_f16(qh, k, hd, g_haswell) : backend_cpu_dot_f16_ref(qh, k, hd, g_haswell);
@@ -510,20 +509,30 @@ static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *acc, floa
             S = S * ms + vs; /* not fused in ggml's build either */
         }
     }
-    if (j->sinks) /* after the loop, on the F16 accumulator's values as floats */
+    if (j->sinks && c0 == 0) /* after the loop, on the F16 accumulator's values as floats */
         backend_cpu_attn_sink(j->sinks[h], &M, &S, acc, hd, false);
+    *Mp = M;
+    *Sp = S;
+}
+
+static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *acc, float *qh)
+{
+    const uint32_t hd = j->head_dim;
+    float S, M;
+    attn_one_cells(j, t, h, 0, UINT32_MAX, acc, qh, &M, &S);
     float inv = S == 0.0f ? 0.0f : 1.0f / S;
     float *o = j->out + ((size_t)t * j->n_head + h) * hd;
     for (uint32_t d = 0; d < hd; d++)
         o[d] = acc[d] * inv;
 }
 
-
 /* attn_one (SIMD inner loops) for the G heads that share KV head kvh, one
  * position after the other for all of them: the same floats per head, but
  * the heads' serial chains (dot, expf, accumulator) overlap. acc and qh:
- * G x head_dim floats each; sm: 2 x G. */
-static void attn_one_group(const attn_job *j, uint32_t t, uint32_t kvh, float *acc, float *qh, float *sm)
+ * G x head_dim floats each; sm: 2 x G (S, then M). attn_one_group_cells:
+ * over the cells [c0, c1), as attn_one_cells. */
+static inline void attn_one_group_cells(const attn_job *j, uint32_t t, uint32_t kvh, uint32_t c0, uint32_t c1,
+                                        float *acc, float *qh, float *sm)
 {
     const uint32_t hd = j->head_dim, kvrow = j->n_head_kv * hd, G = j->n_head / j->n_head_kv;
     uint32_t r[4];
@@ -539,7 +548,8 @@ static void attn_one_group(const attn_job *j, uint32_t t, uint32_t kvh, float *a
         M[g] = -INFINITY;
     }
     for (uint32_t seg = 0; seg < 4; seg += 2) {
-        for (uint32_t p = r[seg]; p < r[seg + 1]; p++) {
+        const uint32_t lo = r[seg] > c0 ? r[seg] : c0, hi = r[seg + 1] < c1 ? r[seg + 1] : c1;
+        for (uint32_t p = lo; p < hi; p++) {
             const uint16_t *k = j->k + (size_t)p * kvrow + (size_t)kvh * hd;
             const uint16_t *v = j->v + (size_t)p * kvrow + (size_t)kvh * hd;
             for (uint32_t g = 0; g < G; g++) {
@@ -559,13 +569,47 @@ static void attn_one_group(const attn_job *j, uint32_t t, uint32_t kvh, float *a
             }
         }
     }
-    for (uint32_t g = 0; g < G; g++) {
-        if (j->sinks)
+    if (j->sinks && c0 == 0)
+        for (uint32_t g = 0; g < G; g++)
             backend_cpu_attn_sink(j->sinks[kvh * G + g], M + g, S + g, acc + (size_t)g * hd, hd, false);
+}
+
+static void attn_one_group(const attn_job *j, uint32_t t, uint32_t kvh, float *acc, float *qh, float *sm)
+{
+    const uint32_t hd = j->head_dim, G = j->n_head / j->n_head_kv;
+    const float *S = sm;
+    attn_one_group_cells(j, t, kvh, 0, UINT32_MAX, acc, qh, sm);
+    for (uint32_t g = 0; g < G; g++) {
         float inv = S[g] == 0.0f ? 0.0f : 1.0f / S[g];
         float *o = j->out + ((size_t)t * j->n_head + (size_t)kvh * G + g) * hd;
         for (uint32_t d = 0; d < hd; d++)
             o[d] = acc[(size_t)g * hd + d] * inv;
+    }
+}
+
+/* The attention of the one-chunk form picks: by groups of heads (SIMD) unless
+ * the tests ask for pairs. */
+static bool attn_by_group(const attn_job *j)
+{
+    return j->simd && j->head_dim % 8 == 0 && !atomic_load_explicit(&g_attn_pairs, memory_order_relaxed);
+}
+
+void backend_cpu_attn_chunk(const backend_cpu_attn_job *j, uint32_t kvh, uint32_t c0, uint32_t c1, float *work,
+                            float *part, size_t stride)
+{
+    const uint32_t hd = j->head_dim, G = j->n_head / j->n_head_kv;
+    float *acc = work, *qh = work + (size_t)G * hd, *sm = work + (size_t)2 * G * hd;
+    if (attn_by_group(j)) {
+        attn_one_group_cells(j, 0, kvh, c0, c1, acc, qh, sm);
+    } else {
+        for (uint32_t g = 0; g < G; g++)
+            attn_one_cells(j, 0, kvh * G + g, c0, c1, acc + (size_t)g * hd, qh, sm + G + g, sm + g);
+    }
+    for (uint32_t g = 0; g < G; g++) {
+        float *p = part + g * stride;
+        p[0] = sm[G + g];
+        p[1] = sm[g];
+        memcpy(p + 2, acc + (size_t)g * hd, sizeof(float) * hd);
     }
 }
 
@@ -611,9 +655,10 @@ uint64_t backend_cpu_attn_thread_bytes(uint32_t n_head, uint32_t n_head_kv, uint
     if (!n_head_kv || !head_dim)
         return 0;
     const uint32_t G = n_head / n_head_kv;
-    /* the largest of attn_group_task's, attn_one_task's and attn_task's buffers */
+    /* the largest of attn_group_task's, attn_one_task's and attn_task's buffers; the
+     * split form's work (attn_one_task's) plus a thread's share of its partials */
     uint64_t a = sizeof(float) * backend_cpu_attn_group_work(ATTN_QB * G, head_dim);
-    uint64_t b = sizeof(float) * ((uint64_t)2 * G * head_dim + 2 * (uint64_t)G);
+    uint64_t b = sizeof(float) * (backend_cpu_attn_chunk_work(G, head_dim) + (uint64_t)n_head * (head_dim + 2));
     return a > b ? a : b;
 }
 
@@ -690,7 +735,16 @@ static int cpu_attention(void *ctx, backend_view q, backend_view k, backend_view
     for (size_t i = 0; i < qn; i++)
         j.out[i] = NAN;
     atomic_init(&j.next, 0);
-    backend_cpu_parallel(ctx, attn_task, &j);
+    /* one query and llama.cpp's view has 512+ cells: ggml's split-KV form,
+     * one KV chunk per thread of the context (as llama.cpp's per thread) */
+    const uint32_t n_kv = n_tok ? backend_cpu_attn_n_kv(pos0 + n_tok - 1, ap->n_cells) : 0;
+    if (n_tok == 1 && n_kv >= BACKEND_CPU_ATTN_SPLIT_MIN) {
+        int rc = backend_cpu_attn_split(ctx, &j, n_kv, (uint32_t)backend_cpu_ctx_threads(ctx));
+        if (rc)
+            return rc;
+    } else {
+        backend_cpu_parallel(ctx, attn_task, &j);
+    }
     for (size_t i = 0; i < qn; i += head_dim)
         if (isnan(j.out[i]))
             return BACKEND_ENOMEM;

@@ -3,6 +3,7 @@
 #ifndef GGSCOPE_BACKEND_CPU_INTERNAL_H
 #define GGSCOPE_BACKEND_CPU_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -89,6 +90,69 @@ static inline uint64_t backend_cpu_attn_tile_mask(const uint32_t r[4], uint32_t 
     return backend_cpu_attn_range_bits(r[0], r[1], ic) | backend_cpu_attn_range_bits(r[2], r[3], ic);
 }
 
+/* One attention call (cpu_attention's arguments, checked): n_tok queries
+ * from position pos0, keys and values in F16 rows of n_head_kv * head_dim. */
+typedef struct {
+    const float *q;
+    const uint16_t *k, *v;
+    float *out;
+    uint32_t n_tok, pos0, n_head, n_head_kv, head_dim;
+    uint32_t n_swa, n_cells; /* backend_attn_params: window, ring (0: none) */
+    const float *sinks;      /* n_head sinks, or NULL */
+    float scale;
+    bool simd;   /* AVX2/F16C inner loops (same results) */
+    atomic_uint next; /* the next work item to take */
+} backend_cpu_attn_job;
+
+/* llama.cpp's KV view for a batch whose last query sits at position P
+ * (llama_kv_cache::get_n_kv): the cells used, P + 1 (a ring's n_cells once
+ * full: llama.cpp overwrites ring cells, it never frees them), padded to a
+ * multiple of 256, at least 256, at most the cache (the ring's n_cells;
+ * a linear cache is padded the same way, so never smaller). */
+static inline uint32_t backend_cpu_attn_n_kv(uint32_t P, uint32_t n_cells)
+{
+    uint64_t used = (uint64_t)P + 1;
+    if (n_cells && used > n_cells)
+        used = n_cells;
+    uint64_t n = (used + 255) / 256 * 256;
+    if (n_cells && n > n_cells)
+        n = n_cells;
+    return (uint32_t)n;
+}
+/* ggml takes its split-KV path for one query when the view has this many cells. */
+#define BACKEND_CPU_ATTN_SPLIT_MIN 512u
+
+/* ggml's one-chunk flash attention of query 0 of j, the heads of KV head
+ * kvh, over the cells [c0, c1) of the rows it sees (backend_cpu_attn_rows):
+ * head kvh*G + g's maximum, sum and F16 accumulator (as floats) into
+ * part + g*stride as {M, S, acc[head_dim]}, the head's sink folded in when
+ * c0 is 0 (ggml: only into the first KV chunk). work:
+ * backend_cpu_attn_chunk_work floats. (backend_cpu.c) */
+void backend_cpu_attn_chunk(const backend_cpu_attn_job *j, uint32_t kvh, uint32_t c0, uint32_t c1, float *work,
+                            float *part, size_t stride);
+static inline size_t backend_cpu_attn_chunk_work(uint32_t G, uint32_t hd)
+{
+    return (size_t)2 * G * hd + 2 * (size_t)G;
+}
+/* ggml's split-KV decode (ops.cpp ggml_compute_forward_flash_attn_ext_f16,
+ * one query, a view of n_kv >= BACKEND_CPU_ATTN_SPLIT_MIN cells): the view
+ * cut into n_chunk chunks of ceil(n_kv / n_chunk) cells (ggml: one per
+ * thread, n_chunk = its thread count), each chunk's partial softmax from
+ * backend_cpu_attn_chunk, then per head the chunks combined in order
+ * (backend_cpu_attn_reduce). Work items (chunk, KV head) go to ctx's threads
+ * from j->next (any thread may take any item; the result does not depend on
+ * which). BACKEND_ENOMEM when the partials cannot be allocated; a worker
+ * that cannot allocate takes no item (the caller's NaN sentinel). (backend_cpu_attn_split.c) */
+int backend_cpu_attn_split(void *ctx, backend_cpu_attn_job *j, uint32_t n_kv, uint32_t n_chunk);
+/* ggml_flash_attn_ext_reduce_partials for one head: the n partials {M, S,
+ * acc[hd]} at part, stride floats apart, in order, skipping those with S
+ * 0: M' = fmaxf(M, Mc), so = expf(M - M'), sn = expf(Mc - M'), acc[d] =
+ * fmaf(acc[d], so, fl(acc_c[d]*sn)), S = fmaf(S, so, fl(Sc*sn)); out =
+ * acc * (1/S) (acc when S is 0). acc: hd floats of scratch. simd: AVX2
+ * (the same bits). */
+void backend_cpu_attn_reduce(const float *part, uint32_t n, size_t stride, uint32_t hd, float *acc, float *out,
+                             bool simd);
+
 /* ggml_gelu_f32 as llama.cpp's x86 builds compute it (its F16 table's values). */
 float backend_cpu_gelu_f32(float x);
 /* ggml_rope_yarn_corr_dims: YaRN's correction range [dims[0], dims[1]]. */
@@ -143,6 +207,9 @@ static inline size_t backend_cpu_attn_group_work(uint32_t n_pairs, uint32_t hd)
 /* Tests: with on, the CPU backend's attention goes (query, head) pair by
  * pair instead of by groups of heads sharing a KV head (both forms). */
 void backend_cpu_attn_pairs(bool on);
+/* Tests: whether the attention follows llama.cpp's haswell build's orders
+ * (decided by the first backend_cpu_new). */
+bool backend_cpu_haswell(void);
 /* One-chunk flash attention's F16 accumulator step. */
 void backend_cpu_attn_mad(float *acc, const uint16_t *v, float ms, bool rescale, float vs, uint32_t n);
 /* ggml's vectorised expf, one element; and the SIMD form (for tests). */
