@@ -11,6 +11,7 @@
 #include "backend_cpu_internal.h"
 #include "codec.h"
 #include "ggtype.h"
+#include "rope.h"
 
 static uint64_t rs = 88172645463325252ull;
 static float frand(void) /* uniform [-1, 1) */
@@ -545,13 +546,13 @@ static void test_rope_yarn(void **state)
      * 128 ln(4096 / (32 * 2pi)) / (2 ln 1e4) = 20.94 -> 20, and for beta 1
      * 45.03 -> 46; n_dims 64 (same context): 10.47 -> 10, 22.52 -> 23 */
     float dims[2];
-    backend_cpu_yarn_corr_dims(128, 4096, 10000.0f, 32.0f, 1.0f, dims);
+    rope_yarn_corr_dims(128, 4096, 10000.0f, 32.0f, 1.0f, dims);
     assert_true(dims[0] == 20.0f && dims[1] == 46.0f);
-    backend_cpu_yarn_corr_dims(64, 4096, 10000.0f, 32.0f, 1.0f, dims);
+    rope_yarn_corr_dims(64, 4096, 10000.0f, 32.0f, 1.0f, dims);
     assert_true(dims[0] == 10.0f && dims[1] == 23.0f);
-    backend_cpu_yarn_corr_dims(64, 2, 10000.0f, 32.0f, 1.0f, dims); /* clamped: MAX(0, .), MIN(n_dims - 1, .) */
+    rope_yarn_corr_dims(64, 2, 10000.0f, 32.0f, 1.0f, dims); /* clamped: MAX(0, .), MIN(n_dims - 1, .) */
     assert_true(dims[0] == 0.0f && dims[1] <= 63.0f);
-    backend_cpu_yarn_corr_dims(8, 1 << 30, 2.0f, 32.0f, 1.0f, dims);
+    rope_yarn_corr_dims(8, 1 << 30, 2.0f, 32.0f, 1.0f, dims);
     assert_true(dims[1] == 7.0f);
     /* ramp: pairs at or below dims[0] extrapolate (theta / ff), pairs at or
      * past dims[1] interpolate (freq_scale * theta / ff); mscale
@@ -560,7 +561,7 @@ static void test_rope_yarn(void **state)
     const double msd = (1 + 0.1 * log(1.0 / fs)) * af;
     for (uint32_t i0 = 0; i0 < 64; i0 += 2) {
         float c, s;
-        backend_cpu_rope_yarn(te, fs, corr, i0, 1.0f, af, &c, &s);
+        rope_yarn(te, fs, corr, i0, 1.0f, af, &c, &s);
         double y = ((double)(i0 / 2) - 10.0) / 13.0, ramp = 1 - (y < 0 ? 0 : y > 1 ? 1 : y);
         double th = (double)fs * te * (1 - ramp) + (double)te * ramp;
         if (fabs(c - cos(th) * msd) > 2e-6 || fabs(s - sin(th) * msd) > 2e-6)

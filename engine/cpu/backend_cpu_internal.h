@@ -155,12 +155,6 @@ void backend_cpu_attn_reduce(const float *part, uint32_t n, size_t stride, uint3
 
 /* ggml_gelu_f32 as llama.cpp's x86 builds compute it (its F16 table's values). */
 float backend_cpu_gelu_f32(float x);
-/* ggml_rope_yarn_corr_dims: YaRN's correction range [dims[0], dims[1]]. */
-void backend_cpu_yarn_corr_dims(int n_dims, int n_ctx_orig, float freq_base, float beta_fast, float beta_slow,
-                                float dims[2]);
-/* ggml's rope_yarn: cos and sin of rotation pair i0 with YaRN / mscale. */
-void backend_cpu_rope_yarn(float theta_extrap, float freq_scale, const float corr[2], uint32_t i0,
-                           float ext_factor, float mscale, float *c, float *s);
 
 /* ggml's CPU arithmetic (backend_cpu_attn.c): each function in plain C
  * (_ref) and with AVX2/FMA/F16C, the same bits; the latter usable when

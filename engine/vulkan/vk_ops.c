@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ggtype.h"
+#include "rope.h"
 #include "vk_internal.h"
 #include "vk_push.h"
 
@@ -331,45 +332,6 @@ static uint64_t fnv(uint64_t h, const void *data, size_t n)
     return h;
 }
 
-/* YaRN's correction range and rope_yarn, the CPU backend's
- * backend_cpu_yarn_corr_dims / backend_cpu_rope_yarn (backend_cpu.c, after
- * ggml's ggml_rope_yarn_corr_dims and rope_yarn) operation for operation, so
- * that the table holds the CPU's floats (this folder does not include the
- * CPU backend's headers). GG_MAX / GG_MIN: ggml's MAX / MIN, NaN included. */
-#define GG_MAX(a, b) ((a) > (b) ? (a) : (b))
-#define GG_MIN(a, b) ((a) < (b) ? (a) : (b))
-
-static float yarn_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base)
-{
-    return n_dims * logf(n_ctx_orig / (n_rot * 2 * (float)M_PI)) / (2 * logf(base));
-}
-
-static void yarn_corr_dims(const backend_rope_params *rp, float dims[2])
-{
-    const int n_dims = (int)rp->n_rot, n_ctx_orig = (int)rp->n_ctx_orig;
-    float start = floorf(yarn_corr_dim(n_dims, n_ctx_orig, rp->beta_fast, rp->freq_base));
-    float end = ceilf(yarn_corr_dim(n_dims, n_ctx_orig, rp->beta_slow, rp->freq_base));
-    dims[0] = GG_MAX(0, start);
-    dims[1] = GG_MIN(n_dims - 1, end);
-}
-
-/* cos and sin of pair i0 at angle theta_extrap (= theta / ff), times mscale. */
-static void rope_yarn(float theta_extrap, float freq_scale, const float corr[2], uint32_t i0, float ext_factor,
-                      float mscale, float *c, float *s)
-{
-    const float theta_interp = freq_scale * theta_extrap;
-    float theta = theta_interp;
-    if (ext_factor != 0.0f) {
-        /* rope_yarn_ramp: i0 / 2 in int */
-        const float y = ((float)(int)(i0 / 2) - corr[0]) / GG_MAX(0.001f, corr[1] - corr[0]);
-        const float ramp_mix = (1 - GG_MIN(1, GG_MAX(0, y))) * ext_factor;
-        theta = fmaf(theta_interp, 1 - ramp_mix, theta_extrap * ramp_mix);
-        mscale *= fmaf(logf(1.0f / freq_scale), 0.1f, 1.0f);
-    }
-    *c = cosf(theta) * mscale;
-    *s = sinf(theta) * mscale;
-}
-
 int vk_op_rope(void *ctx, backend_view x, uint32_t n_tok, uint32_t n_head, uint32_t head_dim,
                const int32_t *pos, const backend_rope_params *rp)
 {
@@ -413,7 +375,8 @@ int vk_op_rope(void *ctx, backend_view x, uint32_t n_tok, uint32_t n_head, uint3
         const float mscale = rp->attn_factor == 0.0f ? 1.0f : rp->attn_factor;
         float corr[2] = {0.0f, 0.0f};
         if (rp->ext_factor != 0.0f)
-            yarn_corr_dims(rp, corr);
+            rope_yarn_corr_dims((int)rp->n_rot, (int)rp->n_ctx_orig, rp->freq_base, rp->beta_fast, rp->beta_slow,
+                                corr);
         for (uint32_t tk = 0; tk < n_tok; tk++) {
             float theta = (float)pos[tk];
             for (uint32_t i = 0; i < half; i++) {
