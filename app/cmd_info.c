@@ -27,6 +27,8 @@ static void info_usage(FILE *out)
             "offset, size), its metadata (arrays as type, length and first items; control\n"
             "characters escaped), its tensors (name, type, shape, elements, bytes, offset),\n"
             "totals per type and the parts of its file name (GGUF naming convention).\n"
+            "FILE may be an http:// or https:// URL (split shards too): only the header is\n"
+            "read, with range requests, also for --ctx.\n"
             "\n"
             "  --json      one JSON document instead of text\n"
             "  --full      every array item (default: the first %d)\n"

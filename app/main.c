@@ -39,6 +39,7 @@ static void usage(FILE *out)
             "       ggscope FILE --vs PARENT  the same; `e` shows the error against PARENT\n"
             "       ggscope COMMAND [ARGS]    run a command (COMMAND --help: its options)\n"
             "       ggscope help [COMMAND]    this help, or COMMAND's\n"
+            "FILE may be an http:// or https:// URL (info, dump, the explorer)\n"
             "\n",
             GGSCOPE_VERSION);
     commands(out);
