@@ -22,11 +22,23 @@
 
 #ifdef GGSCOPE_HAVE_VULKAN
 #include "backend_vulkan.h"
+#include "vktest.h"
 
-typedef struct {
-    backend *cpu, *vk;
-} fixture;
+/* The shared fixture (tests/support/vktest.h) under this file's names. */
+typedef vktest_fixture fixture;
+#define NEED_DEVICE VKTEST_NEED_DEVICE
+#define teardown vktest_teardown
+#define no_validation_errors vktest_no_validation_errors
+/* A session on `be`; the model must be prepared for it (model_prepare)
+ * when it is the Vulkan backend. */
+#define open_session_ctx vktest_open_session
+#define open_session(m, be) vktest_open_session(m, be, 64)
+/* Logits of every position of `ids` on both backends; returns the relative
+ * RMS error sqrt(sum((a-b)^2) / sum(a^2)). The prompt is evaluated in two
+ * calls (a batch, then single tokens) to cover mat-mat and mat-vec. */
+#define compare_logits vktest_compare_logits
 
+/* Both backends as they are chosen (GGSCOPE_VK_NO_SUBGROUP as the environment has it). */
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
@@ -39,74 +51,6 @@ static int setup(void **state)
     f->cpu = backend_cpu_new(2);
     *state = f;
     return f->cpu ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    backend_free(f->vk);
-    backend_free(f->cpu);
-    free(f);
-    return 0;
-}
-
-#define NEED_DEVICE(f)                                 \
-    do {                                               \
-        if (!(f)->vk) {                                \
-            print_message("SKIP: no Vulkan device\n"); \
-            skip();                                    \
-        }                                              \
-    } while (0)
-
-/* A session on `be`; the model must be prepared for it (model_prepare)
- * when it is the Vulkan backend. */
-static session *open_session_ctx(const model *m, backend *be, uint32_t n_ctx)
-{
-    char msg[256];
-    session_params sp = {.n_ctx = n_ctx, .n_batch = 16, .be = be};
-    session *s = session_new(m, &sp, msg, sizeof msg);
-    if (!s)
-        print_error("session_new: %s\n", msg);
-    assert_non_null(s);
-    return s;
-}
-
-static session *open_session(const model *m, backend *be)
-{
-    return open_session_ctx(m, be, 64);
-}
-
-/* Logits of every position of `ids` on both backends; returns the relative
- * RMS error sqrt(sum((a-b)^2) / sum(a^2)). The prompt is evaluated in two
- * calls (a batch, then single tokens) to cover mat-mat and mat-vec. */
-static double compare_logits(fixture *f, model *m, const int32_t *ids, uint32_t n, uint32_t n_ctx)
-{
-    uint32_t nv = m->hp.n_vocab;
-    float *lg[2];
-    backend *bs[2] = {f->cpu, f->vk};
-    char err[256];
-    assert_int_equal(model_prepare(m, f->vk, err, sizeof err), 0);
-    for (int k = 0; k < 2; k++) {
-        session *s = open_session_ctx(m, bs[k], n_ctx);
-        lg[k] = malloc((size_t)n * nv * sizeof(float));
-        assert_non_null(lg[k]);
-        uint32_t first = n - 4;
-        assert_int_equal(session_eval(s, ids, first, 0, lg[k], true), 0);
-        for (uint32_t i = first; i < n; i++)
-            assert_int_equal(session_eval(s, ids + i, 1, i, lg[k] + (size_t)i * nv, false), 0);
-        session_free(s);
-    }
-    model_release(m);
-    double num = 0, den = 0;
-    for (size_t i = 0; i < (size_t)n * nv; i++) {
-        double d = (double)lg[0][i] - lg[1][i];
-        num += d * d;
-        den += (double)lg[0][i] * lg[0][i];
-        assert_true(isfinite(lg[1][i]));
-    }
-    free(lg[0]);
-    free(lg[1]);
-    return sqrt(num / den);
 }
 
 /* The logits of the model at `path` on both backends over an n-token prompt
@@ -130,10 +74,7 @@ static void check_model_ctx(fixture *f, const char *path, const char *label, dou
     free(ids);
     print_message("  %-34s relative RMS %.3e (limit %.0e)\n", label, e, limit);
     assert_true(e < limit);
-    int verr = backend_vulkan_validation_errors(f->vk);
-    if (verr)
-        print_error("validation: %s\n", backend_vulkan_last_message(f->vk));
-    assert_int_equal(verr, 0);
+    no_validation_errors(f);
     model_free(m);
     gguf_close(gf);
 }

@@ -32,191 +32,42 @@
 
 #ifdef GGSCOPE_HAVE_VULKAN
 #include "backend_vulkan.h"
+#include "vktest.h"
 
 #define NMSE_ELEM 1e-7
 #define NMSE_MAT 5e-4
 
-typedef struct {
-    backend *cpu;
-    backend *vk;
-    bool all_types;   /* every weight type (the subgroup variant; the other runs a few) */
-} fixture;
-
+/* The shared fixture (tests/support/vktest.h) under this file's names. */
+typedef vktest_fixture fixture;
 static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
+#define rnd_u32() vktest_rnd_u32(&rng_state)
+#define rnd_f(lo, hi) vktest_rnd_f(&rng_state, lo, hi)
+#define rnd_vec(n, lo, hi) vktest_rnd_vec(&rng_state, n, lo, hi)
+/* n_exp experts of rows x cols random values quantized to `type`, stacked
+ * (ne2 = n_exp; n_exp 1 gives a 2-D weight); data owned by *mem. */
+#define make_experts(type, cols, rows, n_exp, mem) vktest_make_weight(&rng_state, type, cols, rows, n_exp, mem)
+#define nmse vktest_nmse
+#define check vktest_check
+#define upload vktest_upload
+#define download vktest_download
+#define prepare vktest_prepare
+#define release vktest_release
+#define no_validation_errors vktest_no_validation_errors
+#define NEED_DEVICE VKTEST_NEED_DEVICE
+#define teardown vktest_teardown
+#define open_session(m, be) vktest_open_session(m, be, 64)
+/* Relative RMS error of the Vulkan logits at every position of a prompt
+ * (a batch, then single tokens) against the CPU's. */
+#define compare_logits(f, m, ids, n) vktest_compare_logits(f, m, ids, n, 64)
 
-static uint32_t rnd_u32(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-
-static float rnd_f(float lo, float hi)
-{
-    return lo + (hi - lo) * (float)(rnd_u32() & 0xFFFFFF) / 16777216.0f;
-}
-
-static float *rnd_vec(size_t n, float lo, float hi)
-{
-    float *v = malloc(n * sizeof *v + 1);
-    assert_non_null(v);
-    for (size_t i = 0; i < n; i++)
-        v[i] = rnd_f(lo, hi);
-    return v;
-}
-
-/* NMSE of x against ref, the largest absolute difference in *maxd. */
-static double nmse(const float *ref, const float *x, size_t n, double *maxd)
-{
-    double num = 0, den = 0;
-    *maxd = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = (double)ref[i] - (double)x[i];
-        num += d * d;
-        den += (double)ref[i] * ref[i];
-        if (fabs(d) > *maxd)
-            *maxd = fabs(d);
-    }
-    return den > 0 ? num / den : num;
-}
-
-static void check(const char *what, const float *ref, const float *x, size_t n, double limit)
-{
-    double maxd;
-    double e = nmse(ref, x, n, &maxd);
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(x[i]) || !isfinite(ref[i])) {
-            print_error("%s: element %zu is %f (reference %f)\n", what, i, (double)x[i], (double)ref[i]);
-            fail();
-        }
-    if (getenv("GGSCOPE_VK_VERBOSE"))
-        print_message("  %-46s nmse %.3e max |d| %.3e (limit %.0e)\n", what, e, maxd, limit);
-    if (!(e <= limit)) {
-        print_error("%s: nmse %.3e > %.0e\n", what, e, limit);
-        fail();
-    }
-}
-
-static backend_buf *upload(backend *b, const float *data, size_t n)
-{
-    backend_buf *buf = b->ops->buf_new(b->ctx, BACKEND_F32, n ? n : 1);
-    assert_non_null(buf);
-    if (data && n)
-        assert_int_equal(b->ops->buf_write(b->ctx, buf, 0, data, n), 0);
-    return buf;
-}
-
-static float *download(backend *b, backend_buf *buf, size_t off, size_t n)
-{
-    float *v = malloc(n * sizeof *v + 1);
-    assert_non_null(v);
-    assert_int_equal(b->ops->buf_read(b->ctx, buf, off, v, n), 0);
-    return v;
-}
-
-static void no_validation_errors(const fixture *f)
-{
-    int n = backend_vulkan_validation_errors(f->vk);
-    if (n) {
-        print_error("%d validation errors; last: %s\n", n, backend_vulkan_last_message(f->vk));
-        fail();
-    }
-}
-
-static int setup_variant(void **state, bool subgroups)
-{
-    char err[256];
-    if (subgroups)
-        unsetenv("GGSCOPE_VK_NO_SUBGROUP");
-    else
-        setenv("GGSCOPE_VK_NO_SUBGROUP", "1", 1);
-    backend *vk = backend_vulkan_new(-1, err, sizeof err);
-    unsetenv("GGSCOPE_VK_NO_SUBGROUP");
-    fixture *f = calloc(1, sizeof *f);
-    if (!f)
-        return -1;
-    f->vk = vk;
-    f->all_types = subgroups;
-    if (!vk) {
-        print_message("SKIP: no Vulkan device: %s\n", err);
-    } else {
-        f->cpu = backend_cpu_new(2);
-        if (!f->cpu)
-            return -1;
-        const vk_device_info *d = backend_vulkan_device(vk);
-        print_message("device: %s (%s), reductions: %s\n", d->name, vk_device_kind_name(d->kind),
-                      subgroups ? "subgroup" : "shared-memory");
-    }
-    *state = f;
-    return 0;
-}
-
-static int setup_sg(void **state) { return setup_variant(state, true); }
-static int setup_nosg(void **state) { return setup_variant(state, false); }
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    if (f) {
-        backend_free(f->vk);
-        backend_free(f->cpu);
-        free(f);
-    }
-    return 0;
-}
-
-#define NEED_DEVICE(f)                                                    \
-    do {                                                                  \
-        if (!(f)->vk) {                                                   \
-            print_message("SKIP: no Vulkan device\n");                    \
-            skip();                                                       \
-        }                                                                 \
-    } while (0)
-
-static void prepare(fixture *f, backend_weight *w)
-{
-    assert_int_equal(f->vk->ops->weight_prepare(f->vk->ctx, w), 0);
-    assert_non_null(w->priv);
-}
-
-static void release(fixture *f, backend_weight *w)
-{
-    f->vk->ops->weight_release(f->vk->ctx, w);
-    assert_null(w->priv);
-}
+static int setup_sg(void **state) { return vktest_setup(state, true); }
+static int setup_nosg(void **state) { return vktest_setup(state, false); }
 
 /* Every weight type with Vulkan kernels. */
 static const uint32_t WTYPES[] = {GGTYPE_F32, GGTYPE_F16, GGTYPE_Q4_0, GGTYPE_Q4_1, GGTYPE_Q5_0,
                                   GGTYPE_Q5_1, GGTYPE_Q8_0, GGTYPE_Q2_K, GGTYPE_Q3_K, GGTYPE_Q4_K,
                                   GGTYPE_Q5_K, GGTYPE_Q6_K, GGTYPE_MXFP4};
 #define N_WTYPES (sizeof WTYPES / sizeof WTYPES[0])
-
-/* n_exp experts of rows x cols random values quantized to `type`, stacked
- * (ne2 = n_exp; n_exp 1 gives a 2-D weight); data owned by *mem. */
-static backend_weight make_experts(uint32_t type, uint32_t cols, uint32_t rows, uint32_t n_exp, void **mem)
-{
-    const size_t n = (size_t)cols * rows * n_exp;
-    float *src = rnd_vec(n, -1.0f, 1.0f);
-    uint64_t rb = ggtype_row_size(type, cols, NULL);
-    assert_true(rb > 0);
-    uint8_t *data = calloc((size_t)rows * n_exp, rb);
-    assert_non_null(data);
-    if (type == GGTYPE_F32) {
-        memcpy(data, src, n * 4);
-    } else if (type == GGTYPE_F16) {
-        uint16_t *h = (uint16_t *)data;
-        for (size_t i = 0; i < n; i++)
-            h[i] = codec_f32_to_f16(src[i]);
-    } else {
-        assert_true(codec_can_quantize(type));
-        assert_int_equal(codec_quantize(type, src, data, (uint64_t)rows * n_exp, cols, NULL), rb * rows * n_exp);
-    }
-    free(src);
-    *mem = data;
-    return (backend_weight){.type = type, .ne0 = cols, .ne1 = rows, .row_bytes = rb, .ne2 = n_exp == 1 ? 0 : n_exp,
-                            .data = data, .name = ggtype_name(type)};
-}
 
 /* ---- the router ---- */
 
@@ -583,49 +434,6 @@ static void test_caps_and_errors(void **state)
 }
 
 /* ---- whole models ---- */
-
-static session *open_session(const model *m, backend *be)
-{
-    char msg[256];
-    session_params sp = {.n_ctx = 64, .n_batch = 16, .be = be};
-    session *s = session_new(m, &sp, msg, sizeof msg);
-    if (!s)
-        print_error("session_new: %s\n", msg);
-    assert_non_null(s);
-    return s;
-}
-
-/* Relative RMS error of the Vulkan logits at every position of a prompt
- * (a batch, then single tokens) against the CPU's. */
-static double compare_logits(fixture *f, model *m, const int32_t *ids, uint32_t n)
-{
-    const uint32_t nv = m->hp.n_vocab;
-    float *lg[2];
-    backend *bs[2] = {f->cpu, f->vk};
-    char err[256];
-    assert_int_equal(model_prepare(m, f->vk, err, sizeof err), 0);
-    for (int k = 0; k < 2; k++) {
-        session *s = open_session(m, bs[k]);
-        lg[k] = malloc((size_t)n * nv * sizeof(float));
-        assert_non_null(lg[k]);
-        const uint32_t first = n - 4;
-        assert_int_equal(session_eval(s, ids, first, 0, lg[k], true), 0);
-        for (uint32_t i = first; i < n; i++)
-            assert_int_equal(session_eval(s, ids + i, 1, i, lg[k] + (size_t)i * nv, false), 0);
-        session_free(s);
-    }
-    model_release(m);
-    double num = 0, den = 0;
-    for (size_t i = 0; i < (size_t)n * nv; i++) {
-        const double d = (double)lg[0][i] - lg[1][i];
-        num += d * d;
-        den += (double)lg[0][i] * lg[0][i];
-        assert_true(isfinite(lg[1][i]));
-    }
-    free(lg[0]);
-    free(lg[1]);
-    return sqrt(num / den);
-}
 
 static void check_moe_model(fixture *f, const testmodel_params *p, const char *label, double limit)
 {

@@ -20,148 +20,31 @@
 
 #ifdef GGSCOPE_HAVE_VULKAN
 #include "backend_vulkan.h"
+#include "vktest.h"
 
 #define NMSE_ELEM 1e-7
 #define NMSE_MAT 5e-4
 
-typedef struct {
-    backend *cpu;
-    backend *vk;
-    const char *variant;
-    bool all_types;   /* every weight type (the reduction code is shared: the
-                         second variant runs a few types, to keep the test fast) */
-} fixture;
-
+/* The shared fixture (tests/support/vktest.h) under this file's names. */
+typedef vktest_fixture fixture;
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+#define rnd_u32() vktest_rnd_u32(&rng_state)
+#define rnd_f(lo, hi) vktest_rnd_f(&rng_state, lo, hi)
+#define rnd_vec(n, lo, hi) vktest_rnd_vec(&rng_state, n, lo, hi)
+/* A weight of `rows` x `cols` random values quantized to `type` (data owned by *mem). */
+#define make_weight(type, cols, rows, mem) vktest_make_weight(&rng_state, type, cols, rows, 1, mem)
+#define nmse(ref, x, n) vktest_nmse(ref, x, n, NULL)
+#define check vktest_check
+#define upload vktest_upload
+#define download vktest_download
+#define prepare vktest_prepare
+#define release vktest_release
+#define no_validation_errors vktest_no_validation_errors
+#define NEED_DEVICE VKTEST_NEED_DEVICE
+#define teardown vktest_teardown
 
-static uint32_t rnd_u32(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-
-static float rnd_f(float lo, float hi)
-{
-    return lo + (hi - lo) * (float)(rnd_u32() & 0xFFFFFF) / 16777216.0f;
-}
-
-static float *rnd_vec(size_t n, float lo, float hi)
-{
-    float *v = malloc(n * sizeof *v);
-    assert_non_null(v);
-    for (size_t i = 0; i < n; i++)
-        v[i] = rnd_f(lo, hi);
-    return v;
-}
-
-static double nmse(const float *ref, const float *x, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = (double)ref[i] - (double)x[i];
-        num += d * d;
-        den += (double)ref[i] * ref[i];
-    }
-    return den > 0 ? num / den : num;
-}
-
-static void check(const char *what, const float *ref, const float *x, size_t n, double limit)
-{
-    double e = nmse(ref, x, n), dmax = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(x[i]) || !isfinite(ref[i])) {
-            print_error("%s: element %zu is %f (reference %f)\n", what, i, (double)x[i], (double)ref[i]);
-            fail();
-        }
-        dmax = fmax(dmax, fabs((double)x[i] - ref[i]));
-    }
-    if (getenv("GGSCOPE_VK_VERBOSE"))
-        print_message("  %-40s nmse %.3e (limit %.0e), max |diff| %.3e\n", what, e, limit, dmax);
-    if (!(e <= limit)) {
-        print_error("%s: nmse %.3e > %.0e\n", what, e, limit);
-        fail();
-    }
-}
-
-/* A buffer on a backend holding `n` floats of host data (NULL: zeros). */
-static backend_buf *upload(backend *b, const float *data, size_t n)
-{
-    backend_buf *buf = b->ops->buf_new(b->ctx, BACKEND_F32, n);
-    assert_non_null(buf);
-    if (data)
-        assert_int_equal(b->ops->buf_write(b->ctx, buf, 0, data, n), 0);
-    return buf;
-}
-
-static float *download(backend *b, backend_buf *buf, size_t off, size_t n)
-{
-    float *v = malloc(n * sizeof *v + 1);
-    assert_non_null(v);
-    assert_int_equal(b->ops->buf_read(b->ctx, buf, off, v, n), 0);
-    return v;
-}
-
-static void no_validation_errors(const fixture *f)
-{
-    int n = backend_vulkan_validation_errors(f->vk);
-    if (n) {
-        print_error("%d validation errors; last: %s\n", n, backend_vulkan_last_message(f->vk));
-        fail();
-    }
-}
-
-static int setup_variant(void **state, bool subgroups)
-{
-    char err[256];
-    if (subgroups)
-        unsetenv("GGSCOPE_VK_NO_SUBGROUP");
-    else
-        setenv("GGSCOPE_VK_NO_SUBGROUP", "1", 1);
-    backend *vk = backend_vulkan_new(-1, err, sizeof err);
-    unsetenv("GGSCOPE_VK_NO_SUBGROUP");
-    fixture *f = calloc(1, sizeof *f);
-    if (!f)
-        return -1;
-    f->vk = vk;
-    f->variant = subgroups ? "subgroup" : "shared-memory";
-    f->all_types = subgroups;
-    if (!vk) {
-        print_message("SKIP: no Vulkan device: %s\n", err);
-    } else {
-        f->cpu = backend_cpu_new(2);
-        if (!f->cpu)
-            return -1;
-        const vk_device_info *d = backend_vulkan_device(vk);
-        print_message("device: %s (%s), reductions: %s%s\n", d->name, vk_device_kind_name(d->kind),
-                      f->variant, subgroups && !d->caps.subgroup_arith ? " (unsupported: fallback)" : "");
-    }
-    *state = f;
-    return 0;
-}
-
-static int setup_sg(void **state) { return setup_variant(state, true); }
-static int setup_nosg(void **state) { return setup_variant(state, false); }
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    if (f) {
-        backend_free(f->vk);
-        backend_free(f->cpu);
-        free(f);
-    }
-    return 0;
-}
-
-#define NEED_DEVICE(f)                                                    \
-    do {                                                                  \
-        if (!(f)->vk) {                                                   \
-            print_message("SKIP: no Vulkan device\n");                    \
-            skip();                                                       \
-        }                                                                 \
-    } while (0)
+static int setup_sg(void **state) { return vktest_setup(state, true); }
+static int setup_nosg(void **state) { return vktest_setup(state, false); }
 
 /* ---- weights ---- */
 
@@ -169,44 +52,6 @@ static const uint32_t WTYPES[] = {GGTYPE_F32, GGTYPE_F16, GGTYPE_Q4_0, GGTYPE_Q4
                                   GGTYPE_Q5_1, GGTYPE_Q8_0, GGTYPE_Q2_K, GGTYPE_Q3_K, GGTYPE_Q4_K,
                                   GGTYPE_Q5_K, GGTYPE_Q6_K};
 #define N_WTYPES (sizeof WTYPES / sizeof WTYPES[0])
-
-/* A weight of `rows` x `cols` random values quantized to `type` (data owned by *mem). */
-static backend_weight make_weight(uint32_t type, uint32_t cols, uint32_t rows, void **mem)
-{
-    float *src = rnd_vec((size_t)cols * rows, -1.0f, 1.0f);
-    uint64_t rb = ggtype_row_size(type, cols, NULL);
-    assert_true(rb > 0);
-    uint8_t *data = calloc(rows, rb);
-    assert_non_null(data);
-    if (type == GGTYPE_F32) {
-        memcpy(data, src, (size_t)cols * rows * 4);
-    } else if (type == GGTYPE_F16) {
-        uint16_t *h = (uint16_t *)data;
-        for (size_t i = 0; i < (size_t)cols * rows; i++)
-            h[i] = codec_f32_to_f16(src[i]);
-    } else {
-        assert_true(codec_can_quantize(type));
-        assert_int_equal(codec_quantize(type, src, data, rows, cols, NULL), rb * rows);
-    }
-    free(src);
-    *mem = data;
-    return (backend_weight){.type = type, .ne0 = cols, .ne1 = rows, .row_bytes = rb, .data = data,
-                            .name = ggtype_name(type)};
-}
-
-/* Ops read a weight's device copy only after weight_prepare; the CPU
- * backend, given the same backend_weight, ignores that priv. */
-static void prepare(fixture *f, backend_weight *w)
-{
-    assert_int_equal(f->vk->ops->weight_prepare(f->vk->ctx, w), 0);
-    assert_non_null(w->priv);
-}
-
-static void release(fixture *f, backend_weight *w)
-{
-    f->vk->ops->weight_release(f->vk->ctx, w);
-    assert_null(w->priv);
-}
 
 static void run_matmul(fixture *f, uint32_t type, uint32_t cols, uint32_t rows, uint32_t n_tok)
 {
