@@ -15,38 +15,7 @@
 #include "session.h"
 #include "testmodel.h"
 
-typedef struct {
-    char path[512];
-    gguf_file *f;
-    model *m;
-} fixture;
-
-static fixture *open_model(const testmodel_params *p, const char *tag)
-{
-    fixture *fx = calloc(1, sizeof *fx);
-    snprintf(fx->path, sizeof fx->path, "%s", tu_tmp_path(tag));
-    char msg[512];
-    if (testmodel_write(p, fx->path, msg, sizeof msg))
-        fail_msg("testmodel_write: %s", msg);
-    gguf_error err;
-    fx->f = gguf_open(fx->path, &err);
-    assert_non_null(fx->f);
-    model_status st;
-    fx->m = model_load(fx->f, &st, msg, sizeof msg);
-    if (!fx->m)
-        fail_msg("model_load: %s", msg);
-    return fx;
-}
-
-static void close_model(fixture *fx)
-{
-    model_free(fx->m);
-    gguf_close(fx->f);
-    remove(fx->path);
-    free(fx);
-}
-
-static memest estimate(const fixture *fx, uint32_t n_ctx, uint32_t n_used, memest_backend be)
+static memest estimate(const tu_model *fx, uint32_t n_ctx, uint32_t n_used, memest_backend be)
 {
     memest_params p = {.n_ctx = n_ctx, .n_used = n_used, .backend = be, .n_threads = 2};
     memest e;
@@ -56,7 +25,7 @@ static memest estimate(const fixture *fx, uint32_t n_ctx, uint32_t n_used, memes
     return e;
 }
 
-static uint64_t session_kv(const fixture *fx, uint32_t n_ctx)
+static uint64_t session_kv(const tu_model *fx, uint32_t n_ctx)
 {
     session_params sp = {.n_ctx = n_ctx, .n_threads = 1};
     char msg[256];
@@ -83,7 +52,7 @@ static void test_llama_kv(void **state)
     p.n_head = 4;
     p.n_head_kv = 2;
     p.n_layer = 3;
-    fixture *fx = open_model(&p, "memest.gguf");
+    tu_model *fx = tu_model_open(&p, "memest.gguf");
     const uint64_t kd = 2 * 16; /* n_head_kv x head_dim (64 / 4) */
     for (uint32_t ctx = 256; ctx <= 8192; ctx *= 32) {
         memest e = estimate(fx, ctx, 0, MEMEST_CPU);
@@ -114,7 +83,7 @@ static void test_llama_kv(void **state)
     assert_true(v.dev_weights >= model_weight_bytes(fx->m));
     assert_int_equal(v.kv, 0);
     check_sum(&v);
-    close_model(fx);
+    tu_model_close(fx);
 }
 
 static void test_sliding_kv(void **state)
@@ -124,7 +93,7 @@ static void test_sliding_kv(void **state)
     p.n_embd = 64;
     p.n_ff = 128;
     p.head_dim = 32;
-    fixture *fx = open_model(&p, "memest-swa.gguf");
+    tu_model *fx = tu_model_open(&p, "memest-swa.gguf");
     const uint64_t kd = 1 * 32;
     memest e = estimate(fx, 8192, 0, MEMEST_CPU);
     /* llama.cpp's ring: GGML_PAD(16 + 512, 256) = 768 cells */
@@ -141,7 +110,7 @@ static void test_sliding_kv(void **state)
     assert_int_equal(s.kv_full, session_kv(fx, 512));
     /* tied embeddings: the output head reads the whole table, so the whole file counts */
     assert_int_equal(e.weights, gguf_file_size(fx->f));
-    close_model(fx);
+    tu_model_close(fx);
 }
 
 static void test_errors(void **state)
@@ -150,7 +119,7 @@ static void test_errors(void **state)
     testmodel_params p = testmodel_default_params();
     p.n_embd = 64;
     p.n_ff = 128;
-    fixture *fx = open_model(&p, "memest-err.gguf");
+    tu_model *fx = tu_model_open(&p, "memest-err.gguf");
     memest e;
     char msg[256];
     memest_params bad = {.n_ctx = 512, .kv_type = "q4_0"};
@@ -163,7 +132,7 @@ static void test_errors(void **state)
     assert_int_equal(memest_compute(fx->m, 1, 0, &past, &e, msg, sizeof msg), -1);
     assert_non_null(strstr(msg, "512"));
     assert_int_equal(memest_compute(NULL, 1, 0, &past, &e, msg, sizeof msg), -1);
-    close_model(fx);
+    tu_model_close(fx);
 }
 
 /* Every weight of a shape-only model: bound where the full load binds it,
@@ -184,7 +153,7 @@ static void shapes_equal(const char *arch, const char *tag)
     testmodel_params p = arch ? testmodel_arch_params(arch) : testmodel_default_params();
     p.n_embd = 64;
     p.n_ff = 128;
-    fixture *fx = open_model(&p, tag);
+    tu_model *fx = tu_model_open(&p, tag);
     char msg[256];
     model_status st;
     model *sh = model_load_shapes(fx->f, &st, msg, sizeof msg);
@@ -234,7 +203,7 @@ static void shapes_equal(const char *arch, const char *tag)
     assert_non_null(strstr(msg, "shapes only"));
     backend_free(cpu);
     model_free(sh);
-    close_model(fx);
+    tu_model_close(fx);
 }
 
 static void test_shapes_only(void **state)

@@ -12,37 +12,6 @@
 #include "session.h"
 #include "testmodel.h"
 
-typedef struct {
-    char path[512];
-    gguf_file *f;
-    model *m;
-} fixture;
-
-static fixture *open_model(const testmodel_params *p, const char *tag)
-{
-    fixture *fx = calloc(1, sizeof *fx);
-    snprintf(fx->path, sizeof fx->path, "%s", tu_tmp_path(tag));
-    char msg[512];
-    if (testmodel_write(p, fx->path, msg, sizeof msg))
-        fail_msg("testmodel_write: %s", msg);
-    gguf_error err;
-    fx->f = gguf_open(fx->path, &err);
-    assert_non_null(fx->f);
-    model_status st;
-    fx->m = model_load(fx->f, &st, msg, sizeof msg);
-    if (!fx->m)
-        fail_msg("model_load: %s", msg);
-    return fx;
-}
-
-static void close_model(fixture *fx)
-{
-    model_free(fx->m);
-    gguf_close(fx->f);
-    remove(fx->path);
-    free(fx);
-}
-
 static double rel_diff(const float *a, const float *b, size_t n)
 {
     double num = 0, den = 0;
@@ -74,7 +43,7 @@ static void test_chunks_and_reuse(void **state)
     p.n_head = 4;
     p.n_head_kv = 2;
     p.seed = 3;
-    fixture *fx = open_model(&p, "sess.gguf");
+    tu_model *fx = tu_model_open(&p, "sess.gguf");
     const uint32_t nv = fx->m->hp.n_vocab;
     assert_int_equal(nv, 300);
     int32_t ids[NT];
@@ -145,7 +114,7 @@ static void test_chunks_and_reuse(void **state)
     free(all);
     free(all2);
     free(last);
-    close_model(fx);
+    tu_model_close(fx);
 }
 
 static void expect_load_error(const testmodel_params *p, void (*patch)(char *path),

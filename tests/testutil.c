@@ -58,3 +58,31 @@ const char *tu_bin(void)
 {
     return getenv("GGSCOPE_BIN");
 }
+
+tu_model *tu_model_open(const testmodel_params *p, const char *tag)
+{
+    tu_model *fx = calloc(1, sizeof *fx);
+    assert_non_null(fx);
+    snprintf(fx->path, sizeof fx->path, "%s", tu_tmp_path(tag));
+    char msg[512];
+    if (testmodel_write(p, fx->path, msg, sizeof msg))
+        fail_msg("testmodel_write: %s", msg);
+    gguf_error err;
+    fx->f = gguf_open(fx->path, &err);
+    assert_non_null(fx->f);
+    model_status st;
+    fx->m = model_load(fx->f, &st, msg, sizeof msg);
+    if (!fx->m)
+        fail_msg("model_load: %s", msg);
+    return fx;
+}
+
+void tu_model_close(tu_model *fx)
+{
+    if (!fx)
+        return;
+    model_free(fx->m);
+    gguf_close(fx->f);
+    remove(fx->path);
+    free(fx);
+}
