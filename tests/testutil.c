@@ -63,7 +63,8 @@ tu_model *tu_model_open(const testmodel_params *p, const char *tag)
 {
     tu_model *fx = calloc(1, sizeof *fx);
     assert_non_null(fx);
-    snprintf(fx->path, sizeof fx->path, "%s", tu_tmp_path(tag));
+    if (snprintf(fx->path, sizeof fx->path, "%s", tu_tmp_path(tag)) >= (int)sizeof fx->path)
+        fail_msg("temporary path too long: %s", tu_tmp_path(tag));
     char msg[512];
     if (testmodel_write(p, fx->path, msg, sizeof msg))
         fail_msg("testmodel_write: %s", msg);
