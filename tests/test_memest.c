@@ -77,12 +77,21 @@ static void test_llama_kv(void **state)
     /* the session's default context: min(context_length, 4096) */
     memest d = estimate(fx, 0, 0, MEMEST_CPU);
     assert_int_equal(d.n_ctx, 2048);
+#ifdef GGSCOPE_HAVE_VULKAN
     /* Vulkan: the KV cache, the weights and the buffers are on the device */
     memest v = estimate(fx, 512, 0, MEMEST_VULKAN);
     assert_true(v.dev_kv >= 2ull * 2ull * kd * 3 * 512 && v.dev_kv < 2ull * 2ull * kd * 3 * 512 + 4096);
     assert_true(v.dev_weights >= model_weight_bytes(fx->m));
     assert_int_equal(v.kv, 0);
     check_sum(&v);
+#else
+    /* a build without the Vulkan backend says so instead of estimating */
+    memest_params vp = {.n_ctx = 512, .backend = MEMEST_VULKAN, .n_threads = 2};
+    memest v;
+    char msg[256];
+    assert_int_not_equal(memest_compute(fx->m, gguf_file_size(fx->f), 1000, &vp, &v, msg, sizeof msg), 0);
+    assert_non_null(strstr(msg, "no Vulkan backend"));
+#endif
     tu_model_close(fx);
 }
 
