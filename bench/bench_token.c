@@ -1,6 +1,6 @@
 /* bench_token: where one generated token's time goes on the CPU backend.
  *
- *   bench_token FILE [-t THREADS] [-n TOKENS] [-c CONTEXT]
+ *   bench_token FILE [-t THREADS] [-n TOKENS] [-c CONTEXT] [-p PROMPT]
  *
  * Fills the KV cache with CONTEXT positions (default 16) in one batch, then
  * evaluates TOKENS (default 64) tokens one at a time through a backend that
@@ -9,7 +9,10 @@
  * (matmuls by weight role), the thread-pool runs (matmuls and attention each
  * make one) with the measured cost of an empty run, what the session spends
  * outside the ops, and the time of sampling a token over the vocabulary with
- * the chat's default sampler. Best of three passes (the least total). */
+ * the chat's default sampler. Best of three passes (the least total).
+ * With -p PROMPT: the same breakdown for one batch of PROMPT tokens from an
+ * empty cache, without logits (as `ggscope bench --no-logits`), matmuls by
+ * role and shape with their GFLOP/s. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +28,8 @@
 #define MAX_CAT 24
 
 typedef struct {
-    char name[32];
-    double s;
+    char name[48];
+    double s, flops;
     long calls;
 } cat;
 
@@ -36,29 +39,37 @@ static cat g_cat[MAX_CAT];
 static int g_ncat;
 static int g_on;
 
-static void add_time(const char *name, double s)
+static void add_time_f(const char *name, double s, double flops)
 {
     if (!g_on)
         return;
     for (int i = 0; i < g_ncat; i++)
         if (!strcmp(g_cat[i].name, name)) {
             g_cat[i].s += s;
+            g_cat[i].flops += flops;
             g_cat[i].calls++;
             return;
         }
     if (g_ncat < MAX_CAT) {
         snprintf(g_cat[g_ncat].name, sizeof g_cat[0].name, "%s", name);
         g_cat[g_ncat].s = s;
+        g_cat[g_ncat].flops = flops;
         g_cat[g_ncat].calls = 1;
         g_ncat++;
     }
 }
 
-/* "blk.3.ffn_gate.weight" -> "matmul ffn_gate"; "output.weight" -> "matmul output" */
+static void add_time(const char *name, double s)
+{
+    add_time_f(name, s, 0);
+}
+
+/* "blk.3.ffn_gate.weight" -> "matmul ffn_gate 5632x2048" (rows x columns) */
 static void weight_role(const backend_weight *w, char *out, size_t cap)
 {
+    const unsigned long long r = (unsigned long long)w->ne1, c = (unsigned long long)w->ne0;
     if (!w->name) {
-        snprintf(out, cap, "matmul %llux%llu", (unsigned long long)w->ne1, (unsigned long long)w->ne0);
+        snprintf(out, cap, "matmul %llux%llu", r, c);
         return;
     }
     const char *n = w->name;
@@ -67,7 +78,7 @@ static void weight_role(const backend_weight *w, char *out, size_t cap)
         n = d ? d + 1 : n;
     }
     size_t len = strcspn(n, ".");
-    snprintf(out, cap, "matmul %.*s", (int)len, n);
+    snprintf(out, cap, "matmul %.*s %llux%llu", (int)(len < 20 ? len : 20), n, r, c);
 }
 
 #define TIMED(label, call)                          \
@@ -124,9 +135,12 @@ static int w_add(void *ctx, backend_view a, backend_view b, backend_view dst, si
 static int w_matmul(void *ctx, const backend_weight *w, backend_view x, uint32_t n_tok, backend_view y)
 {
     (void)ctx;
-    char role[40];
+    char role[48];
     weight_role(w, role, sizeof role);
-    TIMED(role, g_inner->matmul(g_inner_ctx, w, x, n_tok, y));
+    double t0 = clock_now_s();
+    int rc = g_inner->matmul(g_inner_ctx, w, x, n_tok, y);
+    add_time_f(role, clock_now_s() - t0, 2.0 * (double)w->ne0 * (double)w->ne1 * n_tok);
+    return rc;
 }
 static int w_rope(void *ctx, backend_view x, uint32_t n_tok, uint32_t n_head, uint32_t head_dim,
                   const int32_t *pos, const backend_rope_params *p)
@@ -182,11 +196,61 @@ static int cmp_d(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* -p: one batch of n tokens from an empty cache, no logits; best of 3. */
+static int prompt_pass(session *s, const int32_t *ids, uint32_t n, int threads, const char *path)
+{
+    cat best[MAX_CAT];
+    int best_n = 0;
+    double best_wall = 1e30;
+    for (int pass = 0; pass < 4; pass++) {
+        session_kv_truncate(s, 0);
+        g_ncat = 0;
+        g_on = pass > 0; /* the first pass warms the page cache and the pool */
+        double t0 = clock_now_s();
+        if (session_eval(s, ids, n, 0, NULL, false)) {
+            fprintf(stderr, "eval: %s\n", session_error(s));
+            return 1;
+        }
+        double wall = clock_now_s() - t0;
+        g_on = 0;
+        if (pass > 0 && wall < best_wall) {
+            best_wall = wall;
+            memcpy(best, g_cat, sizeof best);
+            best_n = g_ncat;
+        }
+    }
+    double ops_total = 0, mm_s = 0, mm_f = 0;
+    for (int i = 0; i < best_n; i++) {
+        ops_total += best[i].s;
+        if (best[i].flops > 0)
+            mm_s += best[i].s, mm_f += best[i].flops;
+    }
+    tpool *pool = tpool_new(threads);
+    int nth = tpool_threads(pool);
+    tpool_free(pool);
+    printf("%s: %d threads, one batch of %u tokens from an empty cache, no logits, best of 3 passes\n", path,
+           nth, n);
+    printf("wall per batch %.1f ms (%.2f tok/s); matmuls %.1f ms at %.1f GFLOP/s\n\n", best_wall * 1e3,
+           n / best_wall, mm_s * 1e3, mm_f / mm_s * 1e-9);
+    printf("| part | ms per batch | share | calls | GFLOP/s |\n|---|---|---|---|---|\n");
+    for (int i = 0; i < best_n; i++) {
+        printf("| %s | %.2f | %.1f%% | %ld |", best[i].name, best[i].s * 1e3, 100.0 * best[i].s / best_wall,
+               best[i].calls);
+        if (best[i].flops > 0)
+            printf(" %.1f |\n", best[i].flops / best[i].s * 1e-9);
+        else
+            printf(" |\n");
+    }
+    double outside = best_wall - ops_total;
+    printf("| session, outside the ops | %.2f | %.1f%% | | |\n", outside * 1e3, 100.0 * outside / best_wall);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *path = NULL;
     int threads = 0;
-    long n_gen = 64, n_ctx_fill = 16;
+    long n_gen = 64, n_ctx_fill = 16, n_prompt = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc)
             threads = atoi(argv[++i]);
@@ -194,15 +258,17 @@ int main(int argc, char **argv)
             n_gen = atol(argv[++i]);
         else if (!strcmp(argv[i], "-c") && i + 1 < argc)
             n_ctx_fill = atol(argv[++i]);
+        else if (!strcmp(argv[i], "-p") && i + 1 < argc)
+            n_prompt = atol(argv[++i]);
         else if (argv[i][0] != '-' && !path)
             path = argv[i];
         else {
-            fprintf(stderr, "usage: %s FILE [-t THREADS] [-n TOKENS] [-c CONTEXT]\n", argv[0]);
+            fprintf(stderr, "usage: %s FILE [-t THREADS] [-n TOKENS] [-c CONTEXT] [-p PROMPT]\n", argv[0]);
             return 2;
         }
     }
-    if (!path || n_gen < 1 || n_ctx_fill < 1 || n_ctx_fill > 65536) {
-        fprintf(stderr, "usage: %s FILE [-t THREADS] [-n TOKENS] [-c CONTEXT]\n", argv[0]);
+    if (!path || n_gen < 1 || n_ctx_fill < 1 || n_ctx_fill > 65536 || n_prompt < 0 || n_prompt > 65536) {
+        fprintf(stderr, "usage: %s FILE [-t THREADS] [-n TOKENS] [-c CONTEXT] [-p PROMPT]\n", argv[0]);
         return 2;
     }
     gguf_error ge;
@@ -242,6 +308,10 @@ int main(int argc, char **argv)
     ops.scale = g_inner->scale ? w_scale : NULL;
     ops.sync = w_sync;
     backend timed = {&ops, NULL};
+    if (n_prompt > 0) { /* one prompt batch: n_ctx_fill holds the tokens, no generation */
+        n_ctx_fill = n_prompt;
+        n_gen = 0;
+    }
     session_params sp = {.n_ctx = (uint32_t)(n_ctx_fill + n_gen + 1), .be = &timed};
     session *s = session_new(m, &sp, msg, sizeof msg);
     if (!s) {
@@ -259,6 +329,16 @@ int main(int argc, char **argv)
     cat best[MAX_CAT];
     int best_n = 0;
     double best_wall = 1e30;
+    if (n_prompt > 0) {
+        int rc = prompt_pass(s, ids, (uint32_t)n_prompt, threads, path);
+        free(lg);
+        free(ids);
+        session_free(s);
+        backend_free(cpu);
+        model_free(m);
+        gguf_close(f);
+        return rc;
+    }
     for (int pass = 0; pass < 3; pass++) {
         session_kv_truncate(s, 0);
         g_on = 0;

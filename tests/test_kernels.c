@@ -561,6 +561,9 @@ static void test_fast_kernels_bitwise(void **state)
          * slices, 512-token chunks, K not a multiple of 256 (32-element types only) */
         {16, 96, 2, 0},   {24, 160, 3, 4},  {40, 256, 4, 0},  {20, 512, 8, 8},  {136, 256, 63, 0},
         {32, 768, 65, 4}, {17, 512, 129, 0}, {56, 288, 5, 0}, {48, 256, 515, 0}, {8, 512, 64, 0},
+        /* the Q8_0 GEMM's per-span scales and |w| (4 tokens a pass): one block, a span and one
+         * block more with a slice and 4 tokens more, 7 rows, 33 blocks, 1..3 threads */
+        {16, 32, 4, 0},   {24, 544, 68, 2}, {7, 1056, 9, 0}, {40, 1056, 131, 0}, {16, 512, 12, 6},
     };
     kern_simd saved = kern_simd_get();
     tpool *pools[3] = {NULL, tpool_new(2), tpool_new(3)};

@@ -89,6 +89,7 @@ K2 void store8(float *y, __m256 v, int nr)
 typedef struct {
     uint8_t *R;
     float *dw;
+    uint8_t *A; /* Q8_0: |R| in the same layout (vpmaddubsw's unsigned operand), or NULL */
 } g32_buf;
 
 enum { G_Q4_0, G_Q8_0, G_MXFP4 };
@@ -133,6 +134,13 @@ K2 void g32_pack(const uint8_t *w, size_t rbytes, int nr, int64_t nb, const g32_
                 v[r] = kind == G_Q4_0 ? nibbles(blk + 2) : _mm256_loadu_si256((const __m256i *)(blk + 2));
             }
             put8(gb->R + b * 512 + 256 * h, v);
+            if (gb->A) {
+                const uint8_t *src = gb->R + b * 512 + 256 * h;
+                for (int g = 0; g < 8; g++) {
+                    __m256i q = _mm256_load_si256((const __m256i *)(src + 32 * g));
+                    _mm256_store_si256((__m256i *)(gb->A + b * 512 + 256 * h + 32 * g), _mm256_sign_epi8(q, q));
+                }
+            }
         }
     }
 }
@@ -256,8 +264,51 @@ K2 void g_lanes8(const g32_buf *gb, int64_t b0, int64_t b1, const uint8_t *act, 
 #define G_TSLICE 64
 #define G_KSPAN 16
 
+/* g_lanes8 for Q8_0, 4 tokens and lanes g0, g0 + 1 of group h, with the
+ * work that does not depend on the lane done once per span: |w| comes
+ * packed (gb->A) and fl(dw * dx) from D ([block - b0][group][token], filled
+ * by g_q8_scales). The same operations per lane as g_lanes8, in the same
+ * order. */
+K2 void g_q8_pass(const g32_buf *gb, const __m256 *D, int64_t b0, int64_t b1, const uint8_t *act, size_t as,
+                  __m256 *accp, int h, int g0)
+{
+    __m256 acc[4][2];
+    for (int t = 0; t < 4; t++)
+        for (int g = 0; g < 2; g++)
+            acc[t][g] = b0 == 0 ? _mm256_setzero_ps() : _mm256_load_ps((const float *)(accp + t * 16 + 8 * h + g0 + g));
+    const __m256i one = _mm256_set1_epi16(1);
+    for (int64_t b = b0; b < b1; b++) {
+        const uint8_t *R = gb->R + b * 512 + 256 * h + 32 * g0, *A = gb->A + b * 512 + 256 * h + 32 * g0;
+        const __m256 *d = D + ((b - b0) * 2 + h) * 4;
+        for (int g = 0; g < 2; g++) {
+            const __m256i w = _mm256_load_si256((const __m256i *)(A + 32 * g));
+            const __m256i sg = _mm256_load_si256((const __m256i *)(R + 32 * g));
+            for (int t = 0; t < 4; t++) {
+                const int8_t *x = ((const kq8 *)(act + (size_t)t * as) + b)->qs + 4 * (g0 + g);
+                __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(w, _mm256_sign_epi8(bcast4(x), sg)), one);
+                acc[t][g] = _mm256_fmadd_ps(d[t], _mm256_cvtepi32_ps(p), acc[t][g]);
+            }
+        }
+    }
+    for (int t = 0; t < 4; t++)
+        for (int g = 0; g < 2; g++)
+            _mm256_store_ps((float *)(accp + t * 16 + 8 * h + g0 + g), acc[t][g]);
+}
+
+/* D[(b - b0) * 2 + h][t] = fl(dw * dx) of block b, group h, token t (4 tokens). */
+K2 void g_q8_scales(const g32_buf *gb, int64_t b0, int64_t b1, const uint8_t *act, size_t as, int ng, __m256 *D)
+{
+    for (int64_t b = b0; b < b1; b++)
+        for (int h = 0; h < ng; h++) {
+            const __m256 dw = _mm256_loadu_ps(gb->dw + b * 16 + 8 * h);
+            for (int t = 0; t < 4; t++)
+                D[((b - b0) * 2 + h) * 4 + t] =
+                    _mm256_mul_ps(dw, _mm256_set1_ps(((const kq8 *)(act + (size_t)t * as) + b)->d));
+        }
+}
+
 K2 void g_lanes8_all(const g32_buf *gb, int64_t nb, const uint8_t *act, size_t as, int64_t nt, float *y,
-                     int64_t ys, int nr, __m256 *accb, const int kind)
+                     int64_t ys, int nr, __m256 *accb, __m256 *D, const int kind)
 {
     const int ng = nr > 8 ? 2 : 1;
     for (int64_t t0 = 0; t0 < nt; t0 += G_TSLICE) {
@@ -265,10 +316,18 @@ K2 void g_lanes8_all(const g32_buf *gb, int64_t nb, const uint8_t *act, size_t a
         for (int64_t b0 = 0; b0 < nb; b0 += G_KSPAN) {
             int64_t b1 = b0 + G_KSPAN < nb ? b0 + G_KSPAN : nb;
             int64_t t = t0;
-            for (; t + 4 <= t1; t += 4)
+            for (; t + 4 <= t1; t += 4) {
+                if (kind == G_Q8_0) {
+                    g_q8_scales(gb, b0, b1, act + (size_t)t * as, as, ng, D);
+                    for (int h = 0; h < ng; h++)
+                        for (int g0 = 0; g0 < 8; g0 += 2)
+                            g_q8_pass(gb, D, b0, b1, act + (size_t)t * as, as, accb + (t - t0) * 16, h, g0);
+                    continue;
+                }
                 for (int h = 0; h < ng; h++)
                     for (int g0 = 0; g0 < 8; g0 += 2)
                         g_lanes8(gb, b0, b1, act + (size_t)t * as, as, accb + (t - t0) * 16, h, g0, 2, 4, kind);
+            }
             for (; t < t1; t++)
                 for (int h = 0; h < ng; h++)
                     g_lanes8(gb, b0, b1, act + (size_t)t * as, as, accb + (t - t0) * 16, h, 0, 8, 1, kind);
@@ -284,7 +343,14 @@ K2 void g32_any(const uint8_t *w, size_t rbytes, int nr, const uint8_t *act, siz
 {
     const int64_t nb = n_cols / 32;
     uint8_t *base = (uint8_t *)(((uintptr_t)tmp + 63) & ~(uintptr_t)63);
-    g32_buf gb = {base, (float *)(void *)(base + nb * 512)}; /* then the accumulators */
+    /* R, dw, the accumulators (32 KiB), then for Q8_0 |R| and the scales of a span */
+    g32_buf gb = {base, (float *)(void *)(base + nb * 512), NULL};
+    __m256 *accb = (__m256 *)(void *)(base + nb * 576 + 64);
+    __m256 *D = NULL;
+    if (kind == G_Q8_0) {
+        gb.A = base + nb * 576 + 64 + 32768;
+        D = (__m256 *)(void *)(gb.A + nb * 512);
+    }
     g32_pack(w, rbytes, nr, nb, &gb, kind, nt < G_PF_TOK);
     const int ng = nr > 8 ? 2 : 1;
     if (kind == G_MXFP4 || (kind == G_Q4_0 && !plain)) {
@@ -298,11 +364,10 @@ K2 void g32_any(const uint8_t *w, size_t rbytes, int nr, const uint8_t *act, siz
             g_bsum_all(&gb, nb, act, as, nt, y, ys, nr, 1, G_Q4_0);
         return;
     }
-    __m256 *accb = (__m256 *)(void *)(base + nb * 576 + 64);
     if (kind == G_Q8_0)
-        g_lanes8_all(&gb, nb, act, as, nt, y, ys, nr, accb, G_Q8_0);
+        g_lanes8_all(&gb, nb, act, as, nt, y, ys, nr, accb, D, G_Q8_0);
     else
-        g_lanes8_all(&gb, nb, act, as, nt, y, ys, nr, accb, G_Q4_0);
+        g_lanes8_all(&gb, nb, act, as, nt, y, ys, nr, accb, NULL, G_Q4_0);
 }
 
 static KT void gemm_q4_0(const uint8_t *w, size_t rb, int nr, const uint8_t *act, size_t as, int64_t nt,

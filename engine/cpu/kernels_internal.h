@@ -57,10 +57,11 @@ typedef void (*kern_gemm_fn)(const uint8_t *w, size_t row_bytes, int nr, const u
 #define KERN_GEMM_MIN_TOK 8
 static inline size_t kern_gemm_tmp_size(int64_t n_cols)
 {
-    /* per 32 columns: 16 rows x 32 bytes of quants + 2 x 2 x 16 floats of
-     * scales; 32 KiB of float accumulators (the AVX2 GEMM: 64 tokens x 16
-     * rows x 8 lanes) */
-    return (size_t)(n_cols / 32) * (512 + 256) + 128 + 32768;
+    /* per 32 columns: 16 rows x 32 bytes of quants (twice: the AVX2 Q8_0
+     * GEMM keeps their absolute values too) + 2 x 2 x 16 floats of scales;
+     * 32 KiB of float accumulators (the AVX2 GEMM: 64 tokens x 16 rows x 8
+     * lanes) and 4 KiB of Q8_0 block scales (16 blocks x 2 x 4 tokens) */
+    return (size_t)(n_cols / 32) * (1024 + 256) + 128 + 32768 + 4096;
 }
 void kern_fill_gemm_avx512(kern_gemm_fn tab[GGTYPE_COUNT]);
 /* AVX2 (vpmaddubsw) GEMM in the exact tiles' float order (kernels_gemm_avx2.c). */
