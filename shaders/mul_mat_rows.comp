@@ -1,27 +1,38 @@
 #version 450
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 /* y[t][r] = sum_c W[r][c] * x[t][c] for CPU devices (lavapipe / llvmpipe):
  * one weight row per invocation. A workgroup is one subgroup (WG = the
  * subgroup size); lane l computes rows base + l + WG * i (i < NR) for NCOLS
  * tokens, each over the whole row: no shared memory, no barrier, no
  * reduction. On llvmpipe a load whose address differs between lanes is a
  * loop over the lanes, one pass per load instruction, so each lane reads its
- * row in as few and as wide loads as it can (Q4_0: 8 blocks in 9 uvec4 when
- * rows are 16-byte aligned; Q6_K: a superblock in 14 uvec4), and the activations are read once per subgroup
+ * row in as few and as wide loads as it can (Q4_0: 8 blocks in 9 loads of
+ * 16 bytes when rows are 16-byte aligned; Q6_K: a superblock in 14), as
+ * 64-bit components (half the per-lane fetches of 32-bit ones), and the activations are read once per subgroup
  * (each lane one vec4 of a 32-element sub-block) and handed to every lane
  * by subgroupBroadcast. The weight type is a build define (as mul_mat.comp);
  * rows [row0, row0 + n_rows) of the weight are bound as one window. */
 #define WORDS wq
 layout(binding = 0) readonly buffer W { uint wq[]; };
-layout(binding = 0) readonly buffer W4 { uvec4 wq4[]; };   /* the same, 16 bytes per load */
+layout(binding = 0) readonly buffer W8 { u64vec2 wq8[]; };   /* the same, 16 bytes per load */
 layout(binding = 1) readonly buffer X { float x[]; };
 layout(binding = 1) readonly buffer X4 { vec4 x4[]; };
+layout(binding = 1) readonly buffer X8 { u64vec2 x8[]; };   /* the same as 64-bit words */
 layout(binding = 2) writeonly buffer Y { float y[]; };
 #include "common.glsl"
 
-layout(constant_id = 1) const uint NCOLS = 1;
-layout(constant_id = 2) const uint NR = 1;
+/* Tokens per workgroup (NCOLS, a build define: 1 for the mat-vec) and rows
+ * per invocation: defines, not specialisation constants, so that glslc
+ * unrolls every loop below and every array stays in registers (llvmpipe
+ * turns an array indexed in a loop into a loop over the lanes per access). */
+#ifndef NCOLS
+#define NCOLS 1u
+#endif
+#ifndef NR
+#define NR 1u
+#endif
 
 layout(push_constant) uniform P {   /* as mul_mat.comp */
     uint ne0;
@@ -49,6 +60,15 @@ vec4 load_x(uint t, uint s, uint lane)
         if (e0 + k < p.ne0)
             r[k] = x[xo + 4u * (lane & 7u) + k];
     return r;
+}
+
+/* The vec4 at vec4 index i of x in one 16-byte load of two 64-bit words
+ * (llvmpipe fetches a load component by component for each lane: 64-bit
+ * components halve the fetches). */
+vec4 load_x8(uint i)
+{
+    u64vec2 v = x8[i];
+    return vec4(uintBitsToFloat(unpackUint2x32(v.x)), uintBitsToFloat(unpackUint2x32(v.y)));
 }
 
 /* Element e (< 32) of the sub-block whose vec4s the lanes hold in xl. */
@@ -80,18 +100,19 @@ void main()
         [[unroll]] for (uint r = 0; r < NR; r++) {
             uint wb = ((p.w_off + rows[r] * p.row_bytes) >> 4) + 9u * ch;
             [[unroll]] for (uint i = 0; i < 9u; i++) {
-                uvec4 u = wq4[wb + i];
-                wd[r * 36u + 4u * i] = u.x;
-                wd[r * 36u + 4u * i + 1u] = u.y;
-                wd[r * 36u + 4u * i + 2u] = u.z;
-                wd[r * 36u + 4u * i + 3u] = u.w;
+                u64vec2 u8 = wq8[wb + i];
+                uvec2 lo = unpackUint2x32(u8.x), hi = unpackUint2x32(u8.y);
+                wd[r * 36u + 4u * i] = lo.x;
+                wd[r * 36u + 4u * i + 1u] = lo.y;
+                wd[r * 36u + 4u * i + 2u] = hi.x;
+                wd[r * 36u + 4u * i + 3u] = hi.y;
             }
         }
         [[unroll]] for (uint j = 0; j < 8u; j++) {
             const uint o = 18u * j;   /* the block's byte in the chunk */
             vec4 xl[NCOLS];
             [[unroll]] for (uint t = 0; t < NCOLS; t++)
-                xl[t] = x4[((p.x_off + toks[t] * p.x_stride) >> 2) + (ch * 8u + j) * 8u + (lane & 7u)];
+                xl[t] = load_x8(((p.x_off + toks[t] * p.x_stride) >> 2) + (ch * 8u + j) * 8u + (lane & 7u));
             [[unroll]] for (uint r = 0; r < NR; r++) {
                 const uint b = r * 36u;
                 float d = unpackHalf2x16(wd[b + (o >> 2)] >> ((o & 2u) * 8u)).x;
@@ -126,11 +147,12 @@ void main()
             const uint bs = p.w_off + rows[r] * p.row_bytes + 210u * sb;
             uint u[57];
             [[unroll]] for (uint i = 0; i < 14u; i++) {
-                uvec4 w4 = wq4[(bs >> 4) + i];
-                u[4u * i] = w4.x;
-                u[4u * i + 1u] = w4.y;
-                u[4u * i + 2u] = w4.z;
-                u[4u * i + 3u] = w4.w;
+                u64vec2 u8 = wq8[(bs >> 4) + i];
+                uvec2 lo = unpackUint2x32(u8.x), hi = unpackUint2x32(u8.y);
+                u[4u * i] = lo.x;
+                u[4u * i + 1u] = lo.y;
+                u[4u * i + 2u] = hi.x;
+                u[4u * i + 3u] = hi.y;
             }
             u[56] = 0u;   /* only bytes past the superblock come from there */
             const uint wq_ = (bs >> 2) & 3u;
@@ -148,7 +170,7 @@ void main()
                 [[unroll]] for (uint hh = 0; hh < 2u; hh++) {
                     vec4 xl[4];
                     [[unroll]] for (uint c = 0; c < 4u; c++)
-                        xl[c] = x4[xb + 8u * (4u * hh + c)];
+                        xl[c] = load_x8(xb + 8u * (4u * hh + c));
                     float gs[8];   /* by scale: (l / 16) + 2 * c */
                     [[unroll]] for (uint m = 0; m < 8u; m++)
                         gs[m] = 0.0;

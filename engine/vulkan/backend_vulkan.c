@@ -164,14 +164,10 @@ static vk_ctx *ctx_create(int device, char *err, size_t errlen)
     /* A row per invocation on CPU devices (llvmpipe: a subgroup is one SIMD
      * vector, see mul_mat_rows.comp); GGSCOPE_VK_ROWS=0/1 overrides. */
     const vk_caps *cp = &c->info.caps;
-    const bool rows_ok = cp->subgroup_ballot && cp->subgroup_size >= 8 && cp->subgroup_size <= 128 &&
+    const bool rows_ok = cp->subgroup_ballot && cp->int64 && cp->subgroup_size >= 8 && cp->subgroup_size <= 128 &&
                          cp->subgroup_size <= cp->max_wg_size;
     const char *rl = getenv("GGSCOPE_VK_ROWS");
     c->rows_layout = rows_ok && (rl ? atoi(rl) != 0 : c->info.software);
-    c->rows_nr = 1;
-    const char *rn = getenv("GGSCOPE_VK_ROWS_NR");
-    if (rn && atoi(rn) >= 1 && atoi(rn) <= 4)
-        c->rows_nr = (uint32_t)atoi(rn);
 
     uint32_t nq = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(c->phys, &nq, NULL);
@@ -201,10 +197,12 @@ static vk_ctx *ctx_create(int device, char *err, size_t errlen)
         .queueCount = 1,
         .pQueuePriorities = &prio,
     };
+    VkPhysicalDeviceFeatures feat = {.shaderInt64 = c->info.caps.int64};
     VkDeviceCreateInfo di = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &qi,
+        .pEnabledFeatures = &feat,
     };
     r = vkCreateDevice(c->phys, &di, NULL, &c->dev);
     if (r != VK_SUCCESS) {

@@ -31,6 +31,7 @@ typedef struct {
     bool storage8;           /* 8-bit storage buffer access */
     bool fp16_arith;         /* shaderFloat16 */
     bool int8_arith;         /* shaderInt8 */
+    bool int64;              /* shaderInt64 (enabled when present: mul_mat_rows needs it) */
     bool subgroup_arith;     /* subgroup add/max in compute shaders (else shared memory) */
     bool subgroup_ballot;    /* subgroupBroadcast (the CPU devices' row-per-invocation mat-vec) */
     uint32_t subgroup_size;

@@ -187,6 +187,7 @@ void vk_device_describe(VkPhysicalDevice pd, int index, vk_device_info *info)
         c->storage8 = s8.storageBuffer8BitAccess;
         c->fp16_arith = f16.shaderFloat16;
         c->int8_arith = f16.shaderInt8;
+        c->int64 = f2.features.shaderInt64;
     }
 
     VkPhysicalDeviceMemoryProperties mp;

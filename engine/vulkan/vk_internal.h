@@ -28,7 +28,7 @@ typedef struct {
     bool ok;
     vk_shader_id mul_mat, mul_mat_sg, get_rows;
     vk_shader_id mul_mat_id, mul_mat_id_sg;   /* expert products (vk_ops_moe.c) */
-    vk_shader_id mul_mat_rows;                /* a row per invocation (CPU devices) */
+    vk_shader_id mul_mat_rows, mul_mat_rows8; /* a row per invocation (CPU devices): 1 / 8 tokens */
 } vk_type_shaders;
 extern const vk_type_shaders vk_type_shader_table[];   /* indexed by ggml type id */
 extern const size_t vk_type_shader_count;
@@ -85,8 +85,8 @@ typedef enum {
     VK_SPEC_MATVEC,        /* mul_mat: NCOLS 1, NR = mv_rows (GGSCOPE_VK_MV_ROWS) */
     VK_SPEC_MATMAT,        /* mul_mat: NCOLS 8, NR 2 */
     VK_SPEC_NEOX,          /* rope: NEOX 1 */
-    VK_SPEC_ROWS_MATVEC,   /* mul_mat_rows: NCOLS 1, NR = rows_nr rows per invocation */
-    VK_SPEC_ROWS_MATMAT,   /* mul_mat_rows: NCOLS 8, NR 1 */
+    VK_SPEC_ROWS_MATVEC,   /* mul_mat_rows: 1 token, 1 row per invocation (defines) */
+    VK_SPEC_ROWS_MATMAT,   /* mul_mat_rows8: 8 tokens, 1 row per invocation (defines) */
     VK_SPEC_COUNT
 } vk_spec;
 
@@ -129,7 +129,6 @@ typedef struct vk_ctx {
     VkDeviceSize align;       /* minStorageBufferOffsetAlignment */
     uint32_t mv_rows;         /* weight rows per workgroup of a mat-vec */
     bool rows_layout;         /* matmul by mul_mat_rows (a row per invocation: CPU devices) */
-    uint32_t rows_nr;         /* its rows per invocation of a mat-vec */
 
     VkCommandPool cpool;
     VkCommandBuffer cmd;

@@ -198,7 +198,8 @@ int vk_op_matmul(void *ctx, const backend_weight *w, backend_view x, uint32_t n_
     uint32_t spec[2];   /* tokens (NCOLS) and weight rows (NR) per workgroup (per invocation: rows) */
     vk_spec_values(c, sp, spec);
     const uint32_t ncols = spec[0], nr = rows ? spec[1] * vk_spec_wg(c, sp) : spec[1];
-    int pi = rows ? vk_pipeline_get(c, ts->mul_mat_rows, sp) : pipe_reduce(c, ts->mul_mat, ts->mul_mat_sg, sp);
+    int pi = rows ? vk_pipeline_get(c, n_tok == 1 ? ts->mul_mat_rows : ts->mul_mat_rows8, sp)
+                  : pipe_reduce(c, ts->mul_mat, ts->mul_mat_sg, sp);
     vk_binding b[3];
     vk_push_mul_mat p = {.ne0 = (uint32_t)w->ne0, .row_bytes = (uint32_t)vw->row_bytes,
                          .x_stride = (uint32_t)w->ne0, .y_stride = (uint32_t)w->ne1, .n_tok = n_tok};

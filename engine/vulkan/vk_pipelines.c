@@ -33,7 +33,7 @@ void vk_spec_values(const vk_ctx *c, vk_spec s, uint32_t out[2])
     case VK_SPEC_MATVEC: out[0] = 1; out[1] = c->mv_rows; break;
     case VK_SPEC_MATMAT: out[0] = 8; out[1] = 2; break;
     case VK_SPEC_NEOX: out[0] = 1; break;
-    case VK_SPEC_ROWS_MATVEC: out[0] = 1; out[1] = c->rows_nr; break;
+    case VK_SPEC_ROWS_MATVEC: out[0] = 1; out[1] = 1; break;   /* the shader's defines */
     case VK_SPEC_ROWS_MATMAT: out[0] = 8; out[1] = 1; break;
     default: break;
     }
