@@ -23,10 +23,10 @@ layout(binding = 1) readonly buffer X8 { u64vec2 x8[]; };   /* the same as 64-bi
 layout(binding = 2) writeonly buffer Y { float y[]; };
 #include "common.glsl"
 
-/* Tokens per workgroup (NCOLS, a build define: 1 for the mat-vec) and rows
- * per invocation: defines, not specialisation constants, so that glslc
- * unrolls every loop below and every array stays in registers (llvmpipe
- * turns an array indexed in a loop into a loop over the lanes per access). */
+/* Tokens per workgroup (NCOLS) and rows per invocation (NR): defines, not
+ * specialisation constants, so that glslc unrolls every loop below and every
+ * array stays in registers. The backend builds NCOLS 1 (a batch: one token
+ * per workgroup z; 8 ran slower per token on llvmpipe) and NR 1. */
 #ifndef NCOLS
 #define NCOLS 1u
 #endif

@@ -28,7 +28,7 @@ typedef struct {
     bool ok;
     vk_shader_id mul_mat, mul_mat_sg, get_rows;
     vk_shader_id mul_mat_id, mul_mat_id_sg;   /* expert products (vk_ops_moe.c) */
-    vk_shader_id mul_mat_rows, mul_mat_rows8; /* a row per invocation (CPU devices): 1 / 8 tokens */
+    vk_shader_id mul_mat_rows;                /* a row per invocation (CPU devices) */
 } vk_type_shaders;
 extern const vk_type_shaders vk_type_shader_table[];   /* indexed by ggml type id */
 extern const size_t vk_type_shader_count;
@@ -85,8 +85,7 @@ typedef enum {
     VK_SPEC_MATVEC,        /* mul_mat: NCOLS 1, NR = mv_rows (GGSCOPE_VK_MV_ROWS) */
     VK_SPEC_MATMAT,        /* mul_mat: NCOLS 8, NR 2 */
     VK_SPEC_NEOX,          /* rope: NEOX 1 */
-    VK_SPEC_ROWS_MATVEC,   /* mul_mat_rows: 1 token, 1 row per invocation (defines) */
-    VK_SPEC_ROWS_MATMAT,   /* mul_mat_rows8: 8 tokens, 1 row per invocation (defines) */
+    VK_SPEC_ROWS,          /* mul_mat_rows: 1 token, 1 row per invocation (its defines) */
     VK_SPEC_COUNT
 } vk_spec;
 

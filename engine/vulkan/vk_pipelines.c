@@ -33,15 +33,14 @@ void vk_spec_values(const vk_ctx *c, vk_spec s, uint32_t out[2])
     case VK_SPEC_MATVEC: out[0] = 1; out[1] = c->mv_rows; break;
     case VK_SPEC_MATMAT: out[0] = 8; out[1] = 2; break;
     case VK_SPEC_NEOX: out[0] = 1; break;
-    case VK_SPEC_ROWS_MATVEC: out[0] = 1; out[1] = 1; break;   /* the shader's defines */
-    case VK_SPEC_ROWS_MATMAT: out[0] = 8; out[1] = 1; break;
+    case VK_SPEC_ROWS: out[0] = 1; out[1] = 1; break;   /* the shader's defines */
     default: break;
     }
 }
 
 uint32_t vk_spec_wg(const vk_ctx *c, vk_spec s)
 {
-    if (s == VK_SPEC_ROWS_MATVEC || s == VK_SPEC_ROWS_MATMAT)
+    if (s == VK_SPEC_ROWS)
         return c->info.caps.subgroup_size;
     return vk_wg_size(c);
 }
