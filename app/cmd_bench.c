@@ -8,6 +8,9 @@
 #include "app.h"
 #include "clock.h"
 #include "engine_cli.h"
+#ifdef GGSCOPE_HAVE_VULKAN
+#include "backend_vulkan.h"
+#endif
 
 static void help(FILE *out)
 {
@@ -26,8 +29,54 @@ static void help(FILE *out)
             "  --no-logits           compute no logits (no output head, and the last layer's\n"
             "                        feed-forward skipped, as llama.cpp does when no output\n"
             "                        is asked for), as llama.cpp's own benchmark measures\n"
+            "  --profile             Vulkan: time every dispatch of the generation (timestamp\n"
+            "                        queries) and print device time per shader and weight\n"
+            "                        shape, dispatches, barriers and submissions per token\n"
+            "                        (not with --json)\n"
             ECLI_COMMON_HELP
             "  -h, --help            this help\n");
+}
+
+/* --profile: start timing the Vulkan backend's dispatches (false: cannot). */
+static bool profile_start(const backend *be)
+{
+#ifdef GGSCOPE_HAVE_VULKAN
+    backend *b = (backend *)be;
+    backend_vulkan_reset_stats(b);
+    return backend_vulkan_set_profile(b, true);
+#else
+    (void)be;
+    return false;
+#endif
+}
+
+/* --profile: the table of the `ng` generated tokens. */
+static void profile_print(const backend *be, long ng)
+{
+#ifdef GGSCOPE_HAVE_VULKAN
+    backend_vulkan_prof_row rows[128];
+    int n = backend_vulkan_profile(be, rows, 128);
+    backend_vulkan_set_profile((backend *)be, false);
+    if (n > 128)
+        n = 128;
+    double total = 0;
+    for (int i = 0; i < n; i++)
+        total += rows[i].ms;
+    backend_vulkan_stats st = backend_vulkan_get_stats(be);
+    printf("\nper generated token: %.1f dispatches, %.1f barriers, %.1f submissions, %.1f ms device time\n",
+           (double)st.dispatches / ng, (double)st.barriers / ng, (double)st.submits / ng, total / ng);
+    printf("%-28s %-12s %10s %12s %7s\n", "shader", "weight", "disp/token", "ms/token", "share");
+    for (int i = 0; i < n; i++) {
+        char shape[32] = "";
+        if (rows[i].ne0)
+            snprintf(shape, sizeof shape, "%ux%u", rows[i].ne1, rows[i].ne0);
+        printf("%-28s %-12s %10.1f %12.2f %6.1f%%\n", rows[i].shader, shape, (double)rows[i].count / ng,
+               rows[i].ms / ng, total > 0 ? 100.0 * rows[i].ms / total : 0.0);
+    }
+#else
+    (void)be;
+    (void)ng;
+#endif
 }
 
 int cmd_bench(int argc, char **argv)
@@ -35,10 +84,10 @@ int cmd_bench(int argc, char **argv)
     ecli_opts o = {.backend = "auto"};
     const char *path = NULL;
     long np = 512, ng = 128, reps = 1;
-    bool json = false, no_logits = false;
+    bool json = false, no_logits = false, profile = false;
     static const struct option lo[] = {
         {"help", no_argument, 0, 'h'}, {"json", no_argument, 0, 'J'},
-        {"no-logits", no_argument, 0, 'L'}, ECLI_COMMON_LONGOPTS,
+        {"no-logits", no_argument, 0, 'L'}, {"profile", no_argument, 0, 'P'}, ECLI_COMMON_LONGOPTS,
         {0, 0, 0, 0}};
     cliopt p;
     cliopt_init(&p, argc, argv, "hp:n:r:" ECLI_COMMON_SHORTOPTS, lo);
@@ -56,6 +105,7 @@ int cmd_bench(int argc, char **argv)
             break;
         case 'J': json = true; break;
         case 'L': no_logits = true; break;
+        case 'P': profile = true; break;
         case CLIOPT_ARG:
             if (path) {
                 app_error("bench: unexpected argument '%s'", p.arg);
@@ -98,6 +148,11 @@ int cmd_bench(int argc, char **argv)
         runner_truncate(e.r, 0);
         if (runner_eval(e.r, prompt, 16, 0, out, false, msg, sizeof msg))
             goto fail_eval;
+        if (profile && !profile_start(runner_backend(e.r))) {
+            app_error("bench: --profile needs the Vulkan backend on a device with timestamps");
+            rc = APP_BADINPUT;
+            goto done;
+        }
         t0 = clock_now_s();
         for (long i = 0; i < ng; i++) {
             int32_t tok = prompt[16 + i % (np - 16)];
@@ -136,6 +191,8 @@ int cmd_bench(int argc, char **argv)
         printf("prompt processing (%ld tokens): %8.2f tok/s\n", np, best_pp);
         printf("generation        (%ld tokens): %8.2f tok/s\n", ng, best_tg);
     }
+    if (profile && !json)
+        profile_print(be, ng);
     goto done;
 fail_eval:
     app_error("%s", msg);

@@ -616,6 +616,133 @@ static void test_unprepared_weights(void **state)
     no_validation_errors(f);
 }
 
+/* ---- the row-per-invocation mat-vec (CPU devices), its wide loads, the
+ * other layouts on the same device, the dispatch profile ---- */
+
+/* matmul of a rows x cols weight of `type` with x at element offset `xoff`,
+ * against the CPU backend, on Vulkan backend `vk`. */
+static void rows_matmul(fixture *f, backend *vk, uint32_t type, uint32_t cols, uint32_t rows, uint32_t n_tok,
+                        uint32_t xoff)
+{
+    void *mem;
+    backend_weight w = make_weight(type, cols, rows, &mem);
+    assert_int_equal(vk->ops->weight_prepare(vk->ctx, &w), 0);
+    float *x = rnd_vec((size_t)n_tok * cols + xoff, -1.0f, 1.0f);
+    float *res[2];
+    backend *bs[2] = {f->cpu, vk};
+    for (int k = 0; k < 2; k++) {
+        backend *b = bs[k];
+        backend_buf *bx = upload(b, x, (size_t)n_tok * cols + xoff);
+        backend_buf *by = upload(b, NULL, (size_t)n_tok * rows + 1);
+        assert_int_equal(b->ops->matmul(b->ctx, &w, (backend_view){bx, xoff}, n_tok, (backend_view){by, 1}), 0);
+        res[k] = download(b, by, 1, (size_t)n_tok * rows);
+        b->ops->buf_free(b->ctx, bx);
+        b->ops->buf_free(b->ctx, by);
+    }
+    char what[112];
+    snprintf(what, sizeof what, "matmul %s %ux%u x %u tok, x at %u", ggtype_name(type), rows, cols, n_tok, xoff);
+    check(what, res[0], res[1], (size_t)n_tok * rows, NMSE_MAT);
+    vk->ops->weight_release(vk->ctx, &w);
+    free(res[0]);
+    free(res[1]);
+    free(x);
+    free(mem);
+}
+
+/* Shapes that take mul_mat_rows' wide paths (Q4_0 rows of whole 16-byte
+ * chunks, Q6_K superblocks at every 2-byte phase) and its fallbacks (x not
+ * vec4-aligned), rows and tokens past a whole workgroup. */
+static void rows_shapes(fixture *f, backend *vk)
+{
+    rows_matmul(f, vk, GGTYPE_Q4_0, 512, 67, 1, 0);
+    rows_matmul(f, vk, GGTYPE_Q4_0, 2048, 21, 1, 0);
+    rows_matmul(f, vk, GGTYPE_Q4_0, 512, 19, 11, 0);
+    rows_matmul(f, vk, GGTYPE_Q4_0, 512, 13, 1, 1);
+    rows_matmul(f, vk, GGTYPE_Q4_0, 352, 9, 2, 0);     /* 11 blocks: rows not 16-byte aligned */
+    rows_matmul(f, vk, GGTYPE_Q6_K, 2048, 37, 1, 0);
+    rows_matmul(f, vk, GGTYPE_Q6_K, 768, 29, 1, 0);    /* 630-byte rows: every phase */
+    rows_matmul(f, vk, GGTYPE_Q6_K, 768, 13, 9, 0);
+    rows_matmul(f, vk, GGTYPE_Q6_K, 512, 9, 1, 3);
+    rows_matmul(f, vk, GGTYPE_F16, 70, 9, 3, 1);
+}
+
+static void test_matmul_rows(void **state)
+{
+    fixture *f = *state;
+    NEED_DEVICE(f);
+    rows_shapes(f, f->vk);
+    if (f->all_types)
+        for (size_t i = 0; i < N_WTYPES; i++)
+            rows_matmul(f, f->vk, WTYPES[i], 512, 23, 1, 0);
+    no_validation_errors(f);
+}
+
+/* The same device with the other mat-vec layout: GGSCOPE_VK_ROWS=0 (the
+ * rows-per-workgroup shader with subgroup reductions, what GPUs run). */
+static void test_matmul_layouts(void **state)
+{
+    fixture *f = *state;
+    NEED_DEVICE(f);
+    if (!f->all_types)
+        skip();   /* once is enough */
+    static const char *const env[][2] = {{"GGSCOPE_VK_ROWS", "0"}};
+    for (size_t i = 0; i < 1; i++) {
+        char err[256];
+        setenv(env[i][0], env[i][1], 1);
+        backend *vk = backend_vulkan_new(-1, err, sizeof err);
+        unsetenv(env[i][0]);
+        assert_non_null(vk);
+        rows_shapes(f, vk);
+        int n = backend_vulkan_validation_errors(vk);
+        if (n)
+            print_error("%s=%s: %d validation errors; last: %s\n", env[i][0], env[i][1], n,
+                        backend_vulkan_last_message(vk));
+        assert_int_equal(n, 0);
+        backend_free(vk);
+    }
+}
+
+/* --profile's table: one row per (variant, shape), every dispatch counted. */
+static void test_profile(void **state)
+{
+    fixture *f = *state;
+    NEED_DEVICE(f);
+    backend *b = f->vk;
+    if (!backend_vulkan_set_profile(b, true)) {
+        print_message("SKIP: no timestamps on this device\n");
+        skip();
+    }
+    backend_vulkan_reset_stats(b);
+    void *mem;
+    backend_weight w = make_weight(GGTYPE_Q4_0, 256, 10, &mem);
+    prepare(f, &w);
+    backend_buf *bx = upload(b, NULL, 256), *by = upload(b, NULL, 10);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(b->ops->matmul(b->ctx, &w, (backend_view){bx, 0}, 1, (backend_view){by, 0}), 0);
+    float *y = download(b, by, 0, 10);
+    backend_vulkan_prof_row rows[8];
+    int n = backend_vulkan_profile(b, rows, 8);
+    assert_true(backend_vulkan_set_profile(b, false));
+    assert_int_equal(n, 1);
+    assert_int_equal(rows[0].count, 3);
+    assert_int_equal(rows[0].ne0, 256);
+    assert_int_equal(rows[0].ne1, 10);
+    assert_non_null(strstr(rows[0].shader, "mul_mat"));
+    assert_true(rows[0].ms >= 0.0);
+    assert_int_equal(backend_vulkan_get_stats(b).dispatches, 3);
+    /* off: nothing more is counted */
+    assert_int_equal(b->ops->matmul(b->ctx, &w, (backend_view){bx, 0}, 1, (backend_view){by, 0}), 0);
+    free(download(b, by, 0, 10));
+    assert_int_equal(backend_vulkan_profile(b, rows, 8), 1);
+    assert_int_equal(rows[0].count, 3);
+    free(y);
+    b->ops->buf_free(b->ctx, bx);
+    b->ops->buf_free(b->ctx, by);
+    release(f, &w);
+    free(mem);
+    no_validation_errors(f);
+}
+
 #define T(fn) cmocka_unit_test(fn)
 int main(void)
 {
@@ -623,6 +750,7 @@ int main(void)
         T(test_matmul), T(test_matmul_windows), T(test_get_rows), T(test_elementwise),
         T(test_rope), T(test_rope_ext), T(test_store_f16), T(test_attention), T(test_attention_swa),
         T(test_attention_sinks), T(test_chain), T(test_errors), T(test_unprepared_weights),
+        T(test_matmul_rows), T(test_matmul_layouts), T(test_profile),
     };
     int rc = cmocka_run_group_tests_name("vulkan ops (subgroup reductions)", tests, setup_sg, teardown);
     rc |= cmocka_run_group_tests_name("vulkan ops (shared-memory reductions)", tests, setup_nosg, teardown);

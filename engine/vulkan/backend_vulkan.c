@@ -31,6 +31,7 @@ static void ctx_destroy(vk_ctx *c)
         vk_buffer_destroy(c, &c->arena);
         vk_buffer_destroy(c, &c->staging);
         vk_pipelines_destroy(c);
+        vk_prof_destroy(c);
         for (int i = 0; i <= VK_MAX_BINDINGS; i++) {
             if (c->pl[i])
                 vkDestroyPipelineLayout(c->dev, c->pl[i], NULL);
@@ -159,7 +160,14 @@ static vk_ctx *ctx_create(int device, char *err, size_t errlen)
     if (c->align < 4)
         c->align = 4;
     if (getenv("GGSCOPE_VK_NO_SUBGROUP"))
-        c->info.caps.subgroup_arith = false;
+        c->info.caps.subgroup_arith = c->info.caps.subgroup_ballot = false;
+    /* A row per invocation on CPU devices (llvmpipe: a subgroup is one SIMD
+     * vector, see mul_mat_rows.comp); GGSCOPE_VK_ROWS=0/1 overrides. */
+    const vk_caps *cp = &c->info.caps;
+    const bool rows_ok = cp->subgroup_ballot && cp->int64 && cp->subgroup_size >= 8 && cp->subgroup_size <= 128 &&
+                         cp->subgroup_size <= cp->max_wg_size;
+    const char *rl = getenv("GGSCOPE_VK_ROWS");
+    c->rows_layout = rows_ok && (rl ? atoi(rl) != 0 : c->info.software);
 
     uint32_t nq = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(c->phys, &nq, NULL);
@@ -181,6 +189,7 @@ static vk_ctx *ctx_create(int device, char *err, size_t errlen)
         goto fail;
     }
     c->qfam = (uint32_t)fam;
+    vk_prof_init(c, &qf[fam]);
     float prio = 1.0f;
     VkDeviceQueueCreateInfo qi = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
@@ -188,10 +197,12 @@ static vk_ctx *ctx_create(int device, char *err, size_t errlen)
         .queueCount = 1,
         .pQueuePriorities = &prio,
     };
+    VkPhysicalDeviceFeatures feat = {.shaderInt64 = c->info.caps.int64};
     VkDeviceCreateInfo di = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &qi,
+        .pEnabledFeatures = &feat,
     };
     r = vkCreateDevice(c->phys, &di, NULL, &c->dev);
     if (r != VK_SUCCESS) {

@@ -31,7 +31,9 @@ typedef struct {
     bool storage8;           /* 8-bit storage buffer access */
     bool fp16_arith;         /* shaderFloat16 */
     bool int8_arith;         /* shaderInt8 */
+    bool int64;              /* shaderInt64 (enabled when present: mul_mat_rows needs it) */
     bool subgroup_arith;     /* subgroup add/max in compute shaders (else shared memory) */
+    bool subgroup_ballot;    /* subgroupBroadcast (the CPU devices' row-per-invocation mat-vec) */
     uint32_t subgroup_size;
     uint32_t max_wg_size;    /* maxComputeWorkGroupSize[0] */
     uint32_t max_wg_invocations;
@@ -40,6 +42,7 @@ typedef struct {
     uint64_t min_align;      /* minStorageBufferOffsetAlignment */
     uint32_t max_push;       /* maxPushConstantsSize */
     uint64_t max_alloc;      /* maxMemoryAllocationSize (0 = unknown) */
+    float timestamp_period;  /* nanoseconds per timestamp tick (limits.timestampPeriod) */
 } vk_caps;
 
 typedef enum {
@@ -109,6 +112,24 @@ typedef struct {
 /* Counters of a Vulkan backend; zeroes for other backends. */
 backend_vulkan_stats backend_vulkan_get_stats(const backend *b);
 void backend_vulkan_reset_stats(backend *b);
+
+/* Device time per dispatch, from timestamp queries written after every
+ * dispatch while profiling is on, summed by shader variant and weight shape
+ * (the time of a dispatch includes the barrier recorded before it). */
+typedef struct {
+    char shader[40];     /* the variant: "mul_mat_rows_q4_0" */
+    uint32_t ne0, ne1;   /* weight columns x rows of matmul / get_rows, else 0 */
+    uint64_t count;      /* dispatches timed */
+    double ms;           /* their device time, milliseconds */
+} backend_vulkan_prof_row;
+
+/* Start (clearing the table) or stop timing dispatches. False when `b` is
+ * not a Vulkan backend or its queue has no timestamps (nothing changes). */
+bool backend_vulkan_set_profile(backend *b, bool on);
+/* The table so far: up to `cap` rows into `out`, in order of first use;
+ * returns the number of rows. Dispatches past 4095 in one submission are
+ * not timed. */
+int backend_vulkan_profile(const backend *b, backend_vulkan_prof_row *out, int cap);
 
 /* Errors reported by the validation layer so far (0 when it is not enabled).
  * The layer is enabled by VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation or

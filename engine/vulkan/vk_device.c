@@ -161,11 +161,13 @@ void vk_device_describe(VkPhysicalDevice pd, int index, vk_device_info *info)
     c->max_range = p->limits.maxStorageBufferRange;
     c->min_align = p->limits.minStorageBufferOffsetAlignment;
     c->max_push = p->limits.maxPushConstantsSize;
+    c->timestamp_period = p->limits.timestampPeriod;
     if (base.apiVersion >= VK_API_VERSION_1_1) {
         c->subgroup_size = sg.subgroupSize;
         c->subgroup_arith = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                             (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                             (sg.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
+        c->subgroup_ballot = c->subgroup_arith && (sg.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT);
 
         VkPhysicalDeviceMaintenance3Properties m3 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
         VkPhysicalDeviceProperties2 pm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &m3};
@@ -185,6 +187,7 @@ void vk_device_describe(VkPhysicalDevice pd, int index, vk_device_info *info)
         c->storage8 = s8.storageBuffer8BitAccess;
         c->fp16_arith = f16.shaderFloat16;
         c->int8_arith = f16.shaderInt8;
+        c->int64 = f2.features.shaderInt64;
     }
 
     VkPhysicalDeviceMemoryProperties mp;

@@ -28,6 +28,7 @@ typedef struct {
     bool ok;
     vk_shader_id mul_mat, mul_mat_sg, get_rows;
     vk_shader_id mul_mat_id, mul_mat_id_sg;   /* expert products (vk_ops_moe.c) */
+    vk_shader_id mul_mat_rows;                /* a row per invocation (CPU devices) */
 } vk_type_shaders;
 extern const vk_type_shaders vk_type_shader_table[];   /* indexed by ggml type id */
 extern const size_t vk_type_shader_count;
@@ -77,12 +78,14 @@ typedef struct vk_dset_entry {
 } vk_dset_entry;
 
 /* The specialisations a shader variant is used with: spec constants 1 and 2
- * (constant 0 is the workgroup size, vk_wg_size). */
+ * (constant 0 is the workgroup size: vk_wg_size, or the subgroup size for
+ * the ROWS ones). */
 typedef enum {
     VK_SPEC_PLAIN = 0,     /* 0, 0 */
     VK_SPEC_MATVEC,        /* mul_mat: NCOLS 1, NR = mv_rows (GGSCOPE_VK_MV_ROWS) */
     VK_SPEC_MATMAT,        /* mul_mat: NCOLS 8, NR 2 */
     VK_SPEC_NEOX,          /* rope: NEOX 1 */
+    VK_SPEC_ROWS,          /* mul_mat_rows: 1 token, 1 row per invocation (its defines) */
     VK_SPEC_COUNT
 } vk_spec;
 
@@ -95,6 +98,20 @@ typedef struct {
 enum { VK_MAX_ACCESS = 64 };
 
 typedef struct vk_weight vk_weight;
+
+/* Profiling (vk_profile.c): a timestamp after each dispatch. */
+enum { VK_PROF_QUERIES = 4096, VK_PROF_ROWS = 128 };
+typedef struct {
+    bool on;
+    bool has_ts;           /* the queue family has timestamps */
+    uint64_t ts_mask;      /* timestampValidBits as a mask */
+    VkQueryPool pool;
+    uint32_t n;            /* queries written in the command buffer being recorded */
+    uint16_t key[VK_PROF_QUERIES];   /* row of the dispatch timed by query i */
+    uint32_t shape[2];     /* ne0, ne1 of the weight op being recorded (0: none) */
+    backend_vulkan_prof_row rows[VK_PROF_ROWS];
+    int n_rows;
+} vk_prof;
 
 typedef struct vk_ctx {
     VkInstance inst;
@@ -110,6 +127,7 @@ typedef struct vk_ctx {
     VkDeviceSize wmax_range;  /* largest weight window (lowered by tests to exercise windows) */
     VkDeviceSize align;       /* minStorageBufferOffsetAlignment */
     uint32_t mv_rows;         /* weight rows per workgroup of a mat-vec */
+    bool rows_layout;         /* matmul by mul_mat_rows (a row per invocation: CPU devices) */
 
     VkCommandPool cpool;
     VkCommandBuffer cmd;
@@ -145,6 +163,7 @@ typedef struct vk_ctx {
     uint32_t next_buf_id;
 
     backend_vulkan_stats stats;
+    vk_prof prof;
     int validation_errors;
     char last_msg[256];
     backend_vulkan_progress_fn progress;
@@ -182,6 +201,8 @@ int64_t vk_arena_alloc(vk_ctx *c, VkDeviceSize n);
 int vk_pipeline_get(vk_ctx *c, vk_shader_id v, vk_spec s);
 /* Spec constants 1 and 2 of specialisation `s`. */
 void vk_spec_values(const vk_ctx *c, vk_spec s, uint32_t out[2]);
+/* Workgroup size (spec constant 0) of specialisation `s`. */
+uint32_t vk_spec_wg(const vk_ctx *c, vk_spec s);
 /* Workgroup size every pipeline is specialised with. */
 uint32_t vk_wg_size(const vk_ctx *c);
 /* Start the command buffer if not recording. */
@@ -208,6 +229,17 @@ int vk_bind_window(vk_ctx *c, const vk_buffer *b, VkDeviceSize lo, VkDeviceSize 
 void vk_pipelines_destroy(vk_ctx *c);
 /* Record an error message and map a VkResult to a BACKEND_E* code. */
 int vk_fail(vk_ctx *c, VkResult r, const char *what);
+
+/* ---- profiling (vk_profile.c) ---- */
+/* Set up timestamps for queue family properties `qf` (at context creation). */
+void vk_prof_init(vk_ctx *c, const VkQueueFamilyProperties *qf);
+/* At the start of a command buffer: reset the queries, write the first. */
+void vk_prof_begin(vk_ctx *c);
+/* After recording a dispatch of pipeline `pi`: write its timestamp. */
+void vk_prof_dispatch(vk_ctx *c, int pi);
+/* After the submission completed: add the dispatches' times to the table. */
+void vk_prof_collect(vk_ctx *c);
+void vk_prof_destroy(vk_ctx *c);
 
 /* ---- buffers and weights of the backend ---- */
 struct backend_buf {

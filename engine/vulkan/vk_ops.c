@@ -190,11 +190,16 @@ int vk_op_matmul(void *ctx, const backend_weight *w, backend_view x, uint32_t n_
         return BACKEND_EARG;
     if (x.buf == y.buf)
         return BACKEND_EARG;
-    const vk_spec sp = n_tok == 1 ? VK_SPEC_MATVEC : VK_SPEC_MATMAT;
-    uint32_t spec[2];   /* tokens (NCOLS) and weight rows (NR) per workgroup */
+    /* A row per invocation (CPU devices): a subgroup per workgroup, one
+     * token per workgroup (z) also for a batch (on lavapipe its 8-token
+     * variant ran 3.6x slower per token than the mat-vec: spilled
+     * registers); else NR rows per workgroup. */
+    const bool rows = c->rows_layout;
+    const vk_spec sp = rows ? VK_SPEC_ROWS : (n_tok == 1 ? VK_SPEC_MATVEC : VK_SPEC_MATMAT);
+    uint32_t spec[2];   /* tokens (NCOLS) and weight rows (NR) per workgroup (per invocation: rows) */
     vk_spec_values(c, sp, spec);
-    const uint32_t ncols = spec[0], nr = spec[1];
-    int pi = pipe_reduce(c, ts->mul_mat, ts->mul_mat_sg, sp);
+    const uint32_t ncols = spec[0], nr = rows ? spec[1] * vk_spec_wg(c, sp) : spec[1];
+    int pi = rows ? vk_pipeline_get(c, ts->mul_mat_rows, sp) : pipe_reduce(c, ts->mul_mat, ts->mul_mat_sg, sp);
     vk_binding b[3];
     vk_push_mul_mat p = {.ne0 = (uint32_t)w->ne0, .row_bytes = (uint32_t)vw->row_bytes,
                          .x_stride = (uint32_t)w->ne0, .y_stride = (uint32_t)w->ne1, .n_tok = n_tok};
@@ -209,7 +214,11 @@ int vk_op_matmul(void *ctx, const backend_weight *w, backend_view x, uint32_t n_
         p.n_rows = win.rows;
         p.w_off = win.w_off;
         p.row0 = win.row0;
-        if ((rc = vk_dispatch(c, pi, b, 3, &p, sizeof p, (win.rows + nr - 1) / nr, (n_tok + ncols - 1) / ncols)) != 0)
+        c->prof.shape[0] = (uint32_t)w->ne0;
+        c->prof.shape[1] = (uint32_t)w->ne1;
+        rc = vk_dispatch(c, pi, b, 3, &p, sizeof p, (win.rows + nr - 1) / nr, (n_tok + ncols - 1) / ncols);
+        c->prof.shape[0] = c->prof.shape[1] = 0;
+        if (rc != 0)
             return rc;
         c->stats.weight_bytes_read += (uint64_t)win.rows * vw->row_bytes;
         row0 += win.rows;

@@ -33,8 +33,16 @@ void vk_spec_values(const vk_ctx *c, vk_spec s, uint32_t out[2])
     case VK_SPEC_MATVEC: out[0] = 1; out[1] = c->mv_rows; break;
     case VK_SPEC_MATMAT: out[0] = 8; out[1] = 2; break;
     case VK_SPEC_NEOX: out[0] = 1; break;
+    case VK_SPEC_ROWS: out[0] = 1; out[1] = 1; break;   /* the shader's defines */
     default: break;
     }
+}
+
+uint32_t vk_spec_wg(const vk_ctx *c, vk_spec s)
+{
+    if (s == VK_SPEC_ROWS)
+        return c->info.caps.subgroup_size;
+    return vk_wg_size(c);
 }
 
 int vk_pipeline_get(vk_ctx *c, vk_shader_id v, vk_spec s)
@@ -45,7 +53,7 @@ int vk_pipeline_get(vk_ctx *c, vk_shader_id v, vk_spec s)
     if (c->pipes[pi])
         return pi;
     const vk_shader_blob *blob = &vk_shader_table[v];
-    uint32_t spec[3] = {vk_wg_size(c), 0, 0};
+    uint32_t spec[3] = {vk_spec_wg(c, s), 0, 0};
     vk_spec_values(c, s, spec + 1);
     VkShaderModuleCreateInfo mi = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
@@ -232,6 +240,7 @@ int vk_begin(vk_ctx *c)
         return vk_fail(c, r, "vkBeginCommandBuffer");
     c->recording = true;
     c->n_acc = 0;
+    vk_prof_begin(c);
     return 0;
 }
 
@@ -275,6 +284,7 @@ int vk_flush(vk_ctx *c)
     if (r != VK_SUCCESS)
         return vk_fail(c, r, "vkWaitForFences");
     c->stats.submits++;
+    vk_prof_collect(c);
     c->arena_used = 0;
     c->rope_valid = false;
     return 0;
@@ -393,6 +403,7 @@ int vk_dispatch(vk_ctx *c, int pi, const vk_binding *b, int nb, const void *push
     vkCmdBindDescriptorSets(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->pl[nb], 0, 1, &set, 0, NULL);
     vkCmdPushConstants(c->cmd, c->pl[nb], VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)push_size, push);
     vkCmdDispatch(c->cmd, gx, (uint32_t)gy, groups_z);
+    vk_prof_dispatch(c, pi);
     c->stats.dispatches++;
     c->has_dispatch = true;
     return 0;
