@@ -329,15 +329,10 @@ int main(int argc, char **argv)
     cat best[MAX_CAT];
     int best_n = 0;
     double best_wall = 1e30;
+    int rc = 0;
     if (n_prompt > 0) {
-        int rc = prompt_pass(s, ids, (uint32_t)n_prompt, threads, path);
-        free(lg);
-        free(ids);
-        session_free(s);
-        backend_free(cpu);
-        model_free(m);
-        gguf_close(f);
-        return rc;
+        rc = prompt_pass(s, ids, (uint32_t)n_prompt, threads, path);
+        goto done;
     }
     for (int pass = 0; pass < 3; pass++) {
         session_kv_truncate(s, 0);
@@ -418,11 +413,12 @@ int main(int argc, char **argv)
            "logits: median %.3f ms, p90 %.3f ms\n",
            spp.temp, spp.top_k, spp.top_p, spp.min_p, spp.repeat_penalty, nv, samp[100] * 1e3,
            samp[180] * 1e3);
+done:
     free(lg);
     free(ids);
     session_free(s);
     backend_free(cpu);
     model_free(m);
     gguf_close(f);
-    return 0;
+    return rc;
 }

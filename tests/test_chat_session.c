@@ -24,9 +24,7 @@ static double now_s(void)
 }
 
 typedef struct {
-    char path[512];
-    gguf_file *f;
-    model *m;
+    tu_model *tm;   /* the written-and-loaded model */
     runner *r;
     session *s;   /* the runner's (CPU: never replaced) */
     chs *c;
@@ -35,26 +33,17 @@ typedef struct {
 static fixture *open_fx(const char *tag, uint32_t n_ctx)
 {
     fixture *fx = calloc(1, sizeof *fx);
-    snprintf(fx->path, sizeof fx->path, "%s", tu_tmp_path(tag));
     testmodel_params p = testmodel_default_params();
     p.n_layer = 1;
     p.n_embd = 64;
     p.n_ff = 64;
+    fx->tm = tu_model_open(&p, tag);
     char msg[512];
-    if (testmodel_write(&p, fx->path, msg, sizeof msg))
-        fail_msg("testmodel_write: %s", msg);
-    gguf_error err;
-    fx->f = gguf_open(fx->path, &err);
-    assert_non_null(fx->f);
-    model_status st;
-    fx->m = model_load(fx->f, &st, msg, sizeof msg);
-    if (!fx->m)
-        fail_msg("model_load: %s", msg);
     runner_params rp = {.backend = "cpu", .device = -1, .threads = 1, .n_ctx = n_ctx};
-    if (runner_open(fx->m, &rp, &fx->r, msg, sizeof msg))
+    if (runner_open(fx->tm->m, &rp, &fx->r, msg, sizeof msg))
         fail_msg("runner_open: %s", msg);
     fx->s = runner_session(fx->r);
-    fx->c = chs_new(fx->f, fx->r, msg, sizeof msg);
+    fx->c = chs_new(fx->tm->f, fx->r, msg, sizeof msg);
     if (!fx->c)
         fail_msg("chs_new: %s", msg);
     chs_settings cs = chs_get_settings(fx->c);
@@ -69,9 +58,7 @@ static void close_fx(fixture *fx)
 {
     chs_free(fx->c);
     runner_close(fx->r);
-    model_free(fx->m);
-    gguf_close(fx->f);
-    remove(fx->path);
+    tu_model_close(fx->tm);
     free(fx);
 }
 
