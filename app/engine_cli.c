@@ -49,6 +49,14 @@ int ecli_common_opt(int id, const char *name, const char *val, ecli_opts *o)
         }
         o->backend = val;
         return 1;
+    case ECLI_OPT_WEIGHTS:
+        if (!val || (strcmp(val, "auto") && strcmp(val, "copy") && strcmp(val, "map"))) {
+            app_error("--weights: expected auto, copy or map, got '%s'", val ? val : "");
+            return -1;
+        }
+        o->weights = !strcmp(val, "copy") ? RUNNER_WEIGHTS_COPY : !strcmp(val, "map") ? RUNNER_WEIGHTS_MAP
+                                                                                   : RUNNER_WEIGHTS_AUTO;
+        return 1;
     case ECLI_OPT_DEVICE:
         if (!ecli_parse_long(name, val, 0, 1000, &v))
             return -1;
@@ -191,7 +199,7 @@ uint32_t ecli_ctx_size(const ecli_engine *e, uint32_t n_ctx)
 static void on_upload(void *ctx, uint64_t done, uint64_t total)
 {
     (void)ctx;
-    app_progress("uploading weights", (double)done, (double)total);
+    app_progress("loading weights", (double)done, (double)total);
 }
 
 static void on_notice(void *ctx, const char *text)
@@ -211,6 +219,7 @@ static int open_runner(const char *path, const ecli_opts *o, uint32_t n_ctx, ecl
         .device = o->has_device ? o->device : -1,
         .threads = o->threads,
         .n_ctx = n_ctx,
+        .weights = o->weights,
         .progress = msg ? NULL : on_upload,
         .notice = msg ? NULL : on_notice,
     };

@@ -25,6 +25,7 @@ typedef struct {
     int device;            /* its N (a Vulkan device index, see `ggscope devices`) */
     int threads;           /* 0 = one per core */
     uint32_t n_ctx;        /* 0 = session default */
+    runner_weights weights;/* --weights auto|copy|map */
 } ecli_opts;
 
 /* Everything an engine command holds open. */
@@ -37,7 +38,7 @@ typedef struct {
 /* Ids of the common and sampling options (cliopt.h), the rows that go into
  * a command's long-option table and the short options of the common ones. */
 enum {
-    ECLI_OPT_BACKEND = 0x200, ECLI_OPT_DEVICE,
+    ECLI_OPT_BACKEND = 0x200, ECLI_OPT_DEVICE, ECLI_OPT_WEIGHTS,
     ECLI_OPT_TEMP, ECLI_OPT_TOP_K, ECLI_OPT_TOP_P, ECLI_OPT_MIN_P,
     ECLI_OPT_REPEAT_PENALTY, ECLI_OPT_REPEAT_LAST_N, ECLI_OPT_SEED
 };
@@ -45,6 +46,7 @@ enum {
 #define ECLI_COMMON_LONGOPTS                                                                \
     {"backend", required_argument, 0, ECLI_OPT_BACKEND},                                    \
     {"device", required_argument, 0, ECLI_OPT_DEVICE},                                      \
+    {"weights", required_argument, 0, ECLI_OPT_WEIGHTS},                                    \
     {"threads", required_argument, 0, 't'}, {"ctx", required_argument, 0, 'c'}
 #define ECLI_SAMPLING_LONGOPTS                                                              \
     {"temp", required_argument, 0, ECLI_OPT_TEMP},                                          \
@@ -56,7 +58,7 @@ enum {
     {"seed", required_argument, 0, ECLI_OPT_SEED}
 
 /* If option id (from cliopt_next; name as typed, val its value or NULL when
- * missing) is --backend/--device/--threads/-t/--ctx/-c, store it and return
+ * missing) is --backend/--device/--weights/--threads/-t/--ctx/-c, store it and return
  * 1; return -1 (message printed) on a bad value, 0 otherwise. */
 int ecli_common_opt(int id, const char *name, const char *val, ecli_opts *o);
 
@@ -142,6 +144,10 @@ const tok_vocab *ecli_vocab(const ecli_text *t);
     "                        else the CPU)\n"                                                \
     "  --device N            Vulkan device N (see `ggscope devices`;\n"                   \
     "                        or GGSCOPE_VK_DEVICE=N)\n"                                   \
+    "  --weights W           the CPU's weights: copy (into memory, huge pages:\n"    \
+    "                        faster), map (read in place from the file) or auto\n"    \
+    "                        (default: copy a dense model that fits in half the\n"   \
+    "                        available memory)\n"                                     \
     "  -t, --threads N       worker threads (default: one per core)\n"
 
 #endif

@@ -197,7 +197,8 @@ static int key_chat(screen *s, int key, void *ctx)
     app_state *a = ctx;
     (void)key;
     if (!a->chat) {
-        chat_ui_opts co = {.eng = {.backend = "auto"}};
+        /* the weights stay mapped: a copy would hold this (loop) thread */
+        chat_ui_opts co = {.eng = {.backend = "auto", .weights = RUNNER_WEIGHTS_MAP}};
         char err[512];
         a->chat = chat_ui_new(a->path, a->f, &co, true, err, sizeof err);
         if (!a->chat) {

@@ -694,6 +694,7 @@ void model_free(model *m)
 {
     if (!m)
         return;
+    model_uncopy(m);
     free(m->layers);
     free(m);
 }
@@ -728,10 +729,7 @@ uint64_t model_weight_bytes(const model *m)
     return n;
 }
 
-/* Slot i of the model's weights (i < 3 + MODEL_LAYER_WEIGHTS * n_layer), or
- * NULL for a slot without data and for a tied output (it shares the
- * embedding's data). */
-static backend_weight *weight_slot(model *m, size_t i)
+backend_weight *model_weight_slot(model *m, size_t i)
 {
     backend_weight *w;
     if (i < 3) {
@@ -768,16 +766,16 @@ int model_prepare(model *m, backend *be, char *msg, size_t cap)
             snprintf(msg, cap, "the model is prepared for another backend (model_release first)");
         return BACKEND_EARG;
     }
-    const size_t n = 3 + (size_t)m->hp.n_layer * MODEL_LAYER_WEIGHTS;
+    const size_t n = MODEL_SLOTS(m);
     for (size_t i = 0; i < n; i++) {
-        backend_weight *w = weight_slot(m, i);
+        backend_weight *w = model_weight_slot(m, i);
         int rc = w ? be->ops->weight_prepare(be->ctx, w) : 0;
         if (rc != 0) {
             if (msg)
                 snprintf(msg, cap, "preparing %s for the %s backend: %s", w->name ? w->name : "a weight",
                          be->ops->name, backend_strerror(rc));
             while (i-- > 0)
-                if ((w = weight_slot(m, i)))
+                if ((w = model_weight_slot(m, i)))
                     be->ops->weight_release(be->ctx, w);
             return rc;
         }
@@ -793,9 +791,9 @@ void model_release(model *m)
     if (!m || !m->prepared)
         return;
     const backend *be = m->prepared;
-    const size_t n = 3 + (size_t)m->hp.n_layer * MODEL_LAYER_WEIGHTS;
+    const size_t n = MODEL_SLOTS(m);
     for (size_t i = 0; i < n; i++) {
-        backend_weight *w = weight_slot(m, i);
+        backend_weight *w = model_weight_slot(m, i);
         if (w)
             be->ops->weight_release(be->ctx, w);
     }

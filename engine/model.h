@@ -1,10 +1,12 @@
 /* model: a transformer bound to the tensors of an open GGUF file (zero
- * copy: weights are used in place from the mapping), described by its
+ * copy: weights are used in place from the mapping, unless model_copy
+ * moves them into memory), described by its
  * architecture's row in the table of model_arch.c (docs/engine.md lists the
  * architectures and what is special about each). */
 #ifndef GGSCOPE_MODEL_H
 #define GGSCOPE_MODEL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -142,6 +144,7 @@ typedef struct model {
     const float *rope_factors_long, *rope_factors_short; /* [n_rot/2] F32 (LongRoPE), or NULL */
     model_layer *layers;       /* n_layer entries */
     const backend *prepared;   /* backend whose weight_prepare set the weights' priv, or NULL */
+    struct model_copy *copy;   /* model_copy's copy of the weights in memory, or NULL (the mapping) */
     bool shapes_only;          /* model_load_shapes: every data pointer is NULL; nothing evaluates it */
 } model;
 
@@ -186,6 +189,30 @@ void model_free(model *m);
 
 /* Bytes of weight data the model references (for memory figures). */
 uint64_t model_weight_bytes(const model *m);
+
+/* Copy the weights a forward pass reads whole (all but an untied token
+ * embedding, which is only gathered row by row and stays in the mapping)
+ * out of the file into anonymous memory that asks for transparent huge
+ * pages, and point the model at the copy: a mapped file's pages cost more
+ * to stream than huge anonymous ones (docs/kernels.md). The copy is made
+ * read-only; the resident size is the same as the mapping's once every
+ * weight has been read. Read with gguf_read (a mapped file's pages never
+ * join the resident set), in pieces, calling progress(ctx, done, total)
+ * after each and stopping with BACKEND_ECANCELLED when *cancel is set
+ * (progress and cancel may be NULL). Returns 0 (also when already copied),
+ * BACKEND_EARG (a shape-only model, or one prepared for a device), or
+ * BACKEND_ENOMEM / the read's failure, with a message; the model then still
+ * uses its mapping. Sessions must be made after it and freed before
+ * model_uncopy. */
+int model_copy(model *m, const atomic_bool *cancel, void (*progress)(void *ctx, uint64_t done, uint64_t total),
+               void *ctx, char *msg, size_t cap);
+
+/* Point the model back at the file's mapping and free the copy; accepts a
+ * model without one (and NULL). model_free does it. */
+void model_uncopy(model *m);
+
+/* Bytes model_copy would copy (and has copied, when m->copy is set). */
+uint64_t model_copy_bytes(const model *m);
 
 /* Prepare every weight of `m` once for backend `be` (weight_prepare: the
  * Vulkan backend uploads it to device memory), keeping the handles in the

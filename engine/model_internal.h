@@ -47,6 +47,12 @@ typedef struct model_arch_row {
 /* The row of general.architecture `name`, or NULL. */
 const model_arch_row *model_arch_find(const char *name);
 
+/* Slot i of the model's weights (i < MODEL_SLOTS(m)): the embedding, the
+ * output norm, the output, then each layer's MODEL_LAYER_WEIGHTS; NULL for a
+ * slot without data and for a tied output (it shares the embedding's data). */
+#define MODEL_SLOTS(m) (3 + (size_t)(m)->hp.n_layer * MODEL_LAYER_WEIGHTS)
+backend_weight *model_weight_slot(model *m, size_t i);
+
 void *model_fail(model_loader *L, model_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* `{arch}.suffix` as u32 / f32 / bool; dflt when absent (u32: required when dflt == 0). */
 bool model_hp_u32(model_loader *L, const char *arch, const char *suffix, uint32_t dflt, uint32_t *out);

@@ -80,7 +80,8 @@ static void test_cpu_loop(void **state)
 
     rp.backend = "cpu";
     assert_int_equal(runner_open(mf.m, &rp, &r, msg, sizeof msg), RUNNER_OK);
-    assert_string_equal(runner_backend_info(r), "cpu, 1 thread");
+    snprintf(msg, sizeof msg, "cpu, 1 thread, weights in memory (%.1f MB)", model_copy_bytes(mf.m) / 1e6);
+    assert_string_equal(runner_backend_info(r), msg);
     assert_int_equal(runner_n_ctx(r), 16);
 
     int32_t prompt[4] = {1, 2, 3, 4};

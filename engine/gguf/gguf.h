@@ -136,8 +136,10 @@ gguf_file *gguf_open_source(const gguf_source *src, const char *name, gguf_error
 /* Whether the file's bytes come from a source (tensor data not in memory). */
 bool gguf_is_remote(const gguf_file *f);
 
-/* Read len bytes at `offset` of shard `shard` into dst: from the mapping, or
- * through the source and its block cache (block-aligned ranges; blocking, any
+/* Read len bytes at `offset` of shard `shard` into dst: from the mapping
+ * (from 1 MiB on, from the mapped file itself while it is unchanged, so that
+ * the mapping's pages stay out of the process's resident set), or through
+ * the source and its block cache (block-aligned ranges; blocking, any
  * thread; `cancel` may be NULL). Returns GGUF_OK; GGUF_EARG for a range
  * outside the shard; else the source's error in *err. */
 gguf_status gguf_read(const gguf_file *f, uint32_t shard, uint64_t offset, uint64_t len, void *dst,

@@ -4,9 +4,13 @@
  * Opening: gguf_split.c (the same split logic as for files on disk). */
 #include "gguf.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "gguf_internal.h"
 
@@ -14,6 +18,7 @@
 #define SRC_SLOTS 64                          /* cached blocks */
 #define SRC_RUN 16                            /* blocks read in one request at most */
 #define SRC_MAX_PREFIX ((uint64_t)256 << 20)  /* the header must fit in this */
+#define GGUF_READ_FILE_MIN ((uint64_t)1 << 20) /* a mapped file's reads from this size go to the file */
 
 typedef struct {
     bool used;
@@ -207,6 +212,32 @@ static bool cache_fill(struct gguf_src *s, const gguf_shard *sh, uint32_t shard,
     return ok;
 }
 
+/* A mapped file's range read from the file itself, so that its pages do not
+ * join the process's resident set as the mapping's would (model_copy reads a
+ * whole model this way). False, with nothing promised about dst, when the
+ * file cannot be read or is no longer the one mapped: the caller copies from
+ * the mapping instead. */
+static bool read_mapped_file(const gguf_shard *sh, uint64_t offset, uint64_t len, uint8_t *out)
+{
+    int fd = open(sh->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_dev == sh->id[0] &&
+              (uint64_t)st.st_ino == sh->id[1] && (uint64_t)st.st_size == sh->size;
+    while (ok && len) {
+        size_t want = len > ((size_t)1 << 30) ? (size_t)1 << 30 : (size_t)len;
+        ssize_t k = pread(fd, out, want, (off_t)offset);
+        if (k < 0 && errno == EINTR)
+            continue;
+        ok = k > 0;
+        if (ok)
+            out += k, offset += (uint64_t)k, len -= (uint64_t)k;
+    }
+    close(fd);
+    return ok;
+}
+
 gguf_status gguf_read(const gguf_file *f, uint32_t shard, uint64_t offset, uint64_t len, void *dst,
                       const atomic_bool *cancel, gguf_error *err)
 {
@@ -223,6 +254,8 @@ gguf_status gguf_read(const gguf_file *f, uint32_t shard, uint64_t offset, uint6
         return GGUF_EARG;
     }
     uint8_t *out = dst;
+    if (sh->mapped && len >= GGUF_READ_FILE_MIN && read_mapped_file(sh, offset, len, out))
+        return GGUF_OK;
     if (offset < sh->avail) {   /* the mapping, or a remote file's prefix */
         uint64_t n = sh->avail - offset < len ? sh->avail - offset : len;
         memcpy(out, sh->base + offset, (size_t)n);

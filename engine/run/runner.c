@@ -29,7 +29,8 @@ struct runner {
     void *ctx;
     bool notice_new;
     char notice_text[400];
-    char info[320 + 512 + 16];   /* desc (auto: why) */
+    bool copied;          /* this runner made the model's copy of the weights (model_copy) */
+    char info[320 + 512 + 160];  /* desc (auto: why), where the weights are */
 };
 
 
@@ -162,6 +163,57 @@ static backend *open_backend(runner *r, const runner_params *p, char *msg, size_
     return b;
 }
 
+/* Available memory in bytes (MemAvailable; 0 when unknown). */
+static uint64_t mem_available(void)
+{
+    FILE *fp = fopen("/proc/meminfo", "r");
+    if (!fp)
+        return 0;
+    char line[128];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, fp))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            break;
+    fclose(fp);
+    return (uint64_t)kb << 10;
+}
+
+/* On the CPU: copy the weights into memory, or keep the mapping, as
+ * p->weights says; r->info gains which (and why, in auto). Returns
+ * RUNNER_OK, or RUNNER_ECANCELLED. */
+static int place_weights(runner *r, const runner_params *p, char *msg, size_t cap)
+{
+    if (strcmp(r->be->ops->name, "cpu"))
+        return RUNNER_OK;   /* a device holds its own copy */
+    model *m = r->m;
+    uint64_t bytes = model_copy_bytes(m), avail = mem_available();
+    char why[200] = "";
+    if (p->weights == RUNNER_WEIGHTS_MAP) {
+        snprintf(why, sizeof why, "as asked");
+    } else if (p->weights == RUNNER_WEIGHTS_AUTO) {
+        if (m->hp.n_expert > 0)
+            snprintf(why, sizeof why, "experts are read as chosen");
+        else if (!avail)
+            snprintf(why, sizeof why, "the available memory is unknown");
+        else if (bytes > avail / 2)
+            snprintf(why, sizeof why, "%.1f GB of weights, %.1f GB of memory available", bytes / 1e9, avail / 1e9);
+    }
+    if (!why[0] && !m->copy) {
+        int rc = model_copy(m, p->cancel, p->progress, p->ctx, why, sizeof why);
+        if (rc == BACKEND_ECANCELLED) {
+            emsg_set(msg, cap, "cancelled while copying the weights into memory");
+            return RUNNER_ECANCELLED;
+        }
+        r->copied = rc == 0;
+    }
+    size_t l = strlen(r->info);
+    if (m->copy)
+        snprintf(r->info + l, sizeof r->info - l, ", weights in memory (%.1f MB)", bytes / 1e6);
+    else
+        snprintf(r->info + l, sizeof r->info - l, ", weights mapped from the file (%s)", why);
+    return RUNNER_OK;
+}
+
 int runner_open(model *m, const runner_params *p, runner **out, char *msg, size_t cap)
 {
     *out = NULL;
@@ -183,6 +235,11 @@ int runner_open(model *m, const runner_params *p, runner **out, char *msg, size_
     if (!r->be) {
         runner_close(r);
         return RUNNER_EBACKEND;
+    }
+    int rc = place_weights(r, p, msg, cap);
+    if (rc != RUNNER_OK) {
+        runner_close(r);
+        return rc;
     }
     session_params sp = {.n_ctx = p->n_ctx, .n_threads = p->threads, .be = r->be};
     r->s = session_new(m, &sp, msg, cap);
@@ -210,6 +267,8 @@ void runner_close(runner *r)
         return;
     session_free(r->s);
     model_release(r->m);   /* the device copies, before their backend goes */
+    if (r->copied)
+        model_uncopy(r->m);
     backend_free(r->be);
     free(r->hist);
     free(r->logits);

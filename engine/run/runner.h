@@ -32,17 +32,29 @@ enum {
     RUNNER_ENOMEM = -5,
     RUNNER_ECALLBACK = -6,  /* on_token asked to stop with an error */
     RUNNER_EARG = -7,       /* the prompt does not fit the context */
+    RUNNER_ECANCELLED = -8, /* runner_open: p->cancel was set while the weights were copied */
 };
 
 typedef struct runner runner;
+
+/* Where the CPU backend reads the weights from (runner_params.weights). */
+typedef enum {
+    RUNNER_WEIGHTS_AUTO = 0, /* a copy (model_copy) for a dense model whose copy takes at most half the
+                              * available memory; else the file mapping */
+    RUNNER_WEIGHTS_COPY,     /* a copy in memory, whatever the model (the mapping when the copy fails) */
+    RUNNER_WEIGHTS_MAP,      /* the file mapping, in place */
+} runner_weights;
 
 typedef struct {
     const char *backend;   /* "auto" (or NULL), "vulkan", "cpu" */
     int device;            /* Vulkan device index; -1: GGSCOPE_VK_DEVICE or the automatic choice */
     int threads;           /* CPU threads (0 = one per core) */
     uint32_t n_ctx;        /* context positions (0 = session default) */
-    /* (optional) weight upload progress, bytes; called on the opening thread */
+    runner_weights weights;/* the CPU backend's weights: copied into memory or mapped */
+    /* (optional) progress of the weights' upload to a device or copy into
+     * memory, bytes; called on the opening thread */
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    const atomic_bool *cancel; /* (optional) set: the copy stops and runner_open returns RUNNER_ECANCELLED */
     /* (optional) the fallback notice, called on the evaluating thread when it
      * happens (also kept for runner_take_notice) */
     void (*notice)(void *ctx, const char *text);
@@ -56,7 +68,10 @@ typedef struct {
  *    this build has no Vulkan backend);
  *  - auto: Vulkan when a hardware device exists (or a software one was
  *    asked for by index) and the model's types are supported, else the CPU.
- * On a device, the weights are uploaded (p->progress). Then a session of
+ * On a device, the weights are uploaded (p->progress). On the CPU, they
+ * are copied into memory or used from the mapping as p->weights says
+ * (p->progress; a failed copy keeps the mapping); runner_backend_info says
+ * which, and why in auto. Then a session of
  * p->n_ctx positions. Returns RUNNER_OK with *out set, or a RUNNER_E* code
  * with a message in msg (*out NULL): RUNNER_EBACKEND ("--backend vulkan:
  * no Vulkan driver ..."), RUNNER_ESESSION (session_new's message; a
