@@ -24,19 +24,8 @@
 #include "backend_vulkan.h"
 #include "vktest.h"
 
-/* The shared fixture (tests/support/vktest.h) under this file's names. */
+/* The shared fixture (tests/support/vktest.h). */
 typedef vktest_fixture fixture;
-#define NEED_DEVICE VKTEST_NEED_DEVICE
-#define teardown vktest_teardown
-#define no_validation_errors vktest_no_validation_errors
-/* A session on `be`; the model must be prepared for it (model_prepare)
- * when it is the Vulkan backend. */
-#define open_session_ctx vktest_open_session
-#define open_session(m, be) vktest_open_session(m, be, 64)
-/* Logits of every position of `ids` on both backends; returns the relative
- * RMS error sqrt(sum((a-b)^2) / sum(a^2)). The prompt is evaluated in two
- * calls (a batch, then single tokens) to cover mat-mat and mat-vec. */
-#define compare_logits vktest_compare_logits
 
 /* Both backends as they are chosen (GGSCOPE_VK_NO_SUBGROUP as the environment has it). */
 static int setup(void **state)
@@ -70,11 +59,11 @@ static void check_model_ctx(fixture *f, const char *path, const char *label, dou
     assert_non_null(ids);
     for (uint32_t i = 0; i < n; i++)
         ids[i] = (int32_t)((i * 37 + 1) % m->hp.n_vocab);
-    double e = compare_logits(f, m, ids, n, n_ctx);
+    double e = vktest_compare_logits(f, m, ids, n, n_ctx);
     free(ids);
     print_message("  %-34s relative RMS %.3e (limit %.0e)\n", label, e, limit);
     assert_true(e < limit);
-    no_validation_errors(f);
+    vktest_no_validation_errors(f);
     model_free(m);
     gguf_close(gf);
 }
@@ -87,7 +76,7 @@ static void check_model(fixture *f, const char *path, const char *label, double 
 static void test_writer_models(void **state)
 {
     fixture *f = *state;
-    NEED_DEVICE(f);
+    VKTEST_NEED_DEVICE(f);
     static const uint32_t types[] = {GGTYPE_F16, GGTYPE_Q8_0, GGTYPE_Q4_0, GGTYPE_Q4_K};
     static const char *archs[] = {"llama", "qwen2"};
     for (int a = 0; a < 2; a++)
@@ -124,7 +113,7 @@ static void test_writer_models(void **state)
 static void test_family_models(void **state)
 {
     fixture *f = *state;
-    NEED_DEVICE(f);
+    VKTEST_NEED_DEVICE(f);
     static const struct {
         const char *arch;
         uint32_t wtype, n, n_ctx;
@@ -165,7 +154,7 @@ static void test_family_models(void **state)
 static void test_stories(void **state)
 {
     fixture *f = *state;
-    NEED_DEVICE(f);
+    VKTEST_NEED_DEVICE(f);
     const char *path = tu_shared("models/stories260K.gguf");
     if (!path)
         TU_SKIP_NO_SHARED();
@@ -184,7 +173,7 @@ static void test_stories(void **state)
     char err[256];
     assert_int_equal(model_prepare(m, f->vk, err, sizeof err), 0);
     for (int k = 0; k < 2; k++) {
-        session *s = open_session(m, bs[k]);
+        session *s = vktest_open_session(m, bs[k], 64);
         static const int32_t prompt[] = {1, 403, 407, 261, 378}; /* "Once upon a time" */
         assert_int_equal(session_eval(s, prompt, 5, 0, lg, false), 0);
         for (uint32_t i = 0; i < 32; i++) {
@@ -214,7 +203,7 @@ static void test_stories(void **state)
 static void test_upload_and_submits(void **state)
 {
     fixture *f = *state;
-    NEED_DEVICE(f);
+    VKTEST_NEED_DEVICE(f);
     testmodel_params p = testmodel_default_params();
     p.wtype = GGTYPE_Q4_0;
     const char *path = tu_tmp_path("upload");
@@ -231,7 +220,7 @@ static void test_upload_and_submits(void **state)
     assert_int_equal(model_prepare(m, vk, err, sizeof err), 0);
     backend_vulkan_stats st = backend_vulkan_get_stats(vk);
     assert_int_equal(st.bytes_uploaded, model_weight_bytes(m));   /* each weight once */
-    session *s = open_session(m, vk);
+    session *s = vktest_open_session(m, vk, 64);
     float *lg = malloc(m->hp.n_vocab * sizeof *lg);
     int32_t tok = 1;
     assert_int_equal(session_eval(s, &tok, 1, 0, lg, false), 0);
@@ -262,7 +251,7 @@ static void test_upload_and_submits(void **state)
 static void test_prepare_contract(void **state)
 {
     fixture *f = *state;
-    NEED_DEVICE(f);
+    VKTEST_NEED_DEVICE(f);
     testmodel_params p = testmodel_default_params();
     p.wtype = GGTYPE_Q8_0;
     p.tied = true;
@@ -287,7 +276,7 @@ static void test_prepare_contract(void **state)
     float *ref = malloc((size_t)5 * nv * sizeof *ref), *got = malloc((size_t)5 * nv * sizeof *got);
     assert_non_null(ref);
     assert_non_null(got);
-    session *s = open_session(m, f->cpu);
+    session *s = vktest_open_session(m, f->cpu, 64);
     assert_int_equal(session_eval(s, ids, 5, 0, ref, true), 0);
     session_free(s);
 
@@ -314,12 +303,12 @@ static void test_prepare_contract(void **state)
     /* the CPU backend runs the prepared model as if it were not */
     assert_int_equal(model_prepare(m, f->cpu, msg, sizeof msg), 0);   /* no weight_prepare: nothing to do */
     assert_ptr_equal(m->prepared, f->vk);
-    s = open_session(m, f->cpu);
+    s = vktest_open_session(m, f->cpu, 64);
     assert_int_equal(session_eval(s, ids, 5, 0, got, true), 0);
     session_free(s);
     assert_memory_equal(got, ref, (size_t)5 * nv * sizeof *got);
     /* and the Vulkan session agrees with it */
-    s = open_session(m, f->vk);
+    s = vktest_open_session(m, f->vk, 64);
     assert_int_equal(session_eval(s, ids, 5, 0, got, true), 0);
     session_free(s);
     double num = 0, den = 0;
@@ -352,7 +341,7 @@ int main(void)
         cmocka_unit_test(test_upload_and_submits),
         cmocka_unit_test(test_prepare_contract),
     };
-    return cmocka_run_group_tests_name("vulkan model", tests, setup, teardown);
+    return cmocka_run_group_tests_name("vulkan model", tests, setup, vktest_teardown);
 }
 
 #else

@@ -25,23 +25,10 @@
 #define NMSE_ELEM 1e-7
 #define NMSE_MAT 5e-4
 
-/* The shared fixture (tests/support/vktest.h) under this file's names. */
+/* The shared fixture (tests/support/vktest.h); its random inputs and
+ * weights draw from this file's seed. */
 typedef vktest_fixture fixture;
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-#define rnd_u32() vktest_rnd_u32(&rng_state)
-#define rnd_f(lo, hi) vktest_rnd_f(&rng_state, lo, hi)
-#define rnd_vec(n, lo, hi) vktest_rnd_vec(&rng_state, n, lo, hi)
-/* A weight of `rows` x `cols` random values quantized to `type` (data owned by *mem). */
-#define make_weight(type, cols, rows, mem) vktest_make_weight(&rng_state, type, cols, rows, 1, mem)
-#define nmse(ref, x, n) vktest_nmse(ref, x, n, NULL)
-#define check vktest_check
-#define upload vktest_upload
-#define download vktest_download
-#define prepare vktest_prepare
-#define release vktest_release
-#define no_validation_errors vktest_no_validation_errors
-#define NEED_DEVICE VKTEST_NEED_DEVICE
-#define teardown vktest_teardown
 
 static int setup_sg(void **state) { return vktest_setup(state, true); }
 static int setup_nosg(void **state) { return vktest_setup(state, false); }
@@ -56,24 +43,24 @@ static const uint32_t WTYPES[] = {GGTYPE_F32, GGTYPE_F16, GGTYPE_Q4_0, GGTYPE_Q4
 static void run_matmul(fixture *f, uint32_t type, uint32_t cols, uint32_t rows, uint32_t n_tok)
 {
     void *mem;
-    backend_weight w = make_weight(type, cols, rows, &mem);
-    prepare(f, &w);
-    float *x = rnd_vec((size_t)n_tok * cols, -1.0f, 1.0f);
+    backend_weight w = vktest_make_weight(&rng_state, type, cols, rows, 1, &mem);
+    vktest_prepare(f, &w);
+    float *x = vktest_rnd_vec(&rng_state, (size_t)n_tok * cols, -1.0f, 1.0f);
     float *res[2];
     backend *bs[2] = {f->cpu, f->vk};
     for (int k = 0; k < 2; k++) {
         backend *b = bs[k];
-        backend_buf *bx = upload(b, x, (size_t)n_tok * cols);
-        backend_buf *by = upload(b, NULL, (size_t)n_tok * rows + 3);
+        backend_buf *bx = vktest_upload(b, x, (size_t)n_tok * cols);
+        backend_buf *by = vktest_upload(b, NULL, (size_t)n_tok * rows + 3);
         assert_int_equal(b->ops->matmul(b->ctx, &w, (backend_view){bx, 0}, n_tok, (backend_view){by, 3}), 0);
-        res[k] = download(b, by, 3, (size_t)n_tok * rows);
+        res[k] = vktest_download(b, by, 3, (size_t)n_tok * rows);
         b->ops->buf_free(b->ctx, bx);
         b->ops->buf_free(b->ctx, by);
     }
     char what[96];
     snprintf(what, sizeof what, "matmul %s %ux%u x %u tok", ggtype_name(type), rows, cols, n_tok);
-    check(what, res[0], res[1], (size_t)n_tok * rows, NMSE_MAT);
-    release(f, &w);
+    vktest_check(what, res[0], res[1], (size_t)n_tok * rows, NMSE_MAT);
+    vktest_release(f, &w);
     free(res[0]);
     free(res[1]);
     free(x);
@@ -83,7 +70,7 @@ static void run_matmul(fixture *f, uint32_t type, uint32_t cols, uint32_t rows, 
 static void test_matmul(void **state)
 {
     fixture *f = *state;
-    NEED_DEVICE(f);
+    VKTEST_NEED_DEVICE(f);
     for (size_t i = 0; i < N_WTYPES; i++) {
         uint32_t t = WTYPES[i];
         if (!f->all_types && t != GGTYPE_F16 && t != GGTYPE_Q4_0 && t != GGTYPE_Q6_K)
@@ -98,7 +85,7 @@ static void test_matmul(void **state)
     run_matmul(f, GGTYPE_F32, 70, 9, 1);
     run_matmul(f, GGTYPE_F16, 70, 9, 3);
     run_matmul(f, GGTYPE_F16, 4097, 3, 1);
-    no_validation_errors(f);
+    vktest_no_validation_errors(f);
 }
 
 /* Tensors larger than one binding: lower the range so that the weight is
@@ -106,19 +93,19 @@ static void test_matmul(void **state)
 static void test_matmul_windows(void **state)
 {
     fixture *f = *state;
-    NEED_DEVICE(f);
+    VKTEST_NEED_DEVICE(f);
     backend_vulkan_set_max_range(f->vk, 4096);
     run_matmul(f, GGTYPE_Q4_0, 256, 100, 1);   /* 144-byte rows, 100 rows: 4 windows */
     run_matmul(f, GGTYPE_Q6_K, 512, 23, 2);
     run_matmul(f, GGTYPE_F16, 200, 50, 1);
     backend_vulkan_set_max_range(f->vk, 0);
-    no_validation_errors(f);
+    vktest_no_validation_errors(f);
 }
 
 static void test_get_rows(void **state)
 {
     fixture *f = *state;
-    NEED_DEVICE(f);
+    VKTEST_NEED_DEVICE(f);
     for (int win = 0; win < 2; win++) {
         if (win)
             backend_vulkan_set_max_range(f->vk, 2048);
@@ -126,29 +113,29 @@ static void test_get_rows(void **state)
             uint32_t t = WTYPES[i];
             uint32_t cols = ggtype_get(t)->blck_size == 256 ? 512 : 160;
             void *mem;
-            backend_weight w = make_weight(t, cols, 37, &mem);
-            prepare(f, &w);
+            backend_weight w = vktest_make_weight(&rng_state, t, cols, 37, 1, &mem);
+            vktest_prepare(f, &w);
             int32_t ids[7] = {0, 36, 5, 5, 17, 1, 30};
             float *res[2];
             backend *bs[2] = {f->cpu, f->vk};
             for (int k = 0; k < 2; k++) {
                 backend *b = bs[k];
-                backend_buf *d = upload(b, NULL, 7 * cols + 1);
+                backend_buf *d = vktest_upload(b, NULL, 7 * cols + 1);
                 assert_int_equal(b->ops->get_rows(b->ctx, &w, ids, 7, (backend_view){d, 1}), 0);
-                res[k] = download(b, d, 1, 7 * cols);
+                res[k] = vktest_download(b, d, 1, 7 * cols);
                 b->ops->buf_free(b->ctx, d);
             }
             char what[64];
             snprintf(what, sizeof what, "get_rows %s%s", ggtype_name(t), win ? " (windows)" : "");
-            check(what, res[0], res[1], 7 * cols, NMSE_ELEM);
-            release(f, &w);
+            vktest_check(what, res[0], res[1], 7 * cols, NMSE_ELEM);
+            vktest_release(f, &w);
             free(res[0]);
             free(res[1]);
             free(mem);
         }
     }
     backend_vulkan_set_max_range(f->vk, 0);
-    no_validation_errors(f);
+    vktest_no_validation_errors(f);
 }
 
 /* ---- element-wise ops and norms ---- */
@@ -158,16 +145,17 @@ typedef enum { OP_ADDW, OP_ADD, OP_SILU, OP_RMS_MULW, OP_GELU, OP_SCALE } eop;
 static void run_elem(fixture *f, eop op, uint32_t rows, uint32_t cols, bool in_place)
 {
     size_t n = (size_t)rows * cols;
-    float *a = rnd_vec(n, -3.0f, 3.0f), *bv = rnd_vec(n, -3.0f, 3.0f), *wv = rnd_vec(cols, 0.5f, 1.5f);
+    float *a = vktest_rnd_vec(&rng_state, n, -3.0f, 3.0f), *bv = vktest_rnd_vec(&rng_state, n, -3.0f, 3.0f),
+          *wv = vktest_rnd_vec(&rng_state, cols, 0.5f, 1.5f);
     backend_weight w = {.type = GGTYPE_F32, .ne0 = cols, .ne1 = 1, .row_bytes = (uint64_t)cols * 4,
                         .data = wv, .name = "w"};
-    prepare(f, &w);
+    vktest_prepare(f, &w);
     float *res[2];
     backend *bs[2] = {f->cpu, f->vk};
     for (int k = 0; k < 2; k++) {
         backend *b = bs[k];
         void *c = b->ctx;
-        backend_buf *ba = upload(b, a, n), *bb = upload(b, bv, n), *bd = upload(b, NULL, n + 5);
+        backend_buf *ba = vktest_upload(b, a, n), *bb = vktest_upload(b, bv, n), *bd = vktest_upload(b, NULL, n + 5);
         backend_view va = {ba, 0}, vb = {bb, 0}, vd = in_place ? va : (backend_view){bd, 5};
         switch (op) {
         case OP_ADDW: assert_int_equal(b->ops->add_w(c, va, &w, vd, rows, cols), 0); break;
@@ -179,7 +167,7 @@ static void run_elem(fixture *f, eop op, uint32_t rows, uint32_t cols, bool in_p
         case OP_GELU: assert_int_equal(b->ops->gelu_mul(c, va, vb, vd, rows, cols), 0); break;
         case OP_SCALE: assert_int_equal(b->ops->scale(c, va, vd, n, 0.0883883476f), 0); break;
         }
-        res[k] = download(b, vd.buf, vd.off, n);
+        res[k] = vktest_download(b, vd.buf, vd.off, n);
         b->ops->buf_free(c, ba);
         b->ops->buf_free(c, bb);
         b->ops->buf_free(c, bd);
@@ -188,8 +176,8 @@ static void run_elem(fixture *f, eop op, uint32_t rows, uint32_t cols, bool in_p
     char what[80];
     snprintf(what, sizeof what, "%s %ux%u%s", names[op], rows, cols, in_place ? " in place" : "");
     /* the CPU's GELU is ggml's table: the input and the value rounded to F16 */
-    check(what, res[0], res[1], n, op == OP_GELU ? 1e-5 : NMSE_ELEM);
-    release(f, &w);
+    vktest_check(what, res[0], res[1], n, op == OP_GELU ? 1e-5 : NMSE_ELEM);
+    vktest_release(f, &w);
     free(res[0]);
     free(res[1]);
     free(a);
@@ -200,12 +188,12 @@ static void run_elem(fixture *f, eop op, uint32_t rows, uint32_t cols, bool in_p
 static void test_elementwise(void **state)
 {
     fixture *f = *state;
-    NEED_DEVICE(f);
+    VKTEST_NEED_DEVICE(f);
     static const uint32_t shapes[][2] = {{1, 64}, {3, 70}, {2, 1000}, {5, 257}, {1, 4099}};
     for (int op = OP_ADDW; op <= OP_SCALE; op++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             run_elem(f, (eop)op, shapes[s][0], shapes[s][1], s % 2 == 1);
-    no_validation_errors(f);
+    vktest_no_validation_errors(f);
 }
 
 /* Rope with `rp` on both backends, n_tok tokens from position pos0 in steps of 3. */
@@ -213,7 +201,7 @@ static void rope_compare(fixture *f, const backend_rope_params *rp, uint32_t n_t
                          int32_t pos0, const char *what)
 {
     size_t n = (size_t)n_tok * n_head * hd;
-    float *x = rnd_vec(n, -2.0f, 2.0f);
+    float *x = vktest_rnd_vec(&rng_state, n, -2.0f, 2.0f);
     int32_t pos[64];
     for (uint32_t i = 0; i < n_tok; i++)
         pos[i] = pos0 + (int32_t)i * 3;
@@ -221,13 +209,13 @@ static void rope_compare(fixture *f, const backend_rope_params *rp, uint32_t n_t
     backend *bs[2] = {f->cpu, f->vk};
     for (int k = 0; k < 2; k++) {
         backend *b = bs[k];
-        backend_buf *bx = upload(b, NULL, n + 2);
+        backend_buf *bx = vktest_upload(b, NULL, n + 2);
         assert_int_equal(b->ops->buf_write(b->ctx, bx, 2, x, n), 0);
         assert_int_equal(b->ops->rope(b->ctx, (backend_view){bx, 2}, n_tok, n_head, hd, pos, rp), 0);
-        res[k] = download(b, bx, 2, n);
+        res[k] = vktest_download(b, bx, 2, n);
         b->ops->buf_free(b->ctx, bx);
     }
-    check(what, res[0], res[1], n, NMSE_ELEM);
+    vktest_check(what, res[0], res[1], n, NMSE_ELEM);
     free(res[0]);
     free(res[1]);
     free(x);
@@ -250,7 +238,7 @@ static void run_rope(fixture *f, backend_rope_mode mode, uint32_t n_tok, uint32_
 static void test_rope(void **state)
 {
     fixture *f = *state;
-    NEED_DEVICE(f);
+    VKTEST_NEED_DEVICE(f);
     for (int m = 0; m < 2; m++) {
         backend_rope_mode mode = m ? BACKEND_ROPE_NEOX : BACKEND_ROPE_NORMAL;
         run_rope(f, mode, 1, 4, 64, 64, false, 1.0f, 0);
@@ -258,7 +246,7 @@ static void test_rope(void **state)
         run_rope(f, mode, 9, 2, 128, 128, false, 0.25f, 1000);
         run_rope(f, mode, 3, 7, 18, 18, false, 1.0f, 4090);
     }
-    no_validation_errors(f);
+    vktest_no_validation_errors(f);
 }
 
 /* YaRN (the ramp between interpolated and extrapolated angles, mscale) and
@@ -267,7 +255,7 @@ static void test_rope(void **state)
 static void test_rope_ext(void **state)
 {
     fixture *f = *state;
-    NEED_DEVICE(f);
+    VKTEST_NEED_DEVICE(f);
     float ff[64];
     for (uint32_t i = 0; i < 64; i++) /* LongRoPE's long factors grow with i (1 .. ~20) */
         ff[i] = 1.0f + 19.0f * (float)i * (float)i / (63.0f * 63.0f);
@@ -308,19 +296,19 @@ static void test_rope_ext(void **state)
             rope_compare(f, &rp, n_tok, 3, cases[i].hd, cases[i].pos0, what);
         }
     }
-    no_validation_errors(f);
+    vktest_no_validation_errors(f);
 }
 
 /* store_f16 must round exactly as the CPU (and ggml): compare the halves bit for bit. */
 static void test_store_f16(void **state)
 {
     fixture *f = *state;
-    NEED_DEVICE(f);
+    VKTEST_NEED_DEVICE(f);
     static const uint32_t cases[][3] = {{1, 64, 0}, {3, 7, 1}, {2, 33, 5}, {4, 15, 2}};
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         uint32_t rows = cases[ci][0], cols = cases[ci][1], row = cases[ci][2];
         size_t n = (size_t)rows * cols, cap = (size_t)(row + rows) * cols + 3;
-        float *x = rnd_vec(n, -70000.0f, 70000.0f);
+        float *x = vktest_rnd_vec(&rng_state, n, -70000.0f, 70000.0f);
         x[0] = 1e-6f;   /* subnormal half */
         x[n - 1] = 3e-8f;
         if (n > 2)
@@ -329,7 +317,7 @@ static void test_store_f16(void **state)
         backend *bs[2] = {f->cpu, f->vk};
         for (int k = 0; k < 2; k++) {
             backend *b = bs[k];
-            backend_buf *src = upload(b, x, n);
+            backend_buf *src = vktest_upload(b, x, n);
             backend_buf *dst = b->ops->buf_new(b->ctx, BACKEND_F16, cap);
             assert_non_null(dst);
             uint16_t *fill = malloc(cap * 2);
@@ -353,7 +341,7 @@ static void test_store_f16(void **state)
         free(res[1]);
         free(x);
     }
-    no_validation_errors(f);
+    vktest_no_validation_errors(f);
 }
 
 /* Attention on both backends: random queries, keys and values in a cache of
@@ -367,18 +355,19 @@ static void run_attention_p(fixture *f, uint32_t n_tok, uint32_t pos0, uint32_t 
     size_t nq = (size_t)n_tok * n_head * hd, kd = (size_t)n_head_kv * hd;
     uint32_t rows = n_cells ? n_cells : pos0 + n_tok;
     size_t nkv = (size_t)rows * kd;
-    float *q = rnd_vec(nq, -1.0f, 1.0f);
-    float *kv = rnd_vec(2 * nkv, -1.0f, 1.0f);
-    float *sk = sinks ? rnd_vec(n_head, -3.0f, 3.0f) : NULL;
+    float *q = vktest_rnd_vec(&rng_state, nq, -1.0f, 1.0f);
+    float *kv = vktest_rnd_vec(&rng_state, 2 * nkv, -1.0f, 1.0f);
+    float *sk = sinks ? vktest_rnd_vec(&rng_state, n_head, -3.0f, 3.0f) : NULL;
     const backend_attn_params ap = {.scale = 1.0f / sqrtf((float)hd), .n_swa = n_swa, .n_cells = n_cells, .sinks = sk};
     float *res[2];
     backend *bs[2] = {f->cpu, f->vk};
     for (int k = 0; k < 2; k++) {
         backend *b = bs[k];
         void *c = b->ctx;
-        backend_buf *bq = upload(b, q, nq), *bk = upload(b, kv, nkv), *bv = upload(b, kv + nkv, nkv);
+        backend_buf *bq = vktest_upload(b, q, nq), *bk = vktest_upload(b, kv, nkv),
+                    *bv = vktest_upload(b, kv + nkv, nkv);
         backend_buf *kc = b->ops->buf_new(c, BACKEND_F16, nkv + kd), *vc = b->ops->buf_new(c, BACKEND_F16, nkv + kd);
-        backend_buf *out = upload(b, NULL, nq);
+        backend_buf *out = vktest_upload(b, NULL, nq);
         assert_non_null(kc);
         assert_non_null(vc);
         /* the cache starts one row in, as a layer's slice of a bigger cache */
@@ -387,7 +376,7 @@ static void run_attention_p(fixture *f, uint32_t n_tok, uint32_t pos0, uint32_t 
         assert_int_equal(b->ops->attention(c, (backend_view){bq, 0}, (backend_view){kc, kd}, (backend_view){vc, kd},
                                            (backend_view){out, 0}, n_tok, pos0, n_head, n_head_kv, hd, &ap),
                          0);
-        res[k] = download(b, out, 0, nq);
+        res[k] = vktest_download(b, out, 0, nq);
         backend_buf *all[] = {bq, bk, bv, kc, vc, out};
         for (size_t i = 0; i < 6; i++)
             b->ops->buf_free(c, all[i]);
@@ -401,7 +390,7 @@ static void run_attention_p(fixture *f, uint32_t n_tok, uint32_t pos0, uint32_t 
         l += snprintf(what + l, sizeof what - (size_t)l, " ring %u", n_cells);
     if (sinks)
         snprintf(what + l, sizeof what - (size_t)l, " sinks");
-    check(what, res[0], res[1], nq, NMSE_MAT);
+    vktest_check(what, res[0], res[1], nq, NMSE_MAT);
     free(res[0]);
     free(res[1]);
     free(q);
@@ -418,14 +407,14 @@ static void run_attention(fixture *f, uint32_t n_tok, uint32_t pos0, uint32_t n_
 static void test_attention(void **state)
 {
     fixture *f = *state;
-    NEED_DEVICE(f);
+    VKTEST_NEED_DEVICE(f);
     run_attention(f, 1, 0, 4, 4, 64);
     run_attention(f, 1, 37, 4, 2, 64);     /* GQA, mat-vec step */
     run_attention(f, 7, 0, 6, 2, 48);      /* prompt batch with the causal mask */
     run_attention(f, 5, 130, 8, 1, 128);   /* more than two chunks of positions */
     run_attention(f, 3, 10, 2, 2, 18);     /* head_dim not a multiple of anything */
     run_attention(f, 2, 3, 2, 1, 256);
-    no_validation_errors(f);
+    vktest_no_validation_errors(f);
 }
 
 /* Sliding windows (gemma3's 16-position window, gpt-oss's 128) over a
@@ -434,7 +423,7 @@ static void test_attention(void **state)
 static void test_attention_swa(void **state)
 {
     fixture *f = *state;
-    NEED_DEVICE(f);
+    VKTEST_NEED_DEVICE(f);
     run_attention_p(f, 1, 40, 4, 1, 128, 16, 0, false);     /* linear: the window starts at 25 */
     run_attention_p(f, 1, 10, 4, 1, 128, 16, 0, false);     /* the window not yet full */
     run_attention_p(f, 7, 10, 6, 2, 48, 8, 0, false);       /* a batch that crosses the window's start */
@@ -448,7 +437,7 @@ static void test_attention_swa(void **state)
     for (int k = 0; k < 2; k++) {
         backend *b = bs[k];
         void *c = b->ctx;
-        backend_buf *q = upload(b, NULL, 4 * 64), *out = upload(b, NULL, 4 * 64);
+        backend_buf *q = vktest_upload(b, NULL, 4 * 64), *out = vktest_upload(b, NULL, 4 * 64);
         backend_buf *kc = b->ops->buf_new(c, BACKEND_F16, 16 * 64), *vc = b->ops->buf_new(c, BACKEND_F16, 16 * 64);
         const backend_attn_params ap = {.scale = 0.125f, .n_swa = 16, .n_cells = 16};
         assert_int_equal(b->ops->attention(c, (backend_view){q, 0}, (backend_view){kc, 0}, (backend_view){vc, 0},
@@ -458,7 +447,7 @@ static void test_attention_swa(void **state)
         for (size_t i = 0; i < 4; i++)
             b->ops->buf_free(c, all[i]);
     }
-    no_validation_errors(f);
+    vktest_no_validation_errors(f);
 }
 
 /* Attention sinks (gpt-oss): one token and batches, GQA, more heads than
@@ -466,7 +455,7 @@ static void test_attention_swa(void **state)
 static void test_attention_sinks(void **state)
 {
     fixture *f = *state;
-    NEED_DEVICE(f);
+    VKTEST_NEED_DEVICE(f);
     run_attention_p(f, 1, 0, 4, 2, 64, 0, 0, true);         /* one key: the sink weighs a lot */
     run_attention_p(f, 1, 37, 4, 2, 64, 0, 0, true);
     run_attention_p(f, 7, 0, 6, 2, 48, 0, 0, true);
@@ -474,7 +463,7 @@ static void test_attention_sinks(void **state)
     run_attention_p(f, 2, 50, 64, 8, 64, 0, 0, true);       /* gpt-oss-120b's 64 heads */
     run_attention_p(f, 5, 300, 8, 2, 64, 128, 256, true);   /* gpt-oss's sliding layers */
     run_attention_p(f, 66, 150, 8, 2, 64, 128, 256, true);  /* a batch: the CPU's tiled form */
-    no_validation_errors(f);
+    vktest_no_validation_errors(f);
 }
 
 /* A whole layer's worth of ops queued before one read: barriers must order
@@ -483,24 +472,25 @@ static void test_attention_sinks(void **state)
 static void test_chain(void **state)
 {
     fixture *f = *state;
-    NEED_DEVICE(f);
+    VKTEST_NEED_DEVICE(f);
     const uint32_t E = 256, n = 3;
     void *m1, *m2;
-    backend_weight w1 = make_weight(GGTYPE_F32, E, E, &m1), w2 = make_weight(GGTYPE_F16, E, E, &m2);
-    float *ones = rnd_vec(E, 1.0f, 1.0f);
+    backend_weight w1 = vktest_make_weight(&rng_state, GGTYPE_F32, E, E, 1, &m1),
+                   w2 = vktest_make_weight(&rng_state, GGTYPE_F16, E, E, 1, &m2);
+    float *ones = vktest_rnd_vec(&rng_state, E, 1.0f, 1.0f);
     backend_weight wn = {.type = GGTYPE_F32, .ne0 = E, .ne1 = 1, .row_bytes = (uint64_t)E * 4, .data = ones,
                          .name = "norm"};
-    prepare(f, &w1);
-    prepare(f, &w2);
-    prepare(f, &wn);
-    float *x = rnd_vec((size_t)n * E, -1.0f, 1.0f);
+    vktest_prepare(f, &w1);
+    vktest_prepare(f, &w2);
+    vktest_prepare(f, &wn);
+    float *x = vktest_rnd_vec(&rng_state, (size_t)n * E, -1.0f, 1.0f);
     float *res[2];
     backend *bs[2] = {f->cpu, f->vk};
     for (int k = 0; k < 2; k++) {
         backend *b = bs[k];
         void *c = b->ctx;
-        backend_buf *bx = upload(b, x, (size_t)n * E), *t1 = upload(b, NULL, (size_t)n * E),
-                    *t2 = upload(b, NULL, (size_t)n * E);
+        backend_buf *bx = vktest_upload(b, x, (size_t)n * E), *t1 = vktest_upload(b, NULL, (size_t)n * E),
+                    *t2 = vktest_upload(b, NULL, (size_t)n * E);
         for (int it = 0; it < 4; it++) {
             assert_int_equal(
                 b->ops->rms_norm_mul(c, (backend_view){bx, 0}, &wn, (backend_view){t1, 0}, n, E, 1e-6f), 0);
@@ -511,39 +501,39 @@ static void test_chain(void **state)
             assert_int_equal(b->ops->add(c, (backend_view){bx, 0}, (backend_view){t1, 0}, (backend_view){bx, 0},
                                          (size_t)n * E), 0);
         }
-        res[k] = download(b, bx, 0, (size_t)n * E);
+        res[k] = vktest_download(b, bx, 0, (size_t)n * E);
         b->ops->buf_free(c, bx);
         b->ops->buf_free(c, t1);
         b->ops->buf_free(c, t2);
     }
-    check("chain of 20 ops", res[0], res[1], (size_t)n * E, NMSE_MAT);
+    vktest_check("chain of 20 ops", res[0], res[1], (size_t)n * E, NMSE_MAT);
     backend_vulkan_stats st = backend_vulkan_get_stats(f->vk);
     assert_true(st.dispatches > 0);
-    release(f, &w1);
-    release(f, &w2);
-    release(f, &wn);
+    vktest_release(f, &w1);
+    vktest_release(f, &w2);
+    vktest_release(f, &wn);
     free(ones);
     free(res[0]);
     free(res[1]);
     free(x);
     free(m1);
     free(m2);
-    no_validation_errors(f);
+    vktest_no_validation_errors(f);
 }
 
 static void test_errors(void **state)
 {
     fixture *f = *state;
-    NEED_DEVICE(f);
+    VKTEST_NEED_DEVICE(f);
     backend *b = f->vk;
-    backend_buf *x = upload(b, NULL, 16);
+    backend_buf *x = vktest_upload(b, NULL, 16);
     /* out-of-range views are refused, not run */
-    float *ones = rnd_vec(8, 1.0f, 1.0f);
+    float *ones = vktest_rnd_vec(&rng_state, 8, 1.0f, 1.0f);
     backend_weight wn = {.type = GGTYPE_F32, .ne0 = 8, .ne1 = 1, .row_bytes = 32, .data = ones, .name = "norm"};
-    prepare(f, &wn);
+    vktest_prepare(f, &wn);
     assert_int_equal(b->ops->rms_norm_mul(b->ctx, (backend_view){x, 8}, &wn, (backend_view){x, 0}, 2, 8, 1e-5f),
                      BACKEND_EARG);
-    release(f, &wn);
+    vktest_release(f, &wn);
     free(ones);
     assert_int_equal(b->ops->add(b->ctx, (backend_view){x, 0}, (backend_view){x, 0}, (backend_view){x, 1}, 16),
                      BACKEND_EARG);
@@ -556,7 +546,7 @@ static void test_errors(void **state)
     assert_null(w.priv);
     assert_int_equal(b->ops->matmul(b->ctx, &w, (backend_view){x, 0}, 1, (backend_view){x, 0}), BACKEND_EUNSUPPORTED);
     b->ops->buf_free(b->ctx, x);
-    no_validation_errors(f);
+    vktest_no_validation_errors(f);
 }
 
 /* Ops use the copy weight_prepare made and nothing else: a weight that was
@@ -565,14 +555,14 @@ static void test_errors(void **state)
 static void test_unprepared_weights(void **state)
 {
     fixture *f = *state;
-    NEED_DEVICE(f);
+    VKTEST_NEED_DEVICE(f);
     backend *b = f->vk;
     void *c = b->ctx;
     enum { C = 64, R = 8 };
-    float *wv = rnd_vec((size_t)C * R, -1.0f, 1.0f);
+    float *wv = vktest_rnd_vec(&rng_state, (size_t)C * R, -1.0f, 1.0f);
     backend_weight mat = {.type = GGTYPE_F32, .ne0 = C, .ne1 = R, .row_bytes = C * 4, .data = wv, .name = "blk.0.mat"};
     backend_weight vec = {.type = GGTYPE_F32, .ne0 = C, .ne1 = 1, .row_bytes = C * 4, .data = wv, .name = "blk.0.vec"};
-    backend_buf *x = upload(b, wv, (size_t)C * R), *y = upload(b, NULL, (size_t)C * R);
+    backend_buf *x = vktest_upload(b, wv, (size_t)C * R), *y = vktest_upload(b, NULL, (size_t)C * R);
     backend_view vx = {x, 0}, vy = {y, 0};
     int32_t ids[2] = {1, 0};
     backend_vulkan_stats st0 = backend_vulkan_get_stats(b);
@@ -594,7 +584,7 @@ static void test_unprepared_weights(void **state)
     assert_int_equal(other->ops->weight_prepare(other->ctx, &mat), 0);
     assert_int_equal(b->ops->matmul(c, &mat, vx, 1, vy), BACKEND_EARG);
     assert_int_equal(b->ops->weight_prepare(c, &mat), BACKEND_EARG);
-    backend_buf *ox = upload(other, wv, C), *oy = upload(other, NULL, R);
+    backend_buf *ox = vktest_upload(other, wv, C), *oy = vktest_upload(other, NULL, R);
     assert_int_equal(other->ops->matmul(other->ctx, &mat, (backend_view){ox, 0}, 1, (backend_view){oy, 0}), 0);
     other->ops->buf_free(other->ctx, ox);
     other->ops->buf_free(other->ctx, oy);
@@ -603,17 +593,17 @@ static void test_unprepared_weights(void **state)
     backend_free(other);
 
     /* prepared here: runs; preparing twice is a no-op; released: refused again */
-    prepare(f, &mat);
+    vktest_prepare(f, &mat);
     void *h = mat.priv;
     assert_int_equal(b->ops->weight_prepare(c, &mat), 0);
     assert_ptr_equal(mat.priv, h);
     assert_int_equal(b->ops->matmul(c, &mat, vx, 1, vy), 0);
-    release(f, &mat);
+    vktest_release(f, &mat);
     assert_int_equal(b->ops->matmul(c, &mat, vx, 1, vy), BACKEND_EARG);
     b->ops->buf_free(c, x);
     b->ops->buf_free(c, y);
     free(wv);
-    no_validation_errors(f);
+    vktest_no_validation_errors(f);
 }
 
 /* ---- the row-per-invocation mat-vec (CPU devices), its wide loads, the
@@ -625,23 +615,23 @@ static void rows_matmul(fixture *f, backend *vk, uint32_t type, uint32_t cols, u
                         uint32_t xoff)
 {
     void *mem;
-    backend_weight w = make_weight(type, cols, rows, &mem);
+    backend_weight w = vktest_make_weight(&rng_state, type, cols, rows, 1, &mem);
     assert_int_equal(vk->ops->weight_prepare(vk->ctx, &w), 0);
-    float *x = rnd_vec((size_t)n_tok * cols + xoff, -1.0f, 1.0f);
+    float *x = vktest_rnd_vec(&rng_state, (size_t)n_tok * cols + xoff, -1.0f, 1.0f);
     float *res[2];
     backend *bs[2] = {f->cpu, vk};
     for (int k = 0; k < 2; k++) {
         backend *b = bs[k];
-        backend_buf *bx = upload(b, x, (size_t)n_tok * cols + xoff);
-        backend_buf *by = upload(b, NULL, (size_t)n_tok * rows + 1);
+        backend_buf *bx = vktest_upload(b, x, (size_t)n_tok * cols + xoff);
+        backend_buf *by = vktest_upload(b, NULL, (size_t)n_tok * rows + 1);
         assert_int_equal(b->ops->matmul(b->ctx, &w, (backend_view){bx, xoff}, n_tok, (backend_view){by, 1}), 0);
-        res[k] = download(b, by, 1, (size_t)n_tok * rows);
+        res[k] = vktest_download(b, by, 1, (size_t)n_tok * rows);
         b->ops->buf_free(b->ctx, bx);
         b->ops->buf_free(b->ctx, by);
     }
     char what[112];
     snprintf(what, sizeof what, "matmul %s %ux%u x %u tok, x at %u", ggtype_name(type), rows, cols, n_tok, xoff);
-    check(what, res[0], res[1], (size_t)n_tok * rows, NMSE_MAT);
+    vktest_check(what, res[0], res[1], (size_t)n_tok * rows, NMSE_MAT);
     vk->ops->weight_release(vk->ctx, &w);
     free(res[0]);
     free(res[1]);
@@ -669,12 +659,12 @@ static void rows_shapes(fixture *f, backend *vk)
 static void test_matmul_rows(void **state)
 {
     fixture *f = *state;
-    NEED_DEVICE(f);
+    VKTEST_NEED_DEVICE(f);
     rows_shapes(f, f->vk);
     if (f->all_types)
         for (size_t i = 0; i < N_WTYPES; i++)
             rows_matmul(f, f->vk, WTYPES[i], 512, 23, 1, 0);
-    no_validation_errors(f);
+    vktest_no_validation_errors(f);
 }
 
 /* The same device with the other mat-vec layout: GGSCOPE_VK_ROWS=0 (the
@@ -682,7 +672,7 @@ static void test_matmul_rows(void **state)
 static void test_matmul_layouts(void **state)
 {
     fixture *f = *state;
-    NEED_DEVICE(f);
+    VKTEST_NEED_DEVICE(f);
     if (!f->all_types)
         skip();   /* once is enough */
     static const char *const env[][2] = {{"GGSCOPE_VK_ROWS", "0"}};
@@ -706,7 +696,7 @@ static void test_matmul_layouts(void **state)
 static void test_profile(void **state)
 {
     fixture *f = *state;
-    NEED_DEVICE(f);
+    VKTEST_NEED_DEVICE(f);
     backend *b = f->vk;
     if (!backend_vulkan_set_profile(b, true)) {
         print_message("SKIP: no timestamps on this device\n");
@@ -714,12 +704,12 @@ static void test_profile(void **state)
     }
     backend_vulkan_reset_stats(b);
     void *mem;
-    backend_weight w = make_weight(GGTYPE_Q4_0, 256, 10, &mem);
-    prepare(f, &w);
-    backend_buf *bx = upload(b, NULL, 256), *by = upload(b, NULL, 10);
+    backend_weight w = vktest_make_weight(&rng_state, GGTYPE_Q4_0, 256, 10, 1, &mem);
+    vktest_prepare(f, &w);
+    backend_buf *bx = vktest_upload(b, NULL, 256), *by = vktest_upload(b, NULL, 10);
     for (int i = 0; i < 3; i++)
         assert_int_equal(b->ops->matmul(b->ctx, &w, (backend_view){bx, 0}, 1, (backend_view){by, 0}), 0);
-    float *y = download(b, by, 0, 10);
+    float *y = vktest_download(b, by, 0, 10);
     backend_vulkan_prof_row rows[8];
     int n = backend_vulkan_profile(b, rows, 8);
     assert_true(backend_vulkan_set_profile(b, false));
@@ -732,15 +722,15 @@ static void test_profile(void **state)
     assert_int_equal(backend_vulkan_get_stats(b).dispatches, 3);
     /* off: nothing more is counted */
     assert_int_equal(b->ops->matmul(b->ctx, &w, (backend_view){bx, 0}, 1, (backend_view){by, 0}), 0);
-    free(download(b, by, 0, 10));
+    free(vktest_download(b, by, 0, 10));
     assert_int_equal(backend_vulkan_profile(b, rows, 8), 1);
     assert_int_equal(rows[0].count, 3);
     free(y);
     b->ops->buf_free(b->ctx, bx);
     b->ops->buf_free(b->ctx, by);
-    release(f, &w);
+    vktest_release(f, &w);
     free(mem);
-    no_validation_errors(f);
+    vktest_no_validation_errors(f);
 }
 
 #define T(fn) cmocka_unit_test(fn)
@@ -752,8 +742,8 @@ int main(void)
         T(test_attention_sinks), T(test_chain), T(test_errors), T(test_unprepared_weights),
         T(test_matmul_rows), T(test_matmul_layouts), T(test_profile),
     };
-    int rc = cmocka_run_group_tests_name("vulkan ops (subgroup reductions)", tests, setup_sg, teardown);
-    rc |= cmocka_run_group_tests_name("vulkan ops (shared-memory reductions)", tests, setup_nosg, teardown);
+    int rc = cmocka_run_group_tests_name("vulkan ops (subgroup reductions)", tests, setup_sg, vktest_teardown);
+    rc |= cmocka_run_group_tests_name("vulkan ops (shared-memory reductions)", tests, setup_nosg, vktest_teardown);
     return rc;
 }
 
