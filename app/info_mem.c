@@ -126,7 +126,8 @@ void info_mem_print(FILE *out, const info_mem *e)
     fprintf(out, ", KV %s):\n", e->kv_type);
     if (e->why[0])
         fprintf(out, "  backend:     cpu (auto: %s)\n", e->why);
-    fprintf(out, "  weights:     %12s  the file's mapping, read in place%s\n", mib(m->weights, a, sizeof a),
+    fprintf(out, "  weights:     %12s  what a run reads of the file (copied into memory or mapped)%s\n",
+            mib(m->weights, a, sizeof a),
             m->repacked ? "" : " (no repacked copies)");
     if (m->repacked)
         fprintf(out, "  repacked:    %12s\n", mib(m->repacked, a, sizeof a));

@@ -1,14 +1,17 @@
 /* model: the weights copied out of the file mapping into anonymous memory
  * with transparent huge pages (model_copy, see model.h). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "emsg.h"
 #include "model_internal.h"
 
-#define COPY_PIECE ((uint64_t)64 << 20)   /* bytes read between progress calls */
+#define COPY_PIECE ((uint64_t)16 << 20)   /* bytes a thread reads at a time */
+#define COPY_THREADS 4
 #define COPY_HUGE ((uintptr_t)2 << 20)    /* a transparent huge page */
 #define COPY_PAGE ((uintptr_t)4096)
 
@@ -83,6 +86,82 @@ static void free_copy(struct model_copy *c)
     free(c);
 }
 
+/* The copy, in pieces that COPY_THREADS threads take in turn (reading a
+ * file into fresh memory is bound by the page faults and, when the page
+ * cache must give memory back first, by reclaim, which threads share). */
+typedef struct {
+    model *m;
+    struct model_copy *c;
+    uint8_t *base;
+    const atomic_bool *cancel;
+    char *msg;
+    size_t cap;
+    pthread_mutex_t mu;   /* the fields below */
+    size_t slot;          /* the next piece: slot, its byte offset and its place in the copy */
+    uint64_t k, at;
+    uint64_t done;
+    uint64_t reported;    /* the last done the reporting thread passed on */
+    int rc;
+} copy_job;
+
+/* Take pieces until none is left, or a cancel or an error; the calling
+ * thread reports progress when `progress` is set. */
+static void copy_pieces(copy_job *J, void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx)
+{
+    for (;;) {
+        pthread_mutex_lock(&J->mu);
+        while (J->slot < J->c->n && J->k >= weight_bytes(J->c->slot[J->slot])) {
+            J->at += weight_bytes(J->c->slot[J->slot]);
+            J->k = 0;
+            if (++J->slot < J->c->n)
+                J->at = place(J->at, J->c->slot[J->slot]);
+        }
+        if (!J->rc && J->cancel && atomic_load(J->cancel)) {
+            emsg_set(J->msg, J->cap, "cancelled");
+            J->rc = BACKEND_ECANCELLED;
+        }
+        if (J->rc || J->slot >= J->c->n) {
+            pthread_mutex_unlock(&J->mu);
+            return;
+        }
+        const backend_weight *w = J->c->slot[J->slot];
+        uint64_t len = weight_bytes(w), k = J->k, piece = len - k < COPY_PIECE ? len - k : COPY_PIECE;
+        uint8_t *dst = J->base + J->at + k;
+        J->k += piece;
+        pthread_mutex_unlock(&J->mu);
+
+        uint64_t shoff = 0;
+        uint32_t shard = 0;
+        char e[256] = "";
+        if (locate(J->m->file, w->data, len, &shard, &shoff)) {
+            gguf_error err;
+            if (gguf_read(J->m->file, shard, shoff + k, piece, dst, J->cancel, &err) != GGUF_OK)
+                gguf_error_format(&err, e, sizeof e);
+        } else {
+            memcpy(dst, (const uint8_t *)w->data + k, (size_t)piece);
+        }
+        pthread_mutex_lock(&J->mu);
+        if (e[0] && !J->rc) {
+            emsg_set(J->msg, J->cap, "copying %s: %s", w->name ? w->name : "a weight", e);
+            J->rc = BACKEND_EARG;
+        }
+        J->done += piece;
+        uint64_t done = J->done;
+        bool ok = !J->rc;
+        pthread_mutex_unlock(&J->mu);
+        if (progress && ok) {
+            progress(ctx, done, J->c->bytes);
+            J->reported = done;
+        }
+    }
+}
+
+static void *copy_worker(void *arg)
+{
+    copy_pieces(arg, NULL, NULL);
+    return NULL;
+}
+
 int model_copy(model *m, const atomic_bool *cancel, void (*progress)(void *ctx, uint64_t done, uint64_t total),
                void *ctx, char *msg, size_t cap)
 {
@@ -130,46 +209,28 @@ int model_copy(model *m, const atomic_bool *cancel, void (*progress)(void *ctx, 
 #ifdef MADV_HUGEPAGE
     madvise(base, (size_t)end, MADV_HUGEPAGE);   /* a hint: without it, ordinary pages */
 #endif
-    uint64_t at = 0, done = 0;
-    int rc = 0;
-    for (size_t i = 0; i < c->n && !rc; i++) {
-        backend_weight *w = c->slot[i];
-        at = place(at, w);
-        uint64_t len = weight_bytes(w), shoff = 0;
-        uint32_t shard = 0;
-        bool in_shard = locate(m->file, w->data, len, &shard, &shoff);
-        for (uint64_t k = 0; k < len && !rc;) {
-            if (cancel && atomic_load(cancel)) {
-                emsg_set(msg, cap, "cancelled");
-                rc = BACKEND_ECANCELLED;
-                break;
-            }
-            uint64_t piece = len - k < COPY_PIECE ? len - k : COPY_PIECE;
-            if (in_shard) {
-                gguf_error err;
-                if (gguf_read(m->file, shard, shoff + k, piece, base + at + k, cancel, &err) != GGUF_OK) {
-                    char e[256];
-                    gguf_error_format(&err, e, sizeof e);
-                    emsg_set(msg, cap, "copying %s: %s", w->name ? w->name : "a weight", e);
-                    rc = BACKEND_EARG;
-                }
-            } else {
-                memcpy(base + at + k, (const uint8_t *)w->data + k, (size_t)piece);
-            }
-            k += piece;
-            done += piece;
-            if (progress && !rc)
-                progress(ctx, done, c->bytes);
-        }
-        at += len;
-    }
+    copy_job J = {.m = m, .c = c, .base = base, .cancel = cancel, .msg = msg, .cap = cap,
+                  .at = c->n ? place(0, c->slot[0]) : 0};
+    pthread_mutex_init(&J.mu, NULL);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int nt = ncpu < 1 ? 1 : ncpu > COPY_THREADS ? COPY_THREADS : (int)ncpu, started = 0;
+    pthread_t th[COPY_THREADS];
+    for (int i = 1; i < nt; i++)
+        started += pthread_create(&th[started], NULL, copy_worker, &J) == 0;
+    copy_pieces(&J, progress, ctx);   /* this thread takes pieces too, and reports */
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&J.mu);
+    int rc = J.rc;
+    if (!rc && progress && J.reported < c->bytes)   /* the last pieces were another thread's */
+        progress(ctx, c->bytes, c->bytes);
     if (rc) {
         free_copy(c);
         return rc;
     }
     mprotect(base, (size_t)end, PROT_READ);   /* the weights are read-only, as in the mapping */
     bool tied = m->output.data == m->tok_embd.data;
-    at = 0;
+    uint64_t at = 0;
     for (size_t i = 0; i < c->n; i++) {
         backend_weight *w = c->slot[i];
         at = place(at, w);

@@ -1,5 +1,5 @@
 /* memest: how much memory running a model takes, without running it: the
- * resident set of the process on the CPU backend (the file's mapping, the
+ * resident set of the process on the CPU backend (the weights, the
  * KV cache, the compute buffers, the tokenizer's tables, the program) and,
  * on Vulkan, the device memory as well. Sizes come from the session's own
  * sizing (session_plan_make) and the CPU backend's (backend_cpu_*_sizes),
@@ -30,8 +30,9 @@ typedef struct {
 typedef struct {
     uint32_t n_ctx, n_batch, n_used, n_swa_cells;
     int n_threads;
-    uint64_t weights;     /* the file's mapping: a run reads every page of it but the token
-                           * embeddings of tokens not seen (n_used rows at most) */
+    uint64_t weights;     /* the file: a run reads every page of it but the token embeddings
+                           * of tokens not seen (n_used rows at most), from the mapping or from
+                           * the same bytes copied into memory (model_copy) */
     uint64_t repacked;    /* weight copies the backend makes when loading (the CPU backend reads
                            * weights in place and repacks per product into thread buffers: 0) */
     uint64_t kv;          /* resident KV cache (n_used positions) */
