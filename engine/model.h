@@ -196,8 +196,8 @@ uint64_t model_weight_bytes(const model *m);
  * pages, and point the model at the copy: a mapped file's pages cost more
  * to stream than huge anonymous ones (docs/kernels.md). The copy is made
  * read-only; the resident size is the same as the mapping's once every
- * weight has been read. Read with gguf_read (a mapped file's pages never
- * join the resident set), in pieces, calling progress(ctx, done, total)
+ * weight has been read. Read with gguf_read_file (a mapped file's pages
+ * never join the resident set), in pieces on up to four threads, calling progress(ctx, done, total)
  * after each and stopping with BACKEND_ECANCELLED when *cancel is set
  * (progress and cancel may be NULL). Returns 0 (also when already copied),
  * BACKEND_EARG (a shape-only model, or one prepared for a device), or

@@ -13,7 +13,7 @@
 #define COPY_PIECE ((uint64_t)16 << 20)   /* bytes a thread reads at a time */
 #define COPY_THREADS 4
 #define COPY_HUGE ((uintptr_t)2 << 20)    /* a transparent huge page */
-#define COPY_PAGE ((uintptr_t)4096)
+#define COPY_LINE ((uintptr_t)64)
 
 struct model_copy {
     void *map;            /* the anonymous mapping */
@@ -38,11 +38,11 @@ static backend_weight *copied_slot(model *m, size_t i)
     return w;
 }
 
-/* The copy's offset for w after `at` bytes: the next page plus w's own
- * offset in its page, so that every row keeps its alignment. */
+/* The copy's offset for w after `at` bytes: the next cache line plus w's
+ * own offset in its line, so that every row keeps its alignment. */
 static uint64_t place(uint64_t at, const backend_weight *w)
 {
-    return ((at + COPY_PAGE - 1) & ~(uint64_t)(COPY_PAGE - 1)) + ((uintptr_t)w->data & (COPY_PAGE - 1));
+    return ((at + COPY_LINE - 1) & ~(uint64_t)(COPY_LINE - 1)) + ((uintptr_t)w->data & (COPY_LINE - 1));
 }
 
 uint64_t model_copy_bytes(const model *m)
@@ -135,7 +135,7 @@ static void copy_pieces(copy_job *J, void (*progress)(void *ctx, uint64_t done, 
         char e[256] = "";
         if (locate(J->m->file, w->data, len, &shard, &shoff)) {
             gguf_error err;
-            if (gguf_read(J->m->file, shard, shoff + k, piece, dst, J->cancel, &err) != GGUF_OK)
+            if (gguf_read_file(J->m->file, shard, shoff + k, piece, dst, J->cancel, &err) != GGUF_OK)
                 gguf_error_format(&err, e, sizeof e);
         } else {
             memcpy(dst, (const uint8_t *)w->data + k, (size_t)piece);
@@ -207,7 +207,11 @@ int model_copy(model *m, const atomic_bool *cancel, void (*progress)(void *ctx, 
     }
     uint8_t *base = (uint8_t *)(((uintptr_t)c->map + COPY_HUGE - 1) & ~(COPY_HUGE - 1));
 #ifdef MADV_HUGEPAGE
-    madvise(base, (size_t)end, MADV_HUGEPAGE);   /* a hint: without it, ordinary pages */
+    /* a hint (without it, ordinary pages), for whole huge pages only: the
+     * tail stays in small pages, so that no huge page is resident past the
+     * weights (a small model takes none) */
+    if (end >= COPY_HUGE)
+        madvise(base, (size_t)end & ~(COPY_HUGE - 1), MADV_HUGEPAGE);
 #endif
     copy_job J = {.m = m, .c = c, .base = base, .cancel = cancel, .msg = msg, .cap = cap,
                   .at = c->n ? place(0, c->slot[0]) : 0};

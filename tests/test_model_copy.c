@@ -2,12 +2,14 @@
  * bit-identical logits, keep every byte, leave an untied embedding in the
  * mapping, follow a tied output and the row views of fused tensors, stop on
  * cancel with the model untouched, and go back with model_uncopy. The
- * runner copies by policy and says so; gguf_read takes big ranges from the
- * file itself, and from the mapping once the file was replaced. */
+ * runner copies by policy and says so; gguf_read_file reads the file
+ * itself, and the mapping once the file was replaced. */
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "ggtype.h"
@@ -129,8 +131,6 @@ static void copy_and_check(tu_model *fx)
 static void test_copy_llama(void **state)
 {
     (void)state;
-    /* F16 rows of 256: wq and the feed-forward are >= 1 MiB in 4 layers, so
-     * gguf_read reads them from the file */
     testmodel_params p = testmodel_default_params();
     p.n_embd = 256;
     p.n_ff = 2048;
@@ -139,6 +139,55 @@ static void test_copy_llama(void **state)
     tu_model *fx = tu_model_open(&p, "copy-llama.gguf");
     assert_false(fx->m->hp.tied_embeddings);
     copy_and_check(fx);
+    tu_model_close(fx);
+}
+
+/* Pages of [p, p + len) that this process has mapped in (/proc/self/pagemap),
+ * or -1 when pagemap cannot be read. */
+static long mapped_pages(const void *p, size_t len)
+{
+    int fd = open("/proc/self/pagemap", O_RDONLY);
+    if (fd < 0)
+        return -1;
+    long n = 0;
+    uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095;
+    for (; a < (uintptr_t)p + len; a += 4096) {
+        uint64_t e;
+        if (pread(fd, &e, sizeof e, (off_t)(a / 4096 * 8)) != (ssize_t)sizeof e) {
+            n = -1;
+            break;
+        }
+        n += (long)(e >> 63);
+    }
+    close(fd);
+    return n;
+}
+
+static void test_copy_leaves_mapping(void **state)
+{
+    (void)state;
+    /* the copy reads the file, not the mapping: the layers' pages never
+     * become part of this process (the last layer, far from the header) */
+    testmodel_params p = testmodel_default_params();
+    p.n_embd = 256;
+    p.n_ff = 2048;
+    p.n_layer = 3;
+    p.wtype = GGTYPE_F16;
+    tu_model *fx = tu_model_open(&p, "copy-pages.gguf");
+    const gguf_tensor *t = gguf_find_tensor(fx->f, "blk.2.ffn_down.weight");
+    assert_non_null(t);
+    long before = mapped_pages(t->data, t->n_bytes);
+    if (before < 0) {
+        print_message("SKIP: /proc/self/pagemap cannot be read\n");
+        tu_model_close(fx);
+        skip();
+    }
+    assert_int_equal(before, 0);
+    char msg[256];
+    assert_int_equal(model_copy(fx->m, NULL, NULL, NULL, msg, sizeof msg), 0);
+    assert_int_equal(mapped_pages(t->data, t->n_bytes), 0);
+    assert_memory_equal(fx->m->layers[2].ffn_down.data, t->data, t->n_bytes);   /* (now it is mapped) */
+    assert_true(mapped_pages(t->data, t->n_bytes) > 0);                          /* the check can fail */
     tu_model_close(fx);
 }
 
@@ -264,11 +313,14 @@ static void test_gguf_read_file(void **state)
     assert_non_null(t);
     float *got = malloc(sizeof *got * n);
     assert_non_null(got);
-    /* from the file (2 MiB from an odd offset) and from the mapping (small) */
-    assert_int_equal(gguf_tensor_read(f, t, 4 * 1001, 2u << 20, got, NULL, &err), GGUF_OK);
+    /* from the file (2 MiB from an odd offset, and 64 bytes) */
+    uint64_t base = t->abs_offset;
+    assert_int_equal(gguf_read_file(f, t->shard, base + 4 * 1001, 2u << 20, got, NULL, &err), GGUF_OK);
     assert_memory_equal(got, v + 1001, 2u << 20);
-    assert_int_equal(gguf_tensor_read(f, t, 4 * 7, 64, got, NULL, &err), GGUF_OK);
+    assert_int_equal(gguf_read_file(f, t->shard, base + 4 * 7, 64, got, NULL, &err), GGUF_OK);
     assert_memory_equal(got, v + 7, 64);
+    /* past the end: refused as gguf_read refuses it */
+    assert_int_equal(gguf_read_file(f, t->shard, gguf_file_size(f) - 8, 64, got, NULL, &err), GGUF_EARG);
     /* the file replaced by another (a new inode): the mapping's bytes still */
     FILE *fp = fopen(other, "wb");
     assert_non_null(fp);
@@ -278,7 +330,7 @@ static void test_gguf_read_file(void **state)
     fclose(fp);
     assert_int_equal(rename(other, path), 0);
     memset(got, 0, sizeof *got * n);
-    assert_int_equal(gguf_tensor_read(f, t, 0, sizeof *got * n, got, NULL, &err), GGUF_OK);
+    assert_int_equal(gguf_read_file(f, t->shard, base, sizeof *got * n, got, NULL, &err), GGUF_OK);
     assert_memory_equal(got, v, sizeof *got * n);
     gguf_close(f);
     remove(path);
@@ -290,6 +342,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_copy_llama),
+        cmocka_unit_test(test_copy_leaves_mapping),
         cmocka_unit_test(test_copy_tied_q8),
         cmocka_unit_test(test_copy_fused),
         cmocka_unit_test(test_copy_cancel_and_refusals),

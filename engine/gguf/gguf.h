@@ -136,14 +136,20 @@ gguf_file *gguf_open_source(const gguf_source *src, const char *name, gguf_error
 /* Whether the file's bytes come from a source (tensor data not in memory). */
 bool gguf_is_remote(const gguf_file *f);
 
-/* Read len bytes at `offset` of shard `shard` into dst: from the mapping
- * (from 1 MiB on, from the mapped file itself while it is unchanged, so that
- * the mapping's pages stay out of the process's resident set), or through
- * the source and its block cache (block-aligned ranges; blocking, any
+/* Read len bytes at `offset` of shard `shard` into dst: from the mapping, or
+ * through the source and its block cache (block-aligned ranges; blocking, any
  * thread; `cancel` may be NULL). Returns GGUF_OK; GGUF_EARG for a range
  * outside the shard; else the source's error in *err. */
 gguf_status gguf_read(const gguf_file *f, uint32_t shard, uint64_t offset, uint64_t len, void *dst,
                       const atomic_bool *cancel, gguf_error *err);
+
+/* gguf_read, but a mapped file's bytes come from the file itself (pread)
+ * while it is the file that was mapped (same device, inode and size), so
+ * that the mapping's pages do not join the process's resident set
+ * (model_copy); from the mapping when the file was replaced or cannot be
+ * read. */
+gguf_status gguf_read_file(const gguf_file *f, uint32_t shard, uint64_t offset, uint64_t len, void *dst,
+                           const atomic_bool *cancel, gguf_error *err);
 
 /* len bytes at `offset` of tensor t's data (gguf_read in its shard). */
 gguf_status gguf_tensor_read(const gguf_file *f, const gguf_tensor *t, uint64_t offset, uint64_t len, void *dst,

@@ -18,7 +18,6 @@
 #define SRC_SLOTS 64                          /* cached blocks */
 #define SRC_RUN 16                            /* blocks read in one request at most */
 #define SRC_MAX_PREFIX ((uint64_t)256 << 20)  /* the header must fit in this */
-#define GGUF_READ_FILE_MIN ((uint64_t)1 << 20) /* a mapped file's reads from this size go to the file */
 
 typedef struct {
     bool used;
@@ -214,7 +213,7 @@ static bool cache_fill(struct gguf_src *s, const gguf_shard *sh, uint32_t shard,
 
 /* A mapped file's range read from the file itself, so that its pages do not
  * join the process's resident set as the mapping's would (model_copy reads a
- * whole model this way). False, with nothing promised about dst, when the
+ * whole model this way: gguf_read_file). False, with nothing promised about dst, when the
  * file cannot be read or is no longer the one mapped: the caller copies from
  * the mapping instead. */
 static bool read_mapped_file(const gguf_shard *sh, uint64_t offset, uint64_t len, uint8_t *out)
@@ -254,8 +253,6 @@ gguf_status gguf_read(const gguf_file *f, uint32_t shard, uint64_t offset, uint6
         return GGUF_EARG;
     }
     uint8_t *out = dst;
-    if (sh->mapped && len >= GGUF_READ_FILE_MIN && read_mapped_file(sh, offset, len, out))
-        return GGUF_OK;
     if (offset < sh->avail) {   /* the mapping, or a remote file's prefix */
         uint64_t n = sh->avail - offset < len ? sh->avail - offset : len;
         memcpy(out, sh->base + offset, (size_t)n);
@@ -284,6 +281,20 @@ gguf_status gguf_read(const gguf_file *f, uint32_t shard, uint64_t offset, uint6
     }
     pthread_mutex_unlock(&s->lock);
     return GGUF_OK;
+}
+
+gguf_status gguf_read_file(const gguf_file *f, uint32_t shard, uint64_t offset, uint64_t len, void *dst,
+                           const atomic_bool *cancel, gguf_error *err)
+{
+    if (f && shard < f->n_shards) {
+        const gguf_shard *sh = &f->shards[shard];
+        if (sh->mapped && offset <= sh->size && len <= sh->size - offset && read_mapped_file(sh, offset, len, dst)) {
+            if (err)
+                memset(err, 0, sizeof *err);
+            return GGUF_OK;
+        }
+    }
+    return gguf_read(f, shard, offset, len, dst, cancel, err);
 }
 
 gguf_status gguf_tensor_read(const gguf_file *f, const gguf_tensor *t, uint64_t offset, uint64_t len, void *dst,
