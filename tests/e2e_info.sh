@@ -88,6 +88,11 @@ check "quantize to a missing folder says so" '[ $rc != 0 ] && grep -q "folder .*
 check "run --ctx 4 -n 10: stopped because the context is full" '[ $rc = 0 ] && grep -q "the context is full" "$tmp/err"'
 "$bin" run "$demo" --tokens 1 --ctx 64 -n 3 --ignore-eos --temp 0 --backend cpu > "$tmp/out" 2> "$tmp/err"
 check "run within the context: no such line" '! grep -q "context is full" "$tmp/err"'
+check "the backend line says the weights were copied (auto)" 'grep -q "^backend: cpu.*, weights in memory ([0-9.]* MB)$" "$tmp/err"'
+"$bin" run "$demo" --tokens 1 --ctx 64 -n 3 --ignore-eos --temp 0 --backend cpu --weights map > "$tmp/out2" 2> "$tmp/err"
+check "--weights map: mapped, the same tokens" 'grep -q "^backend: cpu.*, weights mapped from the file (as asked)$" "$tmp/err" && cmp -s "$tmp/out" "$tmp/out2"'
+"$bin" run "$demo" --tokens 1 --ctx 64 -n 3 --weights all > "$tmp/out" 2>&1; rc=$?
+check "--weights all refused in one line (rc=$rc)" '[ $rc = 2 ] && [ $(wc -l < "$tmp/out") = 1 ] && grep -q "expected auto, copy or map" "$tmp/out"'
 python3 "$(dirname "$0")/lib/help_check.py" "$bin" > "$tmp/out" 2>&1; rc=$?
 check "every --help aligned, 80 columns, no internal words: $(cat "$tmp/out")" '[ $rc = 0 ]'
 
