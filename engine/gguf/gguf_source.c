@@ -212,10 +212,10 @@ static bool cache_fill(struct gguf_src *s, const gguf_shard *sh, uint32_t shard,
 }
 
 /* A mapped file's range read from the file itself, so that its pages do not
- * join the process's resident set as the mapping's would (model_copy reads a
- * whole model this way: gguf_read_file). False, with nothing promised about dst, when the
- * file cannot be read or is no longer the one mapped: the caller copies from
- * the mapping instead. */
+ * join the process's resident set as the mapping's would (gguf_read_file:
+ * model_copy reads a whole model this way). False, with nothing promised
+ * about dst, when the file cannot be read or is no longer the one mapped:
+ * the caller copies from the mapping instead. */
 static bool read_mapped_file(const gguf_shard *sh, uint64_t offset, uint64_t len, uint8_t *out)
 {
     int fd = open(sh->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
