@@ -390,9 +390,7 @@ static char *stream_reply(const tok_vocab *v, const tok_id *ids, size_t n, size_
 /* A one-layer random-weight model with the o200k-shaped vocabulary and
  * `tmpl` as its chat template, a CPU runner and a chat on it. */
 typedef struct {
-    char path[512];
-    gguf_file *f;
-    model *m;
+    tu_model *fx;
     runner *r;
     chs *c;
 } chat_fx;
@@ -403,29 +401,20 @@ static bool open_chat(chat_fx *x, const char *tmpl)
     gguf_file *vf = harmony_vocab(&mem);
     if (!vf)
         return false;
-    snprintf(x->path, sizeof x->path, "%s", tu_tmp_path("harmony-chat"));
     testmodel_params p = testmodel_default_params();
     p.n_layer = 1;
     p.n_embd = 32;
     p.n_ff = 32;
     p.vocab = vf;
     p.chat_template = tmpl;
-    char msg[512];
-    if (testmodel_write(&p, x->path, msg, sizeof msg))
-        fail_msg("testmodel_write: %s", msg);
+    x->fx = tu_model_open(&p, "harmony-chat");
     gguf_close(vf);
     free(mem);
-    gguf_error ge;
-    x->f = gguf_open(x->path, &ge);
-    assert_non_null(x->f);
-    model_status st;
-    x->m = model_load(x->f, &st, msg, sizeof msg);
-    if (!x->m)
-        fail_msg("model_load: %s", msg);
+    char msg[512];
     runner_params rp = {.backend = "cpu", .device = -1, .threads = 1, .n_ctx = 512};
-    if (runner_open(x->m, &rp, &x->r, msg, sizeof msg))
+    if (runner_open(x->fx->m, &rp, &x->r, msg, sizeof msg))
         fail_msg("runner_open: %s", msg);
-    x->c = chs_new(x->f, x->r, msg, sizeof msg);
+    x->c = chs_new(x->fx->f, x->r, msg, sizeof msg);
     if (!x->c)
         fail_msg("chs_new: %s", msg);
     return true;
@@ -435,9 +424,7 @@ static void close_chat(chat_fx *x)
 {
     chs_free(x->c);
     runner_close(x->r);
-    model_free(x->m);
-    gguf_close(x->f);
-    remove(x->path);
+    tu_model_close(x->fx);
 }
 
 /* Tokenize text with specials parsed (the scripted reply). */

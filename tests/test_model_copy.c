@@ -128,15 +128,21 @@ static void copy_and_check(tu_model *fx)
     free(ref);
 }
 
-static void test_copy_llama(void **state)
+/* A llama with F16 matrices of 1 MiB (the feed-forward), untied. */
+static tu_model *open_f16(const char *tag)
 {
-    (void)state;
     testmodel_params p = testmodel_default_params();
     p.n_embd = 256;
     p.n_ff = 2048;
     p.n_layer = 3;
     p.wtype = GGTYPE_F16;
-    tu_model *fx = tu_model_open(&p, "copy-llama.gguf");
+    return tu_model_open(&p, tag);
+}
+
+static void test_copy_llama(void **state)
+{
+    (void)state;
+    tu_model *fx = open_f16("copy-llama.gguf");
     assert_false(fx->m->hp.tied_embeddings);
     copy_and_check(fx);
     tu_model_close(fx);
@@ -168,12 +174,7 @@ static void test_copy_leaves_mapping(void **state)
     (void)state;
     /* the copy reads the file, not the mapping: the layers' pages never
      * become part of this process (the last layer, far from the header) */
-    testmodel_params p = testmodel_default_params();
-    p.n_embd = 256;
-    p.n_ff = 2048;
-    p.n_layer = 3;
-    p.wtype = GGTYPE_F16;
-    tu_model *fx = tu_model_open(&p, "copy-pages.gguf");
+    tu_model *fx = open_f16("copy-pages.gguf");
     const gguf_tensor *t = gguf_find_tensor(fx->f, "blk.2.ffn_down.weight");
     assert_non_null(t);
     long before = mapped_pages(t->data, t->n_bytes);

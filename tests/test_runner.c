@@ -61,26 +61,22 @@ static runner_gen greedy(toks *out, int32_t n_predict)
 static void test_cpu_loop(void **state)
 {
     (void)state;
-    const char *path = tu_tmp_path("runner.gguf");
     testmodel_params p = testmodel_default_params();
     p.n_layer = 1;
     p.n_embd = 64;
     p.n_ff = 64;
+    tu_model *fx = tu_model_open(&p, "runner.gguf");
     char msg[512];
-    if (testmodel_write(&p, path, msg, sizeof msg))
-        fail_msg("testmodel_write: %s", msg);
-    mfile mf;
-    mfile_open(&mf, path);
 
     runner *r = NULL;
     runner_params rp = {.backend = "gpu", .device = -1, .threads = 1, .n_ctx = 16};
-    assert_int_equal(runner_open(mf.m, &rp, &r, msg, sizeof msg), RUNNER_EBACKEND);
+    assert_int_equal(runner_open(fx->m, &rp, &r, msg, sizeof msg), RUNNER_EBACKEND);
     assert_null(r);
     assert_string_equal(msg, "--backend: unknown backend 'gpu' (auto, vulkan, cpu)");
 
     rp.backend = "cpu";
-    assert_int_equal(runner_open(mf.m, &rp, &r, msg, sizeof msg), RUNNER_OK);
-    snprintf(msg, sizeof msg, "cpu, 1 thread, weights in memory (%.1f MB)", model_copy_bytes(mf.m) / 1e6);
+    assert_int_equal(runner_open(fx->m, &rp, &r, msg, sizeof msg), RUNNER_OK);
+    snprintf(msg, sizeof msg, "cpu, 1 thread, weights in memory (%.1f MB)", model_copy_bytes(fx->m) / 1e6);
     assert_string_equal(runner_backend_info(r), msg);
     assert_int_equal(runner_n_ctx(r), 16);
 
@@ -123,8 +119,7 @@ static void test_cpu_loop(void **state)
     assert_false(runner_take_notice(r, msg, sizeof msg));
 
     runner_close(r);
-    mfile_close(&mf);
-    remove(path);
+    tu_model_close(fx);
 }
 
 /* A runner on Vulkan that loses its device after `fail_after` submits, or
