@@ -220,8 +220,10 @@ static int open_runner(const char *path, const ecli_opts *o, uint32_t n_ctx, ecl
         .threads = o->threads,
         .n_ctx = n_ctx,
         .weights = o->weights,
-        .progress = msg ? NULL : on_upload,
+        .progress = msg ? o->progress : on_upload,
+        .cancel = o->cancel,
         .notice = msg ? NULL : on_notice,
+        .ctx = msg ? o->progress_ctx : NULL,
     };
     char why[640];
     int rc = runner_open(e->m, &rp, &e->r, why, sizeof why);

@@ -5,6 +5,7 @@
 #ifndef GGSCOPE_ENGINE_CLI_H
 #define GGSCOPE_ENGINE_CLI_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +27,12 @@ typedef struct {
     int threads;           /* 0 = one per core */
     uint32_t n_ctx;        /* 0 = session default */
     runner_weights weights;/* --weights auto|copy|map */
+    /* (optional, for a caller that opens on a worker) the runner's cancel
+     * flag and the progress of the weights' copy or upload, used when the
+     * open prints nothing (ecli_open_msg, ecli_open_file with msg) */
+    const atomic_bool *cancel;
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *progress_ctx;
 } ecli_opts;
 
 /* Everything an engine command holds open. */

@@ -44,6 +44,8 @@ typedef struct {
     qerr_page *qp;
     char qerr_err[1024];    /* the --vs file could not be opened: why */
     bool mem_busy;          /* `M`: an estimate on its way */
+    struct chat_job *chat_job; /* `c`: the chat's engine being opened, or NULL */
+    int chat_pct;           /* its progress last shown */
     char fetch_line[160];   /* the remote read's progress line last shown */
     uint64_t program_rss;   /* resident bytes before the screen: the program, as `info` measures it */
     bool quitting;
@@ -59,6 +61,7 @@ typedef struct {
 } work_req;
 
 static void begin_quit(app_state *a);
+static void chat_loading_tick(app_state *a);
 
 static void close_if_done(app_state *a)
 {
@@ -177,6 +180,7 @@ static void tick_cb(uv_timer_t *h)
             screen_message(a->scr, "%s", line);
         }
     }
+    chat_loading_tick(a);
     screen_tick(a->scr, 0);
     if (screen_jobs_running(a->scr))
         screen_dirty(a->scr);
@@ -191,27 +195,96 @@ static void bracketed_paste(bool on)
     (void)r;
 }
 
-/* `c` on the explorer: the chat page on the same file (loaded on first use). */
+/* `c` on the explorer: the chat page on the same file. The first `c` opens
+ * the engine on a worker (binding, vocabulary, template, the weights' copy
+ * into memory: nothing that reads the file runs on this thread); the page
+ * appears when it is ready. */
+typedef struct chat_job {
+    ui_job job;   /* first: the job is the struct */
+    chat_ui *chat;
+    char err[512];
+} chat_job_t;
+
+static void chat_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    ui_job_progress(ctx, done, total);
+}
+
+static void chat_work(ui_job *j)
+{
+    chat_job_t *c = (chat_job_t *)j;
+    app_state *a = j->owner;
+    chat_ui_opts co = {.eng = {.backend = "auto", .cancel = &j->cancel, .progress = chat_progress,
+                               .progress_ctx = j}};
+    c->chat = chat_ui_new(a->path, a->f, &co, true, c->err, sizeof c->err);
+}
+
+static void chat_done(ui_job *j)
+{
+    chat_job_t *c = (chat_job_t *)j;
+    app_state *a = j->owner;
+    a->chat_job = NULL;
+    if (a->quitting || ui_job_cancelled(j)) {
+        chat_ui_free(c->chat);
+    } else if (!c->chat) {
+        screen_message(a->scr, "chat: %s", c->err);
+    } else if (chat_ui_attach(c->chat, a->scr, a->ex ? explorer_page(a->ex) : -1) < 0) {
+        screen_message(a->scr, "chat: cannot add the page");
+        chat_ui_free(c->chat);
+    } else {
+        a->chat = c->chat;
+        bracketed_paste(true);
+        chat_ui_show(a->chat);
+        screen_message(a->scr, "chat: ready");
+    }
+    screen_dirty(a->scr);
+    free(c);
+}
+
+/* While the chat's engine opens: its progress in the message line. */
+static void chat_loading_message(app_state *a)
+{
+    double f = ui_job_fraction(&a->chat_job->job);
+    a->chat_pct = (int)(f * 100);
+    if (f > 0)
+        screen_message(a->scr, "chat: loading the model… %d%%", (int)(f * 100));
+    else
+        screen_message(a->scr, "chat: loading the model…");
+}
+
+static void chat_loading_tick(app_state *a)
+{
+    if (a->chat_job && (int)(ui_job_fraction(&a->chat_job->job) * 100) != a->chat_pct)
+        chat_loading_message(a);
+}
+
 static int key_chat(screen *s, int key, void *ctx)
 {
     app_state *a = ctx;
     (void)key;
-    if (!a->chat) {
-        /* the weights stay mapped: a copy would hold this (loop) thread */
-        chat_ui_opts co = {.eng = {.backend = "auto", .weights = RUNNER_WEIGHTS_MAP}};
-        char err[512];
-        a->chat = chat_ui_new(a->path, a->f, &co, true, err, sizeof err);
-        if (!a->chat) {
-            screen_message(s, "chat: %s", err);
-            return PANEL_HANDLED | PANEL_REDRAW;
-        }
-        if (chat_ui_attach(a->chat, s, a->ex ? explorer_page(a->ex) : -1) < 0) {
-            screen_message(s, "chat: cannot add the page");
-            return PANEL_HANDLED | PANEL_REDRAW;
-        }
-        bracketed_paste(true);
+    if (a->chat) {
+        chat_ui_show(a->chat);
+        return PANEL_HANDLED | PANEL_REDRAW;
     }
-    chat_ui_show(a->chat);
+    if (a->chat_job) {
+        chat_loading_message(a);
+        return PANEL_HANDLED | PANEL_REDRAW;
+    }
+    chat_job_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        screen_message(s, "chat: out of memory");
+        return PANEL_HANDLED | PANEL_REDRAW;
+    }
+    ui_job_init(&c->job, chat_work, chat_done, a);
+    a->chat_job = c;
+    if (screen_submit(s, &c->job) != 0) {
+        a->chat_job = NULL;
+        free(c);
+        screen_message(s, "chat: cannot start a worker");
+        return PANEL_HANDLED | PANEL_REDRAW;
+    }
+    if (a->chat_job)   /* without a runner the job ran already */
+        chat_loading_message(a);
     return PANEL_HANDLED | PANEL_REDRAW;
 }
 

@@ -202,6 +202,7 @@ T new-session -d -s ex -x 120 -y 30 "env GGSCOPE_CHAT_DELAY_MS=0 $BIN explore; e
 wait_for "┌ Tensors" && wait_for "c chat"
 keys c
 wait_for "┌ Message" && echo "ok: c opens the chat page from the explorer"
+wait_for "chat: ready" && echo "ok: the chat's engine opened on a worker, then the page"
 keys "Hello" Enter
 wait_for "$DEMO_END"
 keys F2
