@@ -569,8 +569,11 @@ static void test_fast_kernels_bitwise(void **state)
     tpool *pools[3] = {NULL, tpool_new(2), tpool_new(3)};
     assert_true(pools[1] && pools[2]);
     int checked = 0;
-    for (int p = KERN_SIMD_AVX2; p <= KERN_SIMD_AVX2_PLAIN; p += KERN_SIMD_AVX2_PLAIN - KERN_SIMD_AVX2) { /* avx2, avx2-plain */
-        if (kern_simd_set((kern_simd)p) != 0)
+    /* avx2, avx2-plain and avx512 (its one-token eight-row tiles take Q8_0's
+     * products by vpdpbusd) */
+    const kern_simd paths[] = {KERN_SIMD_AVX2, KERN_SIMD_AVX2_PLAIN, KERN_SIMD_AVX512};
+    for (int pi = 0; pi < N(paths); pi++) {
+        if (kern_simd_set(paths[pi]) != 0)
             continue;
         for (int ti = 0; ti < N(types); ti++)
             for (int si = 0; si < N(shapes); si++) {

@@ -80,7 +80,7 @@ static void simd_init(void)
         memcpy(g_tab[KERN_SIMD_AVX512], g_tab[KERN_SIMD_AVX2], sizeof g_tab[0]);
         kern_fill_avx512(g_tab[KERN_SIMD_AVX512]);
         kern_fill_gemm_avx512(g_gemm[KERN_SIMD_AVX512]);
-        kern_fill_exact_avx512(g_vec[KERN_SIMD_AVX512], g_vec_plain[KERN_SIMD_AVX512]);
+        kern_fill_exact_avx512(g_vec[KERN_SIMD_AVX512], g_vec_plain[KERN_SIMD_AVX512], g_vec8[KERN_SIMD_AVX512]);
         g_simd = KERN_SIMD_AVX512;
     }
     const char *env = cpufeat_simd_request();

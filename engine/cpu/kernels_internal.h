@@ -96,7 +96,8 @@ void kern_fill_avx512(kern_tile_fn tab[GGTYPE_COUNT]);
 /* Tiles in ggml's float order (kernels_exact.c): vec for one token, bat for
  * batches (AVX2 only: AVX-512 batches go through the GEMM), plain for weights
  * ggml does not repack (row count not a multiple of 8). */
-void kern_fill_exact_avx512(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn plain[GGTYPE_COUNT]);
+void kern_fill_exact_avx512(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn plain[GGTYPE_COUNT],
+                            kern_tile_fn vec8[GGTYPE_COUNT]);
 void kern_fill_exact_avx2(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn bat[GGTYPE_COUNT],
                           kern_tile_fn plain[GGTYPE_COUNT], kern_tile_fn vec8[GGTYPE_COUNT]);
 /* Overrides in vec / bat the orders that llama.cpp's haswell (AVX2) build
