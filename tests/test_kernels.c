@@ -11,6 +11,7 @@
 #include "testutil.h"
 
 #include "codec.h"
+#include "cpufeat.h"
 #include "ggtype.h"
 #include "kernels.h"
 #include "kernels_internal.h"
@@ -723,6 +724,91 @@ static void test_mxfp4_exact(void **state)
     assert_int_equal(kern_simd_set(saved), 0);
 }
 
+/* ggml_vec_dot_f32 / _f16 of llama.cpp's zen4 build, written out in scalar
+ * C: 4 accumulators x 16 lanes over 64-element steps (fused multiply-add),
+ * (a0 + a2) + (a1 + a3) lane-wise, then the 16-lane tree l + 8, l + 4,
+ * l + 2, l + 1. n: a multiple of 64. */
+static float zen4_vec_dot(const float *w, const float *x, int64_t n)
+{
+    float acc[4][16] = {{0}};
+    for (int64_t i = 0; i < n; i += 64)
+        for (int k = 0; k < 4; k++)
+            for (int l = 0; l < 16; l++)
+                acc[k][l] = fmaf(w[i + 16 * k + l], x[i + 16 * k + l], acc[k][l]);
+    float s[16];
+    for (int l = 0; l < 16; l++)
+        s[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+    for (int h = 8; h >= 1; h /= 2)
+        for (int l = 0; l < h; l++)
+            s[l] = s[l] + s[l + h];
+    return s[0];
+}
+
+/* One token on F32 and F16 weights follows that order bit for bit on the
+ * AVX2 and AVX-512 paths (when ggscope follows the zen4 build: the haswell
+ * order is checked by the model tests), 1 to 3 threads, odd row counts. */
+static void test_float_vec_zen4_order(void **state)
+{
+    (void)state;
+    if (cpufeat_llama_variant() != CPUFEAT_LLAMA_ZEN4) {
+        print_message("(ggscope follows llama.cpp's haswell build on this CPU: skipped)\n");
+        return;
+    }
+    static const int64_t rows[] = {1, 7, 12, 33}, cols[] = {64, 256, 2048, 5632};
+    kern_simd saved = kern_simd_get();
+    tpool *pools[3] = {NULL, tpool_new(2), tpool_new(3)};
+    assert_true(pools[1] && pools[2]);
+    const kern_simd paths[] = {KERN_SIMD_AVX2, KERN_SIMD_AVX512};
+    int checked = 0;
+    for (int pi = 0; pi < N(paths); pi++) {
+        if (kern_simd_set(paths[pi]) != 0)
+            continue;
+        for (int f16 = 0; f16 < 2; f16++)
+            for (int ri = 0; ri < N(rows); ri++)
+                for (int ci = 0; ci < N(cols); ci++) {
+                    const int64_t nr = rows[ri], nc = cols[ci];
+                    const size_t rb = (size_t)nc * (f16 ? 2 : 4);
+                    uint8_t *w = malloc((size_t)nr * rb);
+                    float *wf = malloc((size_t)(nr * nc) * sizeof(float));
+                    float *x = malloc((size_t)nc * sizeof(float));
+                    float *y = malloc((size_t)nr * sizeof(float));
+                    assert_true(w && wf && x && y);
+                    for (int64_t i = 0; i < nr * nc; i++) {
+                        float v = rndf(-1.0f, 1.0f) * (i % 11 == 0 ? 8.0f : 1.0f);
+                        if (f16) {
+                            uint16_t h = kern_f2h(v);
+                            memcpy(w + (size_t)i * 2, &h, 2);
+                            wf[i] = kern_h2f(h);
+                        } else {
+                            memcpy(w + (size_t)i * 4, &v, 4);
+                            wf[i] = v;
+                        }
+                    }
+                    /* activations that F16 holds exactly (ggml rounds them to F16 for F16 weights) */
+                    for (int64_t i = 0; i < nc; i++)
+                        x[i] = kern_h2f(kern_f2h(rndf(-2.0f, 2.0f)));
+                    const uint32_t type = f16 ? GGTYPE_F16 : GGTYPE_F32;
+                    assert_int_equal(kern_matmul(pools[(ri + ci) % 3], type, w, rb, nr, nc, x, 1, y, NULL, 0), 0);
+                    for (int64_t r = 0; r < nr; r++) {
+                        float want = zen4_vec_dot(wf + r * nc, x, nc);
+                        if (memcmp(&want, &y[r], 4) != 0)
+                            fail_msg("%s [%s] %lldx%lld: row %lld is %a, ggml's order gives %a", ggtype_name(type),
+                                     kern_simd_name(), (long long)nr, (long long)nc, (long long)r, y[r], want);
+                    }
+                    checked++;
+                    free(w);
+                    free(wf);
+                    free(x);
+                    free(y);
+                }
+    }
+    tpool_free(pools[1]);
+    tpool_free(pools[2]);
+    assert_int_equal(kern_simd_set(saved), 0);
+    if (!checked)
+        print_message("(no AVX2 on this CPU: skipped)\n");
+}
+
 /* Weights made by ggml's reference quantizers (codec_quantize), as in a real
  * model file, on every path. */
 static void test_matmul_quantized_weights(void **state)
@@ -870,6 +956,7 @@ int main(void)
         cmocka_unit_test(test_matmul_Q6_K),
         cmocka_unit_test(test_matmul_MXFP4),
         cmocka_unit_test(test_mxfp4_exact),
+        cmocka_unit_test(test_float_vec_zen4_order),
         cmocka_unit_test(test_matmul_quantized_weights),
         cmocka_unit_test(test_fast_kernels_bitwise),
         cmocka_unit_test(test_matmul_generic_types),

@@ -21,7 +21,6 @@
  * over 32-element steps, tinyBLAS with 8 lanes): kern_fill_exact_haswell
  * puts those tiles in place of the zen4 ones (docs/kernels.md). */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "kernels_internal.h"
@@ -95,10 +94,7 @@ void kern_fill_exact_avx512(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn plain[G
     vec[GGTYPE_Q4_0] = vec_q4_0; /* the 512-bit form */
     /* one token: the eight-row tiles (the same integers and float order),
      * twice the four-row tiles' speed on a Zen 4 (docs/kernels.md) */
-    if (getenv("GGSCOPE_VEC8_A2"))
-        fill_exact_vec8_a2(vec8);
-    else
-        fill_exact_vec8_512(vec8);
+    fill_exact_vec8_512(vec8);
 }
 
 void kern_fill_exact_avx2(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn bat[GGTYPE_COUNT],
