@@ -6,6 +6,8 @@
 #   bench/make_test_logits.sh [BUILD_DIR]            tests/data/model_logits (test_model_logits)
 #   HASWELL=1 bench/make_test_logits.sh [BUILD_DIR]  tests/data/model_logits_haswell
 #                                                    (test_model_logits_haswell; on an AVX2-only machine)
+#   ZEN4=1 bench/make_test_logits.sh [BUILD_DIR]     tests/data/model_logits_zen4
+#                                                    (test_model_logits_zen4; on an AVX-512 machine)
 #   ONLY=REGEX  refresh only the cases whose name matches
 #   MOE=1       the mixture-of-experts cases below instead, written by bench_mkmodel (the
 #               test need not have them yet): a test case NAME ARCH TYPE SEED N_TOK KEEP
@@ -17,6 +19,7 @@ build=${1:-$src/build}
 peer=$src/../shared/peer/peer
 test=test_model_logits data=tests/data/model_logits
 if [[ ${HASWELL:-0} == 1 ]]; then test=test_model_logits_haswell data=tests/data/model_logits_haswell; fi
+if [[ ${ZEN4:-0} == 1 ]]; then test=test_model_logits_zen4 data=tests/data/model_logits_zen4; fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cd "$src"
