@@ -109,18 +109,42 @@ typedef struct {
 } results;
 
 /* Plain streaming read of 256 MB split across the pool's threads (each
- * thread its own contiguous part, 64-bit adds, software prefetch 1 KB
- * ahead): what memory gives right now. */
+ * thread its own contiguous part): what memory gives right now. The faster
+ * of two loops counts: 32-byte vector adds without software prefetch (on a
+ * Zen 4 the faster by 10-20%), and 64-bit adds with a prefetch 1 KB ahead. */
 typedef struct {
     const uint64_t *p;
     size_t n; /* words */
+    int vec;
     uint64_t sum[16];
 } read_ctx;
+
+typedef uint64_t u64x4 __attribute__((vector_size(32)));
+
+__attribute__((target("avx2"))) static uint64_t read_vec(const uint64_t *p, size_t n)
+{
+    u64x4 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    for (size_t i = 0; i + 16 <= n; i += 16) {
+        u64x4 v0, v1, v2, v3;
+        memcpy(&v0, p + i, 32);
+        memcpy(&v1, p + i + 4, 32);
+        memcpy(&v2, p + i + 8, 32);
+        memcpy(&v3, p + i + 12, 32);
+        a0 += v0, a1 += v1, a2 += v2, a3 += v3;
+    }
+    u64x4 a = a0 + a1 + a2 + a3;
+    return a[0] + a[1] + a[2] + a[3];
+}
 
 static void read_worker(void *arg, int ith, int nth)
 {
     read_ctx *c = arg;
-    size_t per = c->n / (size_t)nth / 4 * 4, b = per * (size_t)ith;
+    size_t per = c->n / (size_t)nth / 16 * 16, b = per * (size_t)ith;
+    if (c->vec) {
+        if (ith < 16)
+            c->sum[ith] = read_vec(c->p + b, per);
+        return;
+    }
     uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
     for (size_t i = b; i < b + per; i += 4) {
         if (i % 8 == 0) /* one line in 64 bytes, 1 KB ahead, as the kernels prefetch */
@@ -142,8 +166,10 @@ static double read_bandwidth(tpool *pool)
         return 0;
     memset(p, 1, n);
     double best = 1e30;
-    read_ctx c = {p, n / 8, {0}};
-    for (int r = 0; r < 5; r++) {
+    read_ctx c = {p, n / 8, 0, {0}};
+    const int vec = __builtin_cpu_supports("avx2");
+    for (int r = 0; r < 10; r++) {
+        c.vec = vec && r % 2;
         double t0 = now();
         tpool_run(pool, read_worker, &c);
         double dt = now() - t0;

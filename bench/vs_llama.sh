@@ -173,6 +173,13 @@ def fmt(v):
     return "%.1f / %.1f" % (max(v), statistics.median(v)) if v else "failed"
 def ratio(a, b):
     return "%.2f× / %.2f×" % (max(a) / max(b), statistics.median(a) / statistics.median(b)) if a and b else "-"
+def paired(t, key):
+    # the two programs' runs of one round are next to each other in time: their
+    # ratio is less moved by the machine's bandwidth changing between rounds
+    g = {r["round"]: r["r"][key] for r in rows if r["who"] == "ggscope" and r["type"] == t and key in r["r"]}
+    l = {r["round"]: r["r"][key] for r in rows if r["who"] == "llama.cpp" and r["type"] == t and key in r["r"]}
+    v = [g[k] / l[k] for k in g if k in l and l[k] > 0]
+    return "%.2f× (%.2f–%.2f)" % (statistics.median(v), min(v), max(v)) if v else "-"
 loads = [r["load"] for r in rows]
 starts = sorted({(r["round"], r["round_load"], r["state"]) for r in rows})
 loaded = sum(s[2] == "loaded" for s in starts)
@@ -183,14 +190,17 @@ print("%s threads, prompt %s tokens, decode %s tokens; %d rounds, %d runs; load 
 print("plain read bandwidth with %s threads, per round: %s GB/s (best %.1f, median %.1f)" % (
     threads, " ".join("%.1f" % b for b in bws), max(bws), statistics.median(bws)))
 print()
-print("| weights | decode tok/s ggscope (best / median) | llama.cpp | ratio | prompt tok/s ggscope | llama.cpp | ratio | peak RSS MB ggscope / llama.cpp |")
-print("|---|---|---|---|---|---|---|---|")
+print("| weights | decode tok/s ggscope (best / median) | llama.cpp | ratio | per round | prompt tok/s ggscope | llama.cpp | ratio | per round | peak RSS MB ggscope / llama.cpp |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for t in types:
     gd, ld = vals("ggscope", t, "tg_tok_s"), vals("llama.cpp", t, "tg_tok_s")
     gp, lp = vals("ggscope", t, "pp_tok_s"), vals("llama.cpp", t, "pp_tok_s")
     gm, lm = vals("ggscope", t, "rss_mb"), vals("llama.cpp", t, "rss_mb")
-    print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (t, fmt(gd), fmt(ld), ratio(gd, ld), fmt(gp), fmt(lp), ratio(gp, lp),
+    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (t, fmt(gd), fmt(ld), ratio(gd, ld), paired(t, "tg_tok_s"),
+          fmt(gp), fmt(lp), ratio(gp, lp), paired(t, "pp_tok_s"),
           "%.0f / %.0f" % (max(gm), max(lm)) if gm and lm else "-"))
+print()
+print("ratio: best over best / median over median; per round: the median (and range) of the rounds' own ratios")
 print()
 print("Decode against the bandwidth limit (the plain read bandwidth of the round over the weight bytes a token reads); best / median of the runs' shares:")
 print()
