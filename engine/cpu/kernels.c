@@ -528,6 +528,31 @@ int kern_matmul(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
         c.nb = n_cols;
     }
 
+    /* One token on long F16 rows (AVX-512, zen4 order): the activations as
+     * F16 when they are F16 values (ggml's F16 products round them), so
+     * that a row's activations stay in L1 beside the weights' stream
+     * (2048 x 5632, calls alternated: 9-13% faster than four rows at once;
+     * no faster for 2048-element rows) */
+    if (wtype == GGTYPE_F16 && n_tok == 1 && simd == KERN_SIMD_AVX512 && !g_haswell && !ref &&
+        c.tile == g_vec[simd][GGTYPE_F16] && n_cols > 4096 && n_cols % 64 == 0 && kern_exact_f16_hx()) {
+        uint16_t *xh = malloc((size_t)n_cols * sizeof(uint16_t));
+        if (xh) {
+            kern_f32_to_f16(x, xh, n_cols);
+            bool same = true;
+            for (int64_t i = 0; i < n_cols && same; i++)
+                same = kern_h2f(xh[i]) == x[i] || (x[i] != x[i]);
+            if (same) {
+                c.act = (const uint8_t *)xh;
+                c.act_stride = (size_t)n_cols * sizeof(uint16_t);
+                c.tile = kern_exact_f16_hx();
+                free(owned);
+                owned = xh;
+            } else {
+                free(xh);
+            }
+        }
+    }
+
     /* Chunks: few rows for mat-vec (balance), row x token blocks that stay
      * in L2 for prompt batches. */
     int nth = tpool_threads(pool);

@@ -97,6 +97,11 @@ void kern_fill_exact_avx512(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn plain[G
     fill_exact_vec8_512(vec8);
 }
 
+kern_tile_fn kern_exact_f16_hx(void)
+{
+    return vec_f16_hx_512;
+}
+
 void kern_fill_exact_avx2(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn bat[GGTYPE_COUNT],
                           kern_tile_fn plain[GGTYPE_COUNT], kern_tile_fn vec8[GGTYPE_COUNT])
 {
@@ -109,6 +114,10 @@ void kern_fill_exact_haswell(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn bat[GG
     fill_exact_hw_a2(vec, bat);
 }
 #else
+kern_tile_fn kern_exact_f16_hx(void)
+{
+    return NULL;
+}
 void kern_fill_exact_haswell(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn bat[GGTYPE_COUNT])
 {
     (void)vec, (void)bat;

@@ -96,6 +96,9 @@ void kern_fill_avx512(kern_tile_fn tab[GGTYPE_COUNT]);
 /* Tiles in ggml's float order (kernels_exact.c): vec for one token, bat for
  * batches (AVX2 only: AVX-512 batches go through the GEMM), plain for weights
  * ggml does not repack (row count not a multiple of 8). */
+/* One token on F16 weights with F16 activations (AVX-512 build, zen4
+ * order, n % 64 == 0), or NULL. */
+kern_tile_fn kern_exact_f16_hx(void);
 void kern_fill_exact_avx512(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn plain[GGTYPE_COUNT],
                             kern_tile_fn vec8[GGTYPE_COUNT]);
 void kern_fill_exact_avx2(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn bat[GGTYPE_COUNT],
