@@ -6,7 +6,10 @@
 # types. Rounds alternate the two programs (ggscope first in odd rounds, the
 # peer first in even ones); before each run the script waits for the load
 # average to fall below LOAD_MAX and prints it. Prints a Markdown table of the
-# best and the median of every figure. The quiet check is made before each
+# best and the median of every figure, and for the speeds the median (and
+# range) of each round's own ratio: the two programs' runs of a round are
+# next to each other in time, which matters where the machine's memory
+# bandwidth moves from second to second. The quiet check is made before each
 # round (a round runs every type with both programs back to back).
 # Each round also measures the machine's plain read bandwidth with THREADS
 # threads (bench_matvec --bw-only); the decode limit of a file is that
