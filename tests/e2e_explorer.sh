@@ -153,7 +153,7 @@ keys x ']'; wait_for "block 1 of" && wait_for "dmin" && wait_for "scale[0]" && e
 keys Right Right; wait_for "▸scale[0]" && echo "ok: → selects a field"
 save detail-hex-q4_K
 keys v; wait_for "[V]ALUES" && wait_for "row 0/" && echo "ok: values of a Q4_K tensor"
-pid=$(pgrep -n -f "^$BIN\$" || true)
+pid=$(app_pid || true)
 if [[ -n $pid ]]; then
     kill -TERM "$pid"
     wait_for "EXITED 0" && echo "ok: SIGTERM exits cleanly"

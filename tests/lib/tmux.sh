@@ -51,6 +51,13 @@ start() {
     TMUX_GONE=0; _tmux_keeper
     T new-session -d -s "$S" -x "$w" -y "$h" "$BIN $*; rc=\$?; echo \$rc >$TMUX_RCDIR/$S.rc; echo EXITED \$rc; sleep 600"
 }
+# app_pid: the pid of the program started in session $S (a child of the
+# pane's shell; never another test's ggscope running at the same time)
+app_pid() {
+    local pp
+    pp=$(T display -p -t "$S" '#{pane_pid}' 2>/dev/null) || return 1
+    pgrep -n -P "$pp" -f "^$BIN( |\$)"
+}
 start_env() {
     S=$1; local w=${2%x*} h=${2#*x} env=$3; shift 3
     TMUX_GONE=0; _tmux_keeper
