@@ -512,7 +512,6 @@ K5 void gemm_core(const rp_buf *rb, int64_t nb32, const uint8_t *act, size_t as,
  *   Q4_K (repacked 8x8): per pair of sub-blocks (gemm rows) or per
  *        super-block (the trailing mat-vec rows) one fma for the scales and
  *        one for the mins, the two subtracted at the end. */
-K5 int32_t sum4(const int8_t *p) { return p[0] + p[1] + p[2] + p[3]; }
 
 K5 __m512 hsum8v(const __m512 *a)
 {
@@ -659,14 +658,24 @@ K5 void gemm_exact_lanes8(const rp_buf *rb, int64_t nb32, const uint8_t *act, si
     for (int t = 0; t < NT; t++)
         for (int g = 0; g < 8; g++)
             acc[t][g] = _mm512_setzero_ps();
+    /* the offset's share of each 4-element group, -off * (x0 + x1 + x2 + x3),
+     * is where each group's vpdpbusd starts (exact integers, as before) */
+    int32_t ns[2][8] __attribute__((aligned(32)));
+    const __m256i ones = _mm256_set1_epi8(1);
     for (int64_t b = 0; b < nb32; b++) {
         const uint8_t *R = rb->R + b * 512;
         __m512 dw = _mm512_loadu_ps(rb->dw + b * 16);
+        for (int t = 0; t < NT; t++) {
+            const kq8 *A = (const kq8 *)(act + (size_t)t * as) + b;
+            __m256i s4 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, _mm256_loadu_si256((const __m256i *)A->qs));
+            _mm256_store_si256((__m256i *)ns[t], _mm256_sub_epi32(_mm256_setzero_si256(),
+                                                                   _mm256_slli_epi32(s4, off == 128 ? 7 : 3)));
+        }
         for (int g = 0; g < 8; g++) {
             __m512i W = _mm512_loadu_si512(R + 64 * g);
             for (int t = 0; t < NT; t++) {
                 const kq8 *A = (const kq8 *)(act + (size_t)t * as) + b;
-                __m512i p = _mm512_sub_epi32(dot4(W, A->qs + 4 * g), _mm512_set1_epi32(off * sum4(A->qs + 4 * g)));
+                __m512i p = _mm512_dpbusd_epi32(_mm512_set1_epi32(ns[t][g]), W, _mm512_set1_epi32(ld32(A->qs + 4 * g)));
                 acc[t][g] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(A->d)), _mm512_cvtepi32_ps(p), acc[t][g]);
             }
         }
