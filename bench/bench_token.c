@@ -1,6 +1,6 @@
 /* bench_token: where one generated token's time goes on the CPU backend.
  *
- *   bench_token FILE [-t THREADS] [-n TOKENS] [-c CONTEXT] [-p PROMPT]
+ *   bench_token FILE [-t THREADS] [-n TOKENS] [-c CONTEXT] [-p PROMPT] [--bw]
  *
  * Fills the KV cache with CONTEXT positions (default 16) in one batch, then
  * evaluates TOKENS (default 64) tokens one at a time through a backend that
@@ -12,7 +12,13 @@
  * the chat's default sampler. Best of three passes (the least total).
  * With -p PROMPT: the same breakdown for one batch of PROMPT tokens from an
  * empty cache, without logits (as `ggscope bench --no-logits`), matmuls by
- * role and shape with their GFLOP/s. */
+ * role and shape with their GFLOP/s.
+ * With --bw: each generated token is followed by a plain read of memory
+ * with as many threads (a fresh 512 MB buffer, in place of the weights), and
+ * each token's weight bytes per second are compared with the read's rate
+ * just after it: the decode's share of what memory gives at that moment,
+ * paired token by token, so that the machine's bandwidth moving from second
+ * to second cancels out. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +35,9 @@
 
 typedef struct {
     char name[48];
-    double s, flops;
+    double s, flops, bytes; /* bytes: weights read (matmuls) */
     long calls;
+    double ideal_s, bw_s; /* --bw: time at the paired read rate; time measured */
 } cat;
 
 static const backend_ops *g_inner;
@@ -38,6 +45,7 @@ static void *g_inner_ctx;
 static cat g_cat[MAX_CAT];
 static int g_ncat;
 static int g_on;
+static double g_wbytes; /* weight bytes of one-token matmuls, while g_on */
 
 static void add_time_f(const char *name, double s, double flops)
 {
@@ -140,6 +148,37 @@ static int w_matmul(void *ctx, const backend_weight *w, backend_view x, uint32_t
     double t0 = clock_now_s();
     int rc = g_inner->matmul(g_inner_ctx, w, x, n_tok, y);
     add_time_f(role, clock_now_s() - t0, 2.0 * (double)w->ne0 * (double)w->ne1 * n_tok);
+    if (g_on) {
+        g_wbytes += (double)w->row_bytes * (double)w->ne1;
+        for (int i = 0; i < g_ncat; i++)
+            if (!strcmp(g_cat[i].name, role))
+                g_cat[i].bytes += (double)w->row_bytes * (double)w->ne1;
+    }
+    return rc;
+}
+static int w_matmul_n(void *ctx, const backend_weight *const *w, int n, backend_view x, uint32_t n_tok,
+                      const backend_view *y)
+{
+    (void)ctx;
+    char role[48] = "matmul", one[48];
+    double flops = 0, bytes = 0;
+    for (int i = 0; i < n; i++) { /* "matmul attn_q+attn_k+attn_v 2048x2048+256x2048+..." short: roles only */
+        weight_role(w[i], one, sizeof one);
+        const char *r = one + 7, *sp = strchr(r, ' ');
+        size_t len = sp ? (size_t)(sp - r) : strlen(r), at = strlen(role);
+        snprintf(role + at, sizeof role - at, "%s%.*s", i ? "+" : " ", (int)len, r);
+        flops += 2.0 * (double)w[i]->ne0 * (double)w[i]->ne1 * n_tok;
+        bytes += (double)w[i]->row_bytes * (double)w[i]->ne1;
+    }
+    double t0 = clock_now_s();
+    int rc = g_inner->matmul_n(g_inner_ctx, w, n, x, n_tok, y);
+    add_time_f(role, clock_now_s() - t0, flops);
+    if (g_on) {
+        g_wbytes += bytes;
+        for (int i = 0; i < g_ncat; i++)
+            if (!strcmp(g_cat[i].name, role))
+                g_cat[i].bytes += bytes;
+    }
     return rc;
 }
 static int w_rope(void *ctx, backend_view x, uint32_t n_tok, uint32_t n_head, uint32_t head_dim,
@@ -246,11 +285,115 @@ static int prompt_pass(session *s, const int32_t *ids, uint32_t n, int threads, 
     return 0;
 }
 
+/* --bw: a plain read, each thread its own contiguous part, 32-byte vector
+ * adds (bench_matvec's faster loop on a Zen 4) */
+typedef struct {
+    const uint64_t *p;
+    size_t n; /* words */
+    uint64_t sum[64];
+} read_ctx;
+
+typedef uint64_t u64x4 __attribute__((vector_size(32)));
+
+static void read_worker(void *arg, int ith, int nth)
+{
+    read_ctx *c = arg;
+    size_t per = c->n / (size_t)nth / 16 * 16;
+    const uint64_t *p = c->p + per * (size_t)ith;
+    u64x4 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    for (size_t i = 0; i + 16 <= per; i += 16) {
+        u64x4 v0, v1, v2, v3;
+        memcpy(&v0, p + i, 32);
+        memcpy(&v1, p + i + 4, 32);
+        memcpy(&v2, p + i + 8, 32);
+        memcpy(&v3, p + i + 12, 32);
+        a0 += v0, a1 += v1, a2 += v2, a3 += v3;
+    }
+    u64x4 a = a0 + a1 + a2 + a3;
+    if (ith < 64)
+        c->sum[ith] = a[0] + a[1] + a[2] + a[3];
+}
+
+/* Tokens one at a time, each followed by a read of `rd` (rd_bytes): prints
+ * the paired shares. */
+static int bw_pass(session *s, const int32_t *ids, long n_fill, long n_gen, float *lg, int threads,
+                   const char *path)
+{
+    const size_t rd_bytes = (size_t)512 << 20;
+    uint64_t *rd = malloc(rd_bytes);
+    double *share = malloc(sizeof(double) * (size_t)n_gen), *tokr = malloc(sizeof(double) * (size_t)n_gen);
+    double *rdr = malloc(sizeof(double) * (size_t)n_gen);
+    tpool *pool = tpool_new(threads);
+    if (!rd || !share || !tokr || !rdr || !pool)
+        return 1;
+    memset(rd, 1, rd_bytes);
+    read_ctx rc = {rd, rd_bytes / 8, {0}};
+    tpool_run(pool, read_worker, &rc);
+    session_kv_truncate(s, 0);
+    g_on = 0;
+    if (session_eval(s, ids, (uint32_t)n_fill, 0, lg, false)) {
+        fprintf(stderr, "eval: %s\n", session_error(s));
+        return 1;
+    }
+    double bytes = 0, tok_s = 0, rd_s = 0;
+    g_ncat = 0;
+    for (long i = 0; i < n_gen; i++) {
+        cat before[MAX_CAT];
+        memcpy(before, g_cat, sizeof before);
+        g_wbytes = 0;
+        g_on = 1;
+        double t0 = clock_now_s();
+        if (session_eval(s, &ids[n_fill + i], 1, (uint32_t)(n_fill + i), lg, false)) {
+            fprintf(stderr, "eval: %s\n", session_error(s));
+            return 1;
+        }
+        double t1 = clock_now_s();
+        g_on = 0;
+        tpool_run(pool, read_worker, &rc);
+        double t2 = clock_now_s();
+        bytes = g_wbytes;
+        tokr[i] = g_wbytes / (t1 - t0) / 1e9;
+        rdr[i] = (double)rd_bytes / (t2 - t1) / 1e9;
+        share[i] = tokr[i] / rdr[i];
+        for (int c = 0; c < g_ncat; c++) {
+            double db = g_cat[c].bytes - before[c].bytes, ds = g_cat[c].s - before[c].s;
+            g_cat[c].ideal_s += db / (rdr[i] * 1e9);
+            g_cat[c].bw_s += ds;
+        }
+        tok_s += t1 - t0;
+        rd_s += t2 - t1;
+    }
+    printf("%s: %d threads, %ld tokens after %ld in the cache, each followed by a plain read of %zu MB\n",
+           path, tpool_threads(pool), n_gen, n_fill, rd_bytes >> 20);
+    printf("weights read per token: %.1f MB (the matmuls' weights)\n", bytes / 1e6);
+    printf("decode: %.2f tok/s, %.1f GB/s of weights (whole token); plain read: %.1f GB/s (mean)\n",
+           (double)n_gen / tok_s, bytes * (double)n_gen / tok_s / 1e9, (double)rd_bytes * (double)n_gen / rd_s / 1e9);
+    qsort(share, (size_t)n_gen, sizeof share[0], cmp_d);
+    qsort(tokr, (size_t)n_gen, sizeof tokr[0], cmp_d);
+    qsort(rdr, (size_t)n_gen, sizeof rdr[0], cmp_d);
+    printf("per token, decode's weight rate / the read's rate just after it: median %.3f, "
+           "p10 %.3f, p90 %.3f\n",
+           share[n_gen / 2], share[n_gen / 10], share[n_gen * 9 / 10]);
+    printf("per token GB/s: decode median %.1f (max %.1f), read median %.1f (max %.1f)\n", tokr[n_gen / 2],
+           tokr[n_gen - 1], rdr[n_gen / 2], rdr[n_gen - 1]);
+    printf("\n| part | ms per token | at the paired read rate | share |\n|---|---|---|---|\n");
+    for (int c = 0; c < g_ncat; c++)
+        printf("| %s | %.3f | %.3f | %.3f |\n", g_cat[c].name, g_cat[c].bw_s * 1e3 / (double)n_gen,
+               g_cat[c].ideal_s * 1e3 / (double)n_gen, g_cat[c].bw_s > 0 ? g_cat[c].ideal_s / g_cat[c].bw_s : 0);
+    tpool_free(pool);
+    free(rd);
+    free(share);
+    free(tokr);
+    free(rdr);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *path = NULL;
     int threads = 0;
     long n_gen = 64, n_ctx_fill = 16, n_prompt = 0;
+    int bw = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc)
             threads = atoi(argv[++i]);
@@ -260,15 +403,17 @@ int main(int argc, char **argv)
             n_ctx_fill = atol(argv[++i]);
         else if (!strcmp(argv[i], "-p") && i + 1 < argc)
             n_prompt = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--bw"))
+            bw = 1;
         else if (argv[i][0] != '-' && !path)
             path = argv[i];
         else {
-            fprintf(stderr, "usage: %s FILE [-t THREADS] [-n TOKENS] [-c CONTEXT] [-p PROMPT]\n", argv[0]);
+            fprintf(stderr, "usage: %s FILE [-t THREADS] [-n TOKENS] [-c CONTEXT] [-p PROMPT] [--bw]\n", argv[0]);
             return 2;
         }
     }
     if (!path || n_gen < 1 || n_ctx_fill < 1 || n_ctx_fill > 65536 || n_prompt < 0 || n_prompt > 65536) {
-        fprintf(stderr, "usage: %s FILE [-t THREADS] [-n TOKENS] [-c CONTEXT] [-p PROMPT]\n", argv[0]);
+        fprintf(stderr, "usage: %s FILE [-t THREADS] [-n TOKENS] [-c CONTEXT] [-p PROMPT] [--bw]\n", argv[0]);
         return 2;
     }
     gguf_error ge;
@@ -300,6 +445,7 @@ int main(int argc, char **argv)
     ops.add_w = w_add_w;
     ops.add = w_add;
     ops.matmul = w_matmul;
+    ops.matmul_n = g_inner->matmul_n ? w_matmul_n : NULL;
     ops.rope = w_rope;
     ops.store_f16 = w_store_f16;
     ops.attention = w_attention;
@@ -332,6 +478,10 @@ int main(int argc, char **argv)
     int rc = 0;
     if (n_prompt > 0) {
         rc = prompt_pass(s, ids, (uint32_t)n_prompt, threads, path);
+        goto done;
+    }
+    if (bw) {
+        rc = bw_pass(s, ids, n_ctx_fill, n_gen, lg, threads, path);
         goto done;
     }
     for (int pass = 0; pass < 3; pass++) {

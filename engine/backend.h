@@ -67,6 +67,9 @@ typedef struct {
     void *priv;           /* backend's private handle (weight_prepare), else NULL */
 } backend_weight;
 
+/* The most weights of one matmul_n call. */
+#define BACKEND_MATMUL_N_MAX 4
+
 /* RoPE modes. NORMAL rotates adjacent pairs (x[2i], x[2i+1]) (llama);
  * NEOX rotates the halves (x[i], x[i + n_rot/2]) (qwen2). */
 typedef enum { BACKEND_ROPE_NORMAL = 0, BACKEND_ROPE_NEOX = 2 } backend_rope_mode;
@@ -167,6 +170,12 @@ typedef struct backend_ops {
      * on the fly to the weight type's activation type (as ggml does). */
     int (*matmul)(void *ctx, const backend_weight *w, backend_view x, uint32_t n_tok,
                   backend_view y);
+    /* Optional (NULL: the session calls matmul once per weight): y[i] = the
+     * matmul of x with w[i] for n (2..BACKEND_MATMUL_N_MAX) weights of one
+     * type and ne0, the same floats as n matmul calls, in one go (q, k and v
+     * of a layer; gate and up). No y[i] may alias x or another y. */
+    int (*matmul_n)(void *ctx, const backend_weight *const *w, int n, backend_view x, uint32_t n_tok,
+                    const backend_view *y);
     /* Rotate, in place, n_tok rows of n_head heads of head_dim floats each
      * (row stride n_head*head_dim), row t at position pos[t] (host memory). */
     int (*rope)(void *ctx, backend_view x, uint32_t n_tok, uint32_t n_head, uint32_t head_dim,

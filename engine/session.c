@@ -252,6 +252,27 @@ void session_free(session *s)
                            backend_strerror(rc_));                                       \
     } while (0)
 
+/* The products of one input with n weights (q, k, v; gate, up): one
+ * matmul_n call where the backend has it and the weights share type and
+ * input size (the same floats, one pass over the weights), else one matmul
+ * each. */
+static int matmul_group(session *s, const backend_weight *const *w, int n, backend_view x, uint32_t nt,
+                        const backend_view *y)
+{
+    const backend_ops *o = s->be->ops;
+    bool one = o->matmul_n != NULL;
+    for (int i = 1; i < n && one; i++)
+        one = w[i]->type == w[0]->type && w[i]->ne0 == w[0]->ne0;
+    if (one)
+        return o->matmul_n(s->be->ctx, w, n, x, nt, y);
+    for (int i = 0; i < n; i++) {
+        int rc = o->matmul(s->be->ctx, w[i], x, nt, y[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 /* Store n rows of K or V (positions pos..pos+n-1) into a layer's cache:
  * row = position, or position % cells in a ring (in two pieces when the
  * batch wraps; the ring is larger than a batch, so no row is written twice). */
@@ -338,9 +359,11 @@ static int forward_chunk(session *s, const int32_t *tokens, uint32_t n, uint32_t
             TRY(o->rms_norm_mul(c, V(s->x, 0), &ly->attn_norm, V(s->xb, 0), n, E, hp->rms_eps));
             in = s->xb;
         }
-        TRY(o->matmul(c, &ly->wq, V(in, 0), n, V(s->q, 0)));
-        TRY(o->matmul(c, &ly->wk, V(in, 0), n, V(s->k, 0)));
-        TRY(o->matmul(c, &ly->wv, V(in, 0), n, V(s->v, 0)));
+        {
+            const backend_weight *qkv[3] = {&ly->wq, &ly->wk, &ly->wv};
+            const backend_view qkv_y[3] = {V(s->q, 0), V(s->k, 0), V(s->v, 0)};
+            TRY(matmul_group(s, qkv, 3, V(in, 0), n, qkv_y));
+        }
         if (ly->bq.data)
             TRY(o->add_w(c, V(s->q, 0), &ly->bq, V(s->q, 0), n, QD));
         if (ly->bk.data)
@@ -409,8 +432,9 @@ static int forward_chunk(session *s, const int32_t *tokens, uint32_t n, uint32_t
                 if (rc)
                     return rc;
             } else {
-                TRY(o->matmul(c, &ly->ffn_gate, fin, nf, V(s->g, 0)));
-                TRY(o->matmul(c, &ly->ffn_up, fin, nf, V(s->u, 0)));
+                const backend_weight *gu[2] = {&ly->ffn_gate, &ly->ffn_up};
+                const backend_view gu_y[2] = {V(s->g, 0), V(s->u, 0)};
+                TRY(matmul_group(s, gu, 2, fin, nf, gu_y));
                 if (ly->ffn_gate_b.data)
                     TRY(o->add_w(c, V(s->g, 0), &ly->ffn_gate_b, V(s->g, 0), nf, F));
                 if (ly->ffn_up_b.data)

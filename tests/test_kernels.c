@@ -884,6 +884,92 @@ static void test_matmul_errors(void **state)
         assert_true(y[i] == 0.0f);
 }
 
+/* kern_matmul_n: the same floats as one kern_matmul call per matrix, for
+ * every fast type and path, one token and batches, matrices of different
+ * heights (one not a multiple of 8: a run each), F16 rows long enough for
+ * the F16-activation tile, on 1 to 3 threads; and its argument checks. */
+static void test_matmul_n_same_floats(void **state)
+{
+    (void)state;
+    static const uint32_t types[] = {GGTYPE_Q4_0, GGTYPE_Q8_0, GGTYPE_Q4_K, GGTYPE_Q6_K,
+                                     GGTYPE_F16, GGTYPE_F32, GGTYPE_MXFP4, GGTYPE_Q5_K};
+    static const struct {
+        int64_t cols, tok;
+        int n;
+        int64_t rows[3];
+    } cases[] = {
+        {512, 1, 3, {128, 32, 32}}, {256, 1, 2, {40, 56}}, {4352, 1, 2, {16, 24}}, {512, 5, 3, {64, 16, 16}},
+        {256, 17, 2, {72, 40}},     {512, 1, 3, {64, 13, 16}}, {768, 2, 2, {24, 8}},
+    };
+    kern_simd saved = kern_simd_get();
+    tpool *pools[3] = {NULL, tpool_new(2), tpool_new(3)};
+    assert_true(pools[1] && pools[2]);
+    const kern_simd paths[] = {KERN_SIMD_SCALAR, KERN_SIMD_AVX2, KERN_SIMD_AVX2_PLAIN, KERN_SIMD_AVX512};
+    int checked = 0;
+    for (int pi = 0; pi < N(paths); pi++) {
+        if (kern_simd_set(paths[pi]) != 0)
+            continue;
+        for (int ti = 0; ti < N(types); ti++)
+            for (int ci = 0; ci < N(cases); ci++) {
+                const uint32_t type = types[ti];
+                const int64_t cols = cases[ci].cols, nt = cases[ci].tok;
+                if (cols % ggtype_get(type)->blck_size != 0)
+                    continue;
+                const size_t rb = (size_t)ggtype_row_size(type, (uint64_t)cols, NULL);
+                kern_mat m[3];
+                float *y1[3];
+                float *x = malloc((size_t)(nt * cols) * sizeof(float));
+                assert_non_null(x);
+                for (int64_t i = 0; i < nt * cols; i++) /* F16 values: the F16-activation tile */
+                    x[i] = codec_f16_to_f32(codec_f32_to_f16(rndf(-1.0f, 1.0f)));
+                for (int k = 0; k < cases[ci].n; k++) {
+                    const int64_t r = cases[ci].rows[k];
+                    uint8_t *w = calloc((size_t)r, rb);
+                    float *y = malloc((size_t)(r * nt) * sizeof(float));
+                    y1[k] = malloc((size_t)(r * nt) * sizeof(float));
+                    assert_true(w && y && y1[k]);
+                    free(make_weights(type, w, rb, r, cols));
+                    m[k] = (kern_mat){w, rb, r, y};
+                }
+                tpool *pool = pools[(ti + ci) % 3];
+                assert_int_equal(kern_matmul_n(pool, type, m, cases[ci].n, cols, x, nt, NULL, 0), 0);
+                for (int k = 0; k < cases[ci].n; k++) {
+                    const int64_t r = m[k].n_rows;
+                    assert_int_equal(kern_matmul(pool, type, m[k].W, rb, r, cols, x, nt, y1[k], NULL, 0), 0);
+                    for (int64_t i = 0; i < r * nt; i++)
+                        if (memcmp(&m[k].y[i], &y1[k][i], sizeof(float)) != 0)
+                            fail_msg("%s [%s] matrix %d of %d (%lldx%lld, %lld tokens): output %lld is %.9g, "
+                                     "kern_matmul gives %.9g",
+                                     ggtype_name(type), kern_simd_name(), k, cases[ci].n, (long long)r,
+                                     (long long)cols, (long long)nt, (long long)i, m[k].y[i], y1[k][i]);
+                    free((void *)m[k].W);
+                    free(m[k].y);
+                    free(y1[k]);
+                }
+                free(x);
+                checked++;
+            }
+    }
+    assert_true(checked > 0);
+    assert_int_equal(kern_simd_set(saved), 0);
+    /* argument checks: none, too many, a NULL output, a short row stride */
+    float x[64] = {0}, y[8], y2[8];
+    uint8_t w[34 * 8] = {0};
+    kern_mat m[KERN_MATMUL_MAX + 1];
+    for (int k = 0; k <= KERN_MATMUL_MAX; k++)
+        m[k] = (kern_mat){w, 34, 4, k % 2 ? y2 : y};
+    assert_int_equal(kern_matmul_n(pools[1], GGTYPE_Q8_0, m, 0, 32, x, 1, NULL, 0), -1);
+    assert_int_equal(kern_matmul_n(pools[1], GGTYPE_Q8_0, m, KERN_MATMUL_MAX + 1, 32, x, 1, NULL, 0), -1);
+    assert_int_equal(kern_matmul_n(pools[1], GGTYPE_Q8_0, m, 2, 32, x, 1, NULL, 0), 0);
+    m[1].y = NULL;
+    assert_int_equal(kern_matmul_n(pools[1], GGTYPE_Q8_0, m, 2, 32, x, 1, NULL, 0), -1);
+    m[1].y = y2;
+    m[1].row_bytes = 33;
+    assert_int_equal(kern_matmul_n(pools[1], GGTYPE_Q8_0, m, 2, 32, x, 1, NULL, 0), -1);
+    tpool_free(pools[1]);
+    tpool_free(pools[2]);
+}
+
 static void test_simd_select(void **state)
 {
     (void)state;
@@ -978,6 +1064,7 @@ int main(void)
         cmocka_unit_test(test_matmul_quantized_weights),
         cmocka_unit_test(test_fast_kernels_bitwise),
         cmocka_unit_test(test_matmul_generic_types),
+        cmocka_unit_test(test_matmul_n_same_floats),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

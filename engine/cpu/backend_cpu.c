@@ -313,6 +313,30 @@ static int cpu_matmul(void *ctx, const backend_weight *w, backend_view x, uint32
     return backend_cpu_matmul(ctx, w, xs, n_tok, ys);
 }
 
+static int cpu_matmul_n(void *ctx, const backend_weight *const *w, int n, backend_view x, uint32_t n_tok,
+                        const backend_view *y)
+{
+    if (n < 1 || n > BACKEND_MATMUL_N_MAX)
+        return BACKEND_EARG;
+    float *ys[BACKEND_MATMUL_N_MAX];
+    const float *xs = NULL;
+    for (int i = 0; i < n; i++) {
+        if (!weight_ok(w[i]) || w[i]->ne0 > UINT32_MAX || w[i]->ne1 > UINT32_MAX || w[i]->ne0 != w[0]->ne0 ||
+            w[i]->type != w[0]->type)
+            return BACKEND_EARG;
+        ys[i] = f32_at(y[i], (size_t)n_tok * w[i]->ne1);
+        if (!ys[i] || y[i].buf == x.buf)
+            return BACKEND_EARG;
+        for (int j = 0; j < i; j++)
+            if (y[j].buf == y[i].buf)
+                return BACKEND_EARG;
+    }
+    xs = f32_at(x, (size_t)n_tok * w[0]->ne0);
+    if (!xs)
+        return BACKEND_EARG;
+    return backend_cpu_matmul_n(ctx, w, n, xs, n_tok, ys);
+}
+
 /* Angles exactly as ggml computes them (ggml_rope_cache_init, ops.cpp
  * 5975-5989): theta_i = p * base^(-2i/n_rot), by repeated float
  * multiplication, divided by the frequency factor, then rope_yarn (times
@@ -825,6 +849,7 @@ static const backend_ops CPU_OPS = {
     .add_w = cpu_add_w,
     .add = cpu_add,
     .matmul = cpu_matmul,
+    .matmul_n = cpu_matmul_n,
     .rope = cpu_rope,
     .store_f16 = cpu_store_f16,
     .attention = cpu_attention,

@@ -51,6 +51,10 @@ void backend_cpu_parallel(void *ctx, void (*fn)(void *arg, int ith, int nth), vo
 
 /* y (n_tok x w->ne1) = x (n_tok x w->ne0) . W^T. Arguments already checked. */
 int backend_cpu_matmul(void *ctx, const backend_weight *w, const float *x, uint32_t n_tok, float *y);
+/* n_w weights of one type and ne0 times the same x, in one run of the pool
+ * (kern_matmul_n); the same floats as n_w backend_cpu_matmul calls. */
+int backend_cpu_matmul_n(void *ctx, const backend_weight *const *ws, int n_w, const float *x, uint32_t n_tok,
+                         float *const *ys);
 
 /* The KV rows a query at position P sees (backend_attn_params): positions
  * lo .. P with lo = max(0, P + 1 - n_swa) (0 when n_swa is 0), at row p

@@ -86,9 +86,27 @@ static int matmul_float(const backend_weight *w, const float *x, uint32_t n_tok,
 
 int backend_cpu_matmul(void *ctx, const backend_weight *w, const float *x, uint32_t n_tok, float *y)
 {
+    return backend_cpu_matmul_n(ctx, &w, 1, x, n_tok, &y);
+}
+
+int backend_cpu_matmul_n(void *ctx, const backend_weight *const *ws, int n_w, const float *x, uint32_t n_tok,
+                         float *const *ys)
+{
     cpu_ctx *c = ctx;
-    if (c->float_path)
-        return matmul_float(w, x, n_tok, y);
+    if (n_w < 1 || n_w > KERN_MATMUL_MAX)
+        return BACKEND_EARG;
+    if (c->float_path) {
+        for (int i = 0; i < n_w; i++) {
+            int rc = matmul_float(ws[i], x, n_tok, ys[i]);
+            if (rc)
+                return rc;
+        }
+        return 0;
+    }
+    const backend_weight *w = ws[0];
+    for (int i = 1; i < n_w; i++)
+        if (ws[i]->type != w->type || ws[i]->ne0 != w->ne0)
+            return BACKEND_EARG;
     size_t need = kern_matmul_scratch_size(w->type, (int64_t)w->ne0, n_tok);
     if (need == (size_t)-1)
         return BACKEND_EARG;
@@ -126,8 +144,11 @@ int backend_cpu_matmul(void *ctx, const backend_weight *w, const float *x, uint3
         }
         x = c->xr;
     }
-    int rc = kern_matmul(c->pool, w->type, w->data, w->row_bytes, (int64_t)w->ne1, (int64_t)w->ne0,
-                         x, n_tok, y, c->scratch, c->scratch_size);
+    kern_mat mats[KERN_MATMUL_MAX];
+    for (int i = 0; i < n_w; i++)
+        mats[i] = (kern_mat){ws[i]->data, ws[i]->row_bytes, (int64_t)ws[i]->ne1, ys[i]};
+    int rc = kern_matmul_n(c->pool, w->type, mats, n_w, (int64_t)w->ne0, x, n_tok, c->scratch,
+                           c->scratch_size);
     return rc ? BACKEND_EUNSUPPORTED : 0;
 }
 

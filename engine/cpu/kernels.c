@@ -336,20 +336,30 @@ kern_tile_fn kern_f32_tile(void)
 
 /* ---- the driver ---- */
 
+/* One weight matrix of a run: its chunks are ids base .. base + n_chunks - 1
+ * of the run's shared counter. */
+typedef struct {
+    const uint8_t *W;
+    size_t row_bytes;
+    int64_t n_rows;
+    float *y;
+    int64_t rc;                  /* chunk: rc rows x the run's tc tokens */
+    int64_t n_rchunks, base;
+} mm_mat;
+
 typedef struct {
     kern_tile_fn tile;
     uint32_t wtype, atype;
-    const uint8_t *W;
-    size_t row_bytes;
-    int64_t n_rows, n_cols, nb;
+    mm_mat m[KERN_MATMUL_MAX];
+    int n_mat;
+    int64_t n_cols, nb;
     const float *x;
     const uint8_t *act; /* quantized activations, or the floats */
     size_t act_stride;
     int64_t n_tok;
-    float *y;
-    int64_t rc, tc;              /* chunk: rc rows x tc tokens */
+    int64_t tc;                  /* tokens per chunk */
     int tile_r;                  /* rows per tile call */
-    int64_t n_rchunks, n_chunks;
+    int64_t n_chunks;            /* of all the matrices */
     atomic_llong next;
     atomic_int err;
     kern_tile_fn f32_tile;       /* generic path: dot of a dequantized row */
@@ -370,20 +380,28 @@ static void quant_worker(void *p, int ith, int nth)
 
 static void run_chunk(mm_ctx *c, int64_t chunk, float *rowbuf)
 {
-    int64_t r0 = (chunk % c->n_rchunks) * c->rc, t0 = (chunk / c->n_rchunks) * c->tc;
-    int64_t r1 = r0 + c->rc < c->n_rows ? r0 + c->rc : c->n_rows;
+    const mm_mat *m = &c->m[0];
+    while (m + 1 < c->m + c->n_mat && chunk >= m[1].base)
+        m++;
+    chunk -= m->base;
+    int64_t r0 = (chunk % m->n_rchunks) * m->rc, t0 = (chunk / m->n_rchunks) * c->tc;
+    int64_t r1 = r0 + m->rc < m->n_rows ? r0 + m->rc : m->n_rows;
     int64_t t1 = t0 + c->tc < c->n_tok ? t0 + c->tc : c->n_tok;
+    const uint8_t *W = m->W;
+    const size_t row_bytes = m->row_bytes;
+    const int64_t n_rows = m->n_rows;
+    float *y = m->y;
     if (c->gemm) {
         int64_t tg = c->n_tok - c->n_tok % 4 - t0;
-        c->gemm(c->W + (size_t)r0 * c->row_bytes, c->row_bytes, (int)(r1 - r0),
+        c->gemm(W + (size_t)r0 * row_bytes, row_bytes, (int)(r1 - r0),
                 c->act + (size_t)t0 * c->act_stride, c->act_stride, t1 - t0, c->n_cols,
-                c->y + t0 * c->n_rows + r0, c->n_rows, rowbuf, tg < 0 ? 0 : tg, c->plain);
+                y + t0 * n_rows + r0, n_rows, rowbuf, tg < 0 ? 0 : tg, c->plain);
         return;
     }
     if (rowbuf) {
         /* Generic path: dequantize each row once, dot it with every token. */
         for (int64_t r = r0; r < r1; r++) {
-            if (codec_dequantize(c->wtype, c->W + (size_t)r * c->row_bytes, rowbuf,
+            if (codec_dequantize(c->wtype, W + (size_t)r * row_bytes, rowbuf,
                                  (uint64_t)c->n_cols) != 0) {
                 atomic_store(&c->err, 1);
                 return;
@@ -391,7 +409,7 @@ static void run_chunk(mm_ctx *c, int64_t chunk, float *rowbuf)
             for (int64_t t = t0; t < t1; t += KERN_TILE_T) {
                 int nt = (int)(t1 - t < KERN_TILE_T ? t1 - t : KERN_TILE_T);
                 c->f32_tile((const uint8_t *)rowbuf, 0, 1, c->act + (size_t)t * c->act_stride,
-                            c->act_stride, nt, c->n_cols, c->y + t * c->n_rows + r, c->n_rows);
+                            c->act_stride, nt, c->n_cols, y + t * n_rows + r, n_rows);
             }
         }
         return;
@@ -409,15 +427,15 @@ static void run_chunk(mm_ctx *c, int64_t chunk, float *rowbuf)
         if (c->tile_r == KERN_TILE_R8) {
             /* the chunk's first tile, all at once (the tiles prefetch the
              * next one as they go) */
-            const char *p0 = (const char *)(c->W + (size_t)r0 * c->row_bytes);
-            for (size_t o = 0; o < (size_t)KERN_TILE_R8 * c->row_bytes; o += 64)
+            const char *p0 = (const char *)(W + (size_t)r0 * row_bytes);
+            for (size_t o = 0; o < (size_t)KERN_TILE_R8 * row_bytes; o += 64)
                 __builtin_prefetch(p0 + o);
         }
         for (int64_t r = r0; r < r1; r += c->tile_r) {
             int nr = (int)(r1 - r < c->tile_r ? r1 - r : c->tile_r);
-            tile(c->W + (size_t)r * c->row_bytes, c->row_bytes, nr,
+            tile(W + (size_t)r * row_bytes, row_bytes, nr,
                  c->act + (size_t)t * c->act_stride, c->act_stride, (int)nt, c->nb,
-                    c->y + t * c->n_rows + r, c->n_rows);
+                    y + t * n_rows + r, n_rows);
         }
     }
 }
@@ -452,27 +470,49 @@ int kern_matmul(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
                 int64_t n_rows, int64_t n_cols, const float *x, int64_t n_tok, float *y,
                 void *scratch, size_t scratch_size)
 {
+    const kern_mat m = {W, row_bytes, n_rows, y};
+    return kern_matmul_n(pool, wtype, &m, 1, n_cols, x, n_tok, scratch, scratch_size);
+}
+
+int kern_matmul_n(tpool *pool, uint32_t wtype, const kern_mat *mats, int n_mat, int64_t n_cols,
+                  const float *x, int64_t n_tok, void *scratch, size_t scratch_size)
+{
     const ggtype_traits *tr = ggtype_get(wtype);
-    if (!tr || !W || !x || !y || n_rows <= 0 || n_cols <= 0 || n_tok <= 0 ||
+    if (!tr || !mats || n_mat < 1 || n_mat > KERN_MATMUL_MAX || !x || n_cols <= 0 || n_tok <= 0 ||
         n_cols % tr->blck_size != 0)
         return -1;
     bool ovf;
     uint64_t need = ggtype_row_size(wtype, (uint64_t)n_cols, &ovf);
-    if (need == 0 || ovf || row_bytes < need)
+    if (need == 0 || ovf)
         return -1;
+    for (int k = 0; k < n_mat; k++)
+        if (!mats[k].W || !mats[k].y || mats[k].n_rows <= 0 || mats[k].row_bytes < need)
+            return -1;
+    const int64_t n_rows = mats[0].n_rows;
+    for (int k = 1; k < n_mat; k++)
+        if ((mats[k].n_rows % 8 != 0) != (n_rows % 8 != 0) || (mats[k].n_rows % 4 != 0) != (n_rows % 4 != 0)) {
+            /* the tiles differ (see plain and use_vec below): one run each */
+            for (int j = 0; j < n_mat; j++)
+                if (kern_matmul_n(pool, wtype, &mats[j], 1, n_cols, x, n_tok, scratch, scratch_size))
+                    return -1;
+            return 0;
+        }
     kern_simd simd = kern_simd_get();
 
     mm_ctx c;
     memset(&c, 0, sizeof c);
     c.wtype = wtype;
     c.atype = kern_act_type(wtype);
-    c.W = W;
-    c.row_bytes = row_bytes;
-    c.n_rows = n_rows;
+    for (int k = 0; k < n_mat; k++) {
+        c.m[k].W = mats[k].W;
+        c.m[k].row_bytes = mats[k].row_bytes;
+        c.m[k].n_rows = mats[k].n_rows;
+        c.m[k].y = mats[k].y;
+    }
+    c.n_mat = n_mat;
     c.n_cols = n_cols;
     c.x = x;
     c.n_tok = n_tok;
-    c.y = y;
     const bool plain = n_rows % 8 != 0;
     kern_tile_fn vec = plain && g_vec_plain[simd][wtype] ? g_vec_plain[simd][wtype] : g_vec[simd][wtype];
     /* ggml's batched F32/F16 kernel (tinyBLAS) needs 16 | K (8 | K in the
@@ -568,24 +608,27 @@ int kern_matmul(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
     if (n_tok >= (exact ? 2 : KERN_GEMM_MIN_TOK) && g_gemm[simd][wtype] && !g_no_gemm && !(avx2 && avx2_skip))
         c.gemm = g_gemm[simd][wtype];
     c.tc = n_tok <= 64 ? n_tok : 64;
-    int64_t want = (n_rows + (int64_t)nth * 8 - 1) / ((int64_t)nth * 8);
-    /* one token: long runs of contiguous rows keep the prefetch of the next
-     * rows useful (64-row chunks cost ~15% of decode here) */
-    const int64_t cap = n_tok == 1 ? 256 : 64;
-    int64_t rc = want < cap ? want : cap;
-    if (n_tok == 1 && rc < 64) /* small matrices: fewer cold chunk starts */
-        rc = 64;
-    rc = (rc + c.tile_r - 1) / c.tile_r * c.tile_r;
-    if (n_tok > 4 && rc < 16)
-        rc = 16;
-    if (c.gemm) {
-        /* the repacked rows are reused by every token of the chunk */
-        rc = avx2 && fl ? KERN_GEMM_ROWS_F : KERN_GEMM_ROWS;
+    if (c.gemm) /* the repacked rows are reused by every token of the chunk */
         c.tc = n_tok <= 512 ? n_tok : 512;
+    for (int k = 0; k < n_mat; k++) {
+        const int64_t nr = c.m[k].n_rows;
+        int64_t want = (nr + (int64_t)nth * 8 - 1) / ((int64_t)nth * 8);
+        /* one token: long runs of contiguous rows keep the prefetch of the
+         * next rows useful (64-row chunks cost ~15% of decode here) */
+        const int64_t cap = n_tok == 1 ? 256 : 64;
+        int64_t rc = want < cap ? want : cap;
+        if (n_tok == 1 && rc < 64) /* small matrices: fewer cold chunk starts */
+            rc = 64;
+        rc = (rc + c.tile_r - 1) / c.tile_r * c.tile_r;
+        if (n_tok > 4 && rc < 16)
+            rc = 16;
+        if (c.gemm)
+            rc = avx2 && fl ? KERN_GEMM_ROWS_F : KERN_GEMM_ROWS;
+        c.m[k].rc = rc;
+        c.m[k].n_rchunks = (nr + rc - 1) / rc;
+        c.m[k].base = c.n_chunks;
+        c.n_chunks += c.m[k].n_rchunks * ((n_tok + c.tc - 1) / c.tc);
     }
-    c.rc = rc;
-    c.n_rchunks = (n_rows + rc - 1) / rc;
-    c.n_chunks = c.n_rchunks * ((n_tok + c.tc - 1) / c.tc);
     atomic_init(&c.next, 0);
     if (nth == 1 || c.n_chunks == 1)
         mm_worker(&c, 0, 1);

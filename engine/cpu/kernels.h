@@ -63,6 +63,23 @@ int kern_matmul(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
                 int64_t n_rows, int64_t n_cols, const float *x, int64_t n_tok, float *y,
                 void *scratch, size_t scratch_size);
 
+/* Several products of the same activations, in one run of the pool: weights
+ * of one type and n_cols (each its rows, row stride and output), as one
+ * kern_matmul call each would compute them (the same floats), with the
+ * activations prepared once and no wait between the matrices (q, k and v of
+ * a layer; gate and up). */
+#define KERN_MATMUL_MAX 4
+typedef struct {
+    const void *W;
+    size_t row_bytes;
+    int64_t n_rows;
+    float *y; /* n_tok x n_rows */
+} kern_mat;
+
+/* n_mat (1..KERN_MATMUL_MAX) matrices; otherwise as kern_matmul. */
+int kern_matmul_n(tpool *pool, uint32_t wtype, const kern_mat *mats, int n_mat, int64_t n_cols,
+                  const float *x, int64_t n_tok, void *scratch, size_t scratch_size);
+
 /* Expert products (ggml_mul_mat_id): for t < n_tok, s < n_used, with
  * e = ids[t * n_used + s] (0 <= e < n_expert),
  * y[(t * n_used + s) * n_rows + r] = sum_c W_e[r][c] * x[t * x_per_tok + (x_per_tok == 1 ? 0 : s)][c],
