@@ -334,6 +334,8 @@ kern_tile_fn kern_f32_tile(void)
     return g_tab[kern_simd_get()][GGTYPE_F32];
 }
 
+_Thread_local int kern_pf_tiles = 1;
+
 /* ---- the driver ---- */
 
 /* One weight matrix of a run: its chunks are ids base .. base + n_chunks - 1
@@ -367,6 +369,7 @@ typedef struct {
     int64_t t_tail;
     kern_gemm_fn gemm;           /* batched path: chunks of KERN_GEMM_ROWS rows */
     bool plain;                  /* n_rows % 8 != 0 (see kern_gemm_fn) */
+    int pf_tiles;                /* kern_pf_tiles for the run's workers */
     tpool *pool;             /* for its per-thread work buffers */
 } mm_ctx;
 
@@ -455,6 +458,7 @@ static void mm_worker(void *p, int ith, int nth)
             return;
         }
     }
+    kern_pf_tiles = c->pf_tiles;
     /* every chunk from the shared counter: a thread that joins late (or not
      * at all, tpool_run_dynamic) leaves its share to the others */
     for (int64_t chunk = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed); chunk < c->n_chunks;
@@ -463,6 +467,7 @@ static void mm_worker(void *p, int ith, int nth)
         if (atomic_load_explicit(&c->err, memory_order_relaxed))
             break;
     }
+    kern_pf_tiles = 1;
     free(owned);
 }
 
@@ -630,6 +635,9 @@ int kern_matmul_n(tpool *pool, uint32_t wtype, const kern_mat *mats, int n_mat, 
         c.n_chunks += c.m[k].n_rchunks * ((n_tok + c.tc - 1) / c.tc);
     }
     atomic_init(&c.next, 0);
+    /* one token on one thread (or a pool narrowed to one by other
+     * processes' load): prefetch two tiles on (KSFX_PREFETCH_NEXT) */
+    c.pf_tiles = n_tok == 1 && (nth == 1 || c.n_chunks == 1 || tpool_width(pool) == 1) ? 2 : 1;
     if (nth == 1 || c.n_chunks == 1)
         mm_worker(&c, 0, 1);
     else

@@ -99,6 +99,9 @@ void kern_fill_avx512(kern_tile_fn tab[GGTYPE_COUNT]);
 /* One token on F16 weights with F16 activations (AVX-512 build, zen4
  * order, n % 64 == 0), or NULL. */
 kern_tile_fn kern_exact_f16_hx(void);
+/* Tiles ahead the AVX-512 one-token eight-row tiles prefetch: 1, or 2 while
+ * a worker of kern_matmul's run alone (set per worker for the run). */
+extern _Thread_local int kern_pf_tiles;
 void kern_fill_exact_avx512(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn plain[GGTYPE_COUNT],
                             kern_tile_fn vec8[GGTYPE_COUNT]);
 void kern_fill_exact_avx2(kern_tile_fn vec[GGTYPE_COUNT], kern_tile_fn bat[GGTYPE_COUNT],
