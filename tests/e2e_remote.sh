@@ -158,9 +158,10 @@ a, b = (open(f).read().splitlines() for f in sys.argv[1:3])
 def split(lines):
     fixed, meas = [], []
     for l in lines:
-        m = re.match(r"^(  (?:program|total):\s+)([0-9.]+)( MiB.*)$", l)
+        # the number is right-aligned: its padding changes with its width
+        m = re.match(r"^(  (?:program|total):)\s+([0-9.]+)( MiB.*)$", l)
         if m:
-            fixed.append(m.group(1) + "X" + m.group(3)); meas.append(float(m.group(2)) * 1048576)
+            fixed.append(m.group(1) + " X" + m.group(3)); meas.append(float(m.group(2)) * 1048576)
             continue
         js = re.findall(r'"(?:runtime|total)":([0-9]+)', l)
         meas += [float(v) for v in js]
