@@ -24,6 +24,7 @@
 #include "codec.h"
 #include "ggtype.h"
 #include "kernels.h"
+#include "memread.h"
 
 typedef struct {
     int64_t rows, cols;
@@ -119,30 +120,13 @@ typedef struct {
     uint64_t sum[16];
 } read_ctx;
 
-typedef uint64_t u64x4 __attribute__((vector_size(32)));
-
-__attribute__((target("avx2"))) static uint64_t read_vec(const uint64_t *p, size_t n)
-{
-    u64x4 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-    for (size_t i = 0; i + 16 <= n; i += 16) {
-        u64x4 v0, v1, v2, v3;
-        memcpy(&v0, p + i, 32);
-        memcpy(&v1, p + i + 4, 32);
-        memcpy(&v2, p + i + 8, 32);
-        memcpy(&v3, p + i + 12, 32);
-        a0 += v0, a1 += v1, a2 += v2, a3 += v3;
-    }
-    u64x4 a = a0 + a1 + a2 + a3;
-    return a[0] + a[1] + a[2] + a[3];
-}
-
 static void read_worker(void *arg, int ith, int nth)
 {
     read_ctx *c = arg;
     size_t per = c->n / (size_t)nth / 16 * 16, b = per * (size_t)ith;
     if (c->vec) {
         if (ith < 16)
-            c->sum[ith] = read_vec(c->p + b, per);
+            c->sum[ith] = memread_words(c->p + b, per);
         return;
     }
     uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;

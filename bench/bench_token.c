@@ -26,6 +26,7 @@
 #include "backend.h"
 #include "clock.h"
 #include "gguf.h"
+#include "memread.h"
 #include "model.h"
 #include "sampler.h"
 #include "session.h"
@@ -285,35 +286,6 @@ static int prompt_pass(session *s, const int32_t *ids, uint32_t n, int threads, 
     return 0;
 }
 
-/* --bw: a plain read, each thread its own contiguous part, 32-byte vector
- * adds (bench_matvec's faster loop on a Zen 4) */
-typedef struct {
-    const uint64_t *p;
-    size_t n; /* words */
-    uint64_t sum[64];
-} read_ctx;
-
-typedef uint64_t u64x4 __attribute__((vector_size(32)));
-
-static void read_worker(void *arg, int ith, int nth)
-{
-    read_ctx *c = arg;
-    size_t per = c->n / (size_t)nth / 16 * 16;
-    const uint64_t *p = c->p + per * (size_t)ith;
-    u64x4 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-    for (size_t i = 0; i + 16 <= per; i += 16) {
-        u64x4 v0, v1, v2, v3;
-        memcpy(&v0, p + i, 32);
-        memcpy(&v1, p + i + 4, 32);
-        memcpy(&v2, p + i + 8, 32);
-        memcpy(&v3, p + i + 12, 32);
-        a0 += v0, a1 += v1, a2 += v2, a3 += v3;
-    }
-    u64x4 a = a0 + a1 + a2 + a3;
-    if (ith < 64)
-        c->sum[ith] = a[0] + a[1] + a[2] + a[3];
-}
-
 /* Tokens one at a time, each followed by a read of `rd` (rd_bytes): prints
  * the paired shares. */
 static int bw_pass(session *s, const int32_t *ids, long n_fill, long n_gen, float *lg, int threads,
@@ -327,8 +299,7 @@ static int bw_pass(session *s, const int32_t *ids, long n_fill, long n_gen, floa
     if (!rd || !share || !tokr || !rdr || !pool)
         return 1;
     memset(rd, 1, rd_bytes);
-    read_ctx rc = {rd, rd_bytes / 8, {0}};
-    tpool_run(pool, read_worker, &rc);
+    memread_pass(pool, rd, rd_bytes);
     session_kv_truncate(s, 0);
     g_on = 0;
     if (session_eval(s, ids, (uint32_t)n_fill, 0, lg, false)) {
@@ -349,11 +320,10 @@ static int bw_pass(session *s, const int32_t *ids, long n_fill, long n_gen, floa
         }
         double t1 = clock_now_s();
         g_on = 0;
-        tpool_run(pool, read_worker, &rc);
-        double t2 = clock_now_s();
+        const double rs = memread_pass(pool, rd, rd_bytes);
         bytes = g_wbytes;
         tokr[i] = g_wbytes / (t1 - t0) / 1e9;
-        rdr[i] = (double)rd_bytes / (t2 - t1) / 1e9;
+        rdr[i] = (double)rd_bytes / rs / 1e9;
         share[i] = tokr[i] / rdr[i];
         for (int c = 0; c < g_ncat; c++) {
             double db = g_cat[c].bytes - before[c].bytes, ds = g_cat[c].s - before[c].s;
@@ -361,7 +331,7 @@ static int bw_pass(session *s, const int32_t *ids, long n_fill, long n_gen, floa
             g_cat[c].bw_s += ds;
         }
         tok_s += t1 - t0;
-        rd_s += t2 - t1;
+        rd_s += rs;
     }
     printf("%s: %d threads, %ld tokens after %ld in the cache, each followed by a plain read of %zu MB\n",
            path, tpool_threads(pool), n_gen, n_fill, rd_bytes >> 20);
