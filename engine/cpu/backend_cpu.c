@@ -301,25 +301,12 @@ static int cpu_add(void *ctx, backend_view a, backend_view b, backend_view dst, 
     return 0;
 }
 
-static int cpu_matmul(void *ctx, const backend_weight *w, backend_view x, uint32_t n_tok,
-                      backend_view y)
-{
-    if (!weight_ok(w) || w->ne0 > UINT32_MAX || w->ne1 > UINT32_MAX)
-        return BACKEND_EARG;
-    const float *xs = f32_at(x, (size_t)n_tok * w->ne0);
-    float *ys = f32_at(y, (size_t)n_tok * w->ne1);
-    if (!xs || !ys || x.buf == y.buf)
-        return BACKEND_EARG;
-    return backend_cpu_matmul(ctx, w, xs, n_tok, ys);
-}
-
 static int cpu_matmul_n(void *ctx, const backend_weight *const *w, int n, backend_view x, uint32_t n_tok,
                         const backend_view *y)
 {
     if (n < 1 || n > BACKEND_MATMUL_N_MAX)
         return BACKEND_EARG;
     float *ys[BACKEND_MATMUL_N_MAX];
-    const float *xs = NULL;
     for (int i = 0; i < n; i++) {
         if (!weight_ok(w[i]) || w[i]->ne0 > UINT32_MAX || w[i]->ne1 > UINT32_MAX || w[i]->ne0 != w[0]->ne0 ||
             w[i]->type != w[0]->type)
@@ -331,10 +318,16 @@ static int cpu_matmul_n(void *ctx, const backend_weight *const *w, int n, backen
             if (y[j].buf == y[i].buf)
                 return BACKEND_EARG;
     }
-    xs = f32_at(x, (size_t)n_tok * w[0]->ne0);
+    const float *xs = f32_at(x, (size_t)n_tok * w[0]->ne0);
     if (!xs)
         return BACKEND_EARG;
     return backend_cpu_matmul_n(ctx, w, n, xs, n_tok, ys);
+}
+
+static int cpu_matmul(void *ctx, const backend_weight *w, backend_view x, uint32_t n_tok,
+                      backend_view y)
+{
+    return cpu_matmul_n(ctx, &w, 1, x, n_tok, &y);
 }
 
 /* Angles exactly as ggml computes them (ggml_rope_cache_init, ops.cpp

@@ -49,10 +49,9 @@ void backend_cpu_softmax_row(const float *src, float *dst, int64_t n, bool hw);
  * fn takes its work from a shared counter (a thread may not be called). */
 void backend_cpu_parallel(void *ctx, void (*fn)(void *arg, int ith, int nth), void *arg);
 
-/* y (n_tok x w->ne1) = x (n_tok x w->ne0) . W^T. Arguments already checked. */
-int backend_cpu_matmul(void *ctx, const backend_weight *w, const float *x, uint32_t n_tok, float *y);
-/* n_w weights of one type and ne0 times the same x, in one run of the pool
- * (kern_matmul_n); the same floats as n_w backend_cpu_matmul calls. */
+/* y[i] (n_tok x ws[i]->ne1) = x (n_tok x ne0) . W_i^T for n_w weights of one
+ * type and ne0, in one run of the pool (kern_matmul_n); the same floats as
+ * one product each. Arguments already checked (cpu_matmul_n). */
 int backend_cpu_matmul_n(void *ctx, const backend_weight *const *ws, int n_w, const float *x, uint32_t n_tok,
                          float *const *ys);
 

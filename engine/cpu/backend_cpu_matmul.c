@@ -84,11 +84,6 @@ static int matmul_float(const backend_weight *w, const float *x, uint32_t n_tok,
     return 0;
 }
 
-int backend_cpu_matmul(void *ctx, const backend_weight *w, const float *x, uint32_t n_tok, float *y)
-{
-    return backend_cpu_matmul_n(ctx, &w, 1, x, n_tok, &y);
-}
-
 int backend_cpu_matmul_n(void *ctx, const backend_weight *const *ws, int n_w, const float *x, uint32_t n_tok,
                          float *const *ys)
 {
@@ -104,9 +99,6 @@ int backend_cpu_matmul_n(void *ctx, const backend_weight *const *ws, int n_w, co
         return 0;
     }
     const backend_weight *w = ws[0];
-    for (int i = 1; i < n_w; i++)
-        if (ws[i]->type != w->type || ws[i]->ne0 != w->ne0)
-            return BACKEND_EARG;
     size_t need = kern_matmul_scratch_size(w->type, (int64_t)w->ne0, n_tok);
     if (need == (size_t)-1)
         return BACKEND_EARG;
