@@ -1,6 +1,10 @@
 /* bench_token: where one generated token's time goes on the CPU backend.
  *
- *   bench_token FILE [-t THREADS] [-n TOKENS] [-c CONTEXT] [-p PROMPT] [--bw]
+ *   bench_token FILE [-t THREADS] [-n TOKENS] [-c CONTEXT] [-p PROMPT] [--bw] [--map]
+ *
+ * The weights are copied into memory first (model_copy, transparent huge
+ * pages), as `ggscope run` and `ggscope bench` do for a dense model that
+ * fits; --map reads them from the file's mapping instead.
  *
  * Fills the KV cache with CONTEXT positions (default 16) in one batch, then
  * evaluates TOKENS (default 64) tokens one at a time through a backend that
@@ -33,6 +37,8 @@
 #include "tpool.h"
 
 #define MAX_CAT 24
+
+static const char *g_where = "weights copied into memory"; /* or read from the mapping (--map) */
 
 typedef struct {
     char name[48];
@@ -268,8 +274,8 @@ static int prompt_pass(session *s, const int32_t *ids, uint32_t n, int threads, 
     tpool *pool = tpool_new(threads);
     int nth = tpool_threads(pool);
     tpool_free(pool);
-    printf("%s: %d threads, one batch of %u tokens from an empty cache, no logits, best of 3 passes\n", path,
-           nth, n);
+    printf("%s: %d threads, one batch of %u tokens from an empty cache, no logits, best of 3 passes, %s\n", path,
+           nth, n, g_where);
     printf("wall per batch %.1f ms (%.2f tok/s); matmuls %.1f ms at %.1f GFLOP/s\n\n", best_wall * 1e3,
            n / best_wall, mm_s * 1e3, mm_f / mm_s * 1e-9);
     printf("| part | ms per batch | share | calls | GFLOP/s |\n|---|---|---|---|---|\n");
@@ -333,8 +339,8 @@ static int bw_pass(session *s, const int32_t *ids, long n_fill, long n_gen, floa
         tok_s += t1 - t0;
         rd_s += rs;
     }
-    printf("%s: %d threads, %ld tokens after %ld in the cache, each followed by a plain read of %zu MB\n",
-           path, tpool_threads(pool), n_gen, n_fill, rd_bytes >> 20);
+    printf("%s: %d threads, %ld tokens after %ld in the cache, each followed by a plain read of %zu MB, %s\n",
+           path, tpool_threads(pool), n_gen, n_fill, rd_bytes >> 20, g_where);
     printf("weights read per token: %.1f MB (the matmuls' weights)\n", bytes / 1e6);
     printf("decode: %.2f tok/s, %.1f GB/s of weights (whole token); plain read: %.1f GB/s (mean)\n",
            (double)n_gen / tok_s, bytes * (double)n_gen / tok_s / 1e9, (double)rd_bytes * (double)n_gen / rd_s / 1e9);
@@ -363,7 +369,7 @@ int main(int argc, char **argv)
     const char *path = NULL;
     int threads = 0;
     long n_gen = 64, n_ctx_fill = 16, n_prompt = 0;
-    int bw = 0;
+    int bw = 0, map = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc)
             threads = atoi(argv[++i]);
@@ -375,15 +381,17 @@ int main(int argc, char **argv)
             n_prompt = atol(argv[++i]);
         else if (!strcmp(argv[i], "--bw"))
             bw = 1;
+        else if (!strcmp(argv[i], "--map"))
+            map = 1;
         else if (argv[i][0] != '-' && !path)
             path = argv[i];
         else {
-            fprintf(stderr, "usage: %s FILE [-t THREADS] [-n TOKENS] [-c CONTEXT] [-p PROMPT] [--bw]\n", argv[0]);
+            fprintf(stderr, "usage: %s FILE [-t THREADS] [-n TOKENS] [-c CONTEXT] [-p PROMPT] [--bw] [--map]\n", argv[0]);
             return 2;
         }
     }
     if (!path || n_gen < 1 || n_ctx_fill < 1 || n_ctx_fill > 65536 || n_prompt < 0 || n_prompt > 65536) {
-        fprintf(stderr, "usage: %s FILE [-t THREADS] [-n TOKENS] [-c CONTEXT] [-p PROMPT] [--bw]\n", argv[0]);
+        fprintf(stderr, "usage: %s FILE [-t THREADS] [-n TOKENS] [-c CONTEXT] [-p PROMPT] [--bw] [--map]\n", argv[0]);
         return 2;
     }
     gguf_error ge;
@@ -398,6 +406,12 @@ int main(int argc, char **argv)
     if (!m) {
         fprintf(stderr, "%s: %s\n", path, msg);
         return 2;
+    }
+    if (map)
+        g_where = "weights read from the file's mapping";
+    if (!map && model_copy(m, NULL, NULL, NULL, msg, sizeof msg)) {
+        fprintf(stderr, "%s: weights not copied (%s); use --map\n", path, msg);
+        return 1;
     }
     backend *cpu = backend_cpu_new(threads);
     if (!cpu)
@@ -516,8 +530,8 @@ int main(int argc, char **argv)
         if (!strncmp(best[i].name, "matmul", 6) || !strcmp(best[i].name, "attention"))
             pool_runs += best[i].calls;
     }
-    printf("%s: %d threads, %ld tokens after %ld in the cache, best of 3 passes\n", path, nth, n_gen,
-           n_ctx_fill);
+    printf("%s: %d threads, %ld tokens after %ld in the cache, best of 3 passes, %s\n", path, nth, n_gen,
+           n_ctx_fill, g_where);
     printf("wall per token %.3f ms (%.2f tok/s)\n\n", best_wall * 1e3, 1.0 / best_wall);
     printf("| part | ms per token | share | calls per token |\n|---|---|---|---|\n");
     for (int i = 0; i < best_n; i++)

@@ -358,6 +358,9 @@ static void test_attention_grouped_bitwise(void **state)
         {96, 63, 4, 2, 128, 0, 0}, {72, 9, 10, 2, 40, 0, 0}, {67, 30, 14, 2, 24, 0, 0},
         /* one chunk (fewer than 64 queries): heads of a group side by side */
         {1, 40, 8, 2, 64, 0, 0}, {1, 300, 4, 1, 32, 0, 0}, {5, 17, 6, 3, 16, 0, 0}, {63, 0, 4, 2, 64, 0, 0},
+        /* head sizes that are not a multiple of 64 (the V step's register blocks of 64, 32 and 8), runs of
+         * cells past the first */
+        {1, 150, 4, 2, 40, 0, 0}, {1, 130, 4, 1, 96, 0, 0}, {2, 70, 6, 2, 104, 0, 0},
         /* sliding window (linear cache), ring caches wrapped (all rows written) */
         {80, 100, 4, 2, 32, 50, 0}, {70, 200, 4, 2, 32, 32, 128}, {100, 230, 8, 2, 64, 40, 256},
         {5, 17, 6, 3, 16, 8, 0}, {1, 420, 8, 2, 64, 64, 192}, {5, 417, 6, 3, 16, 20, 32},

@@ -504,11 +504,18 @@ static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *acc, floa
         o[d] = acc[d] * inv;
 }
 
-/* attn_one (SIMD inner loops) for the G heads that share KV head kvh, one
- * position after the other for all of them: the same floats per head, but
- * the heads' serial chains (dot, expf, accumulator) overlap. acc and qh:
- * G x head_dim floats each; sm: 2 x G (S, then M). attn_one_group_cells:
- * over the cells [c0, c1), as attn_one_cells. */
+/* Cells per pass of attn_one_group_cells. */
+#define ATTN_RUN 64
+
+/* attn_one (SIMD inner loops) for the G heads that share KV head kvh, head
+ * after head, each in runs of up to ATTN_RUN cells: the run's scores first
+ * (independent dot products), then its softmax steps (only M and S chain
+ * them; the expf calls overlap), then its V rows into the accumulator held
+ * in registers (backend_cpu_attn_mad_run). The same floats as attn_one per
+ * head: each head's operations are the same ones in the same order, only
+ * no longer interleaved with the next step's. acc and qh: G x head_dim
+ * floats each; sm: 2 x G (S, then M). attn_one_group_cells: over the
+ * cells [c0, c1), as attn_one_cells. */
 static inline void attn_one_group_cells(const attn_job *j, uint32_t t, uint32_t kvh, uint32_t c0, uint32_t c1,
                                         float *acc, float *qh, float *sm)
 {
@@ -516,36 +523,40 @@ static inline void attn_one_group_cells(const attn_job *j, uint32_t t, uint32_t 
     uint32_t r[4];
     backend_cpu_attn_rows(j->pos0 + t, j->n_swa, j->n_cells, r);
     float *S = sm, *M = sm + G;
+    float sc[ATTN_RUN], msr[ATTN_RUN], vsr[ATTN_RUN];
     for (uint32_t g = 0; g < G; g++) {
         const float *q = j->q + ((size_t)t * j->n_head + (size_t)kvh * G + g) * hd;
+        float *qg = qh + (size_t)g * hd, *ag = acc + (size_t)g * hd;
         for (uint32_t d = 0; d < hd; d++) {
-            qh[(size_t)g * hd + d] = round_f16(q[d]);
-            acc[(size_t)g * hd + d] = 0.0f;
+            qg[d] = round_f16(q[d]);
+            ag[d] = 0.0f;
         }
-        S[g] = 0.0f;
-        M[g] = -INFINITY;
-    }
-    for (uint32_t seg = 0; seg < 4; seg += 2) {
-        const uint32_t lo = r[seg] > c0 ? r[seg] : c0, hi = r[seg + 1] < c1 ? r[seg + 1] : c1;
-        for (uint32_t p = lo; p < hi; p++) {
-            const uint16_t *k = j->k + (size_t)p * kvrow + (size_t)kvh * hd;
-            const uint16_t *v = j->v + (size_t)p * kvrow + (size_t)kvh * hd;
-            for (uint32_t g = 0; g < G; g++) {
-                float s = backend_cpu_dot_f16(qh + (size_t)g * hd, k, hd, g_haswell) * j->scale;
-                float ms = 1.0f, vs = 1.0f;
-                bool rescale = false;
-                if (s > M[g]) {
-                    float Mold = M[g];
-                    M[g] = s;
-                    ms = expf(Mold - s);
-                    rescale = true;
-                } else {
-                    vs = expf(s - M[g]);
+        float Sg = 0.0f, Mg = -INFINITY;
+        for (uint32_t seg = 0; seg < 4; seg += 2) {
+            const uint32_t lo = r[seg] > c0 ? r[seg] : c0, hi = r[seg + 1] < c1 ? r[seg + 1] : c1;
+            for (uint32_t p0 = lo; p0 < hi; p0 += ATTN_RUN) {
+                const uint32_t n = hi - p0 < ATTN_RUN ? hi - p0 : ATTN_RUN;
+                const uint16_t *k = j->k + (size_t)p0 * kvrow + (size_t)kvh * hd;
+                const uint16_t *v = j->v + (size_t)p0 * kvrow + (size_t)kvh * hd;
+                backend_cpu_dot_f16_run(qg, k, kvrow, hd, g_haswell, j->scale, sc, n);
+                for (uint32_t i = 0; i < n; i++) {
+                    float s = sc[i], ms = 1.0f, vs = 1.0f;
+                    if (s > Mg) {
+                        float Mold = Mg;
+                        Mg = s;
+                        ms = expf(Mold - s);
+                    } else {
+                        vs = expf(s - Mg);
+                    }
+                    msr[i] = ms;
+                    vsr[i] = vs;
+                    Sg = Sg * ms + vs;
                 }
-                backend_cpu_attn_mad(acc + (size_t)g * hd, v, ms, rescale, vs, hd);
-                S[g] = S[g] * ms + vs;
+                backend_cpu_attn_mad_run(ag, v, kvrow, msr, vsr, n, hd);
             }
         }
+        S[g] = Sg;
+        M[g] = Mg;
     }
     if (j->sinks && c0 == 0)
         for (uint32_t g = 0; g < G; g++)

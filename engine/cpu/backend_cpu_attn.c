@@ -285,23 +285,50 @@ TGT static float dot_f16_hw(const float *q, const uint16_t *k, uint32_t n)
     return (float)s;
 }
 
-TGT float backend_cpu_dot_f16(const float *q, const uint16_t *k, uint32_t n, bool hw)
+
+/* ggml_vec_dot_f16 (zen4 order) with its accumulators in named registers
+ * (an array of them was zeroed on the stack with rep stos on every call, a
+ * sixth of the dot's time). */
+TGT static inline float dot_f16_regs(const float *q, const uint16_t *k, uint32_t n)
 {
-    if (hw)
-        return dot_f16_hw(q, k, n);
-    __m256 a[8];
-    for (int i = 0; i < 8; i++)
-        a[i] = _mm256_setzero_ps();
-    uint32_t np = n & ~63u;
-    for (uint32_t i = 0; i < np; i += 64)
-        for (int j = 0; j < 8; j++) /* ggml accumulator j/2, lanes 8*(j%2).. */
-            a[j] = _mm256_fmadd_ps(ld8h(k + i + 8 * j), _mm256_loadu_ps(q + i + 8 * j), a[j]);
-    __m256 lo = _mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6]));
-    __m256 hi = _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7]));
-    double s = hsum16(lo, hi);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    const uint32_t np = n & ~63u;
+    for (uint32_t i = 0; i < np; i += 64) { /* ggml accumulator j/2, lanes 8*(j%2).. */
+        a0 = _mm256_fmadd_ps(ld8h(k + i), _mm256_loadu_ps(q + i), a0);
+        a1 = _mm256_fmadd_ps(ld8h(k + i + 8), _mm256_loadu_ps(q + i + 8), a1);
+        a2 = _mm256_fmadd_ps(ld8h(k + i + 16), _mm256_loadu_ps(q + i + 16), a2);
+        a3 = _mm256_fmadd_ps(ld8h(k + i + 24), _mm256_loadu_ps(q + i + 24), a3);
+        a4 = _mm256_fmadd_ps(ld8h(k + i + 32), _mm256_loadu_ps(q + i + 32), a4);
+        a5 = _mm256_fmadd_ps(ld8h(k + i + 40), _mm256_loadu_ps(q + i + 40), a5);
+        a6 = _mm256_fmadd_ps(ld8h(k + i + 48), _mm256_loadu_ps(q + i + 48), a6);
+        a7 = _mm256_fmadd_ps(ld8h(k + i + 56), _mm256_loadu_ps(q + i + 56), a7);
+    }
+    __m256 lo = _mm256_add_ps(_mm256_add_ps(a0, a4), _mm256_add_ps(a2, a6));
+    __m256 hi = _mm256_add_ps(_mm256_add_ps(a1, a5), _mm256_add_ps(a3, a7));
+    float r = hsum16(lo, hi);
+    if (np == n)
+        return r;
+    double s = r;
     for (uint32_t i = np; i < n; i++)
         s += (double)(q[i] * h2f(k[i]));
     return (float)s;
+}
+
+TGT float backend_cpu_dot_f16(const float *q, const uint16_t *k, uint32_t n, bool hw)
+{
+    return hw ? dot_f16_hw(q, k, n) : dot_f16_regs(q, k, n);
+}
+
+TGT void backend_cpu_dot_f16_run(const float *q, const uint16_t *k, size_t stride, uint32_t n, bool hw, float scale,
+                                 float *out, uint32_t cnt)
+{
+    if (hw) {
+        for (uint32_t c = 0; c < cnt; c++)
+            out[c] = dot_f16_hw(q, k + (size_t)c * stride, n) * scale;
+        return;
+    }
+    for (uint32_t c = 0; c < cnt; c++)
+        out[c] = dot_f16_regs(q, k + (size_t)c * stride, n) * scale;
 }
 
 /* 2^n * j for the lanes of ggml's expf, exact when the result is normal;
@@ -711,6 +738,48 @@ TGT void backend_cpu_attn_mad(float *acc, const uint16_t *v, float ms, bool resc
     }
 }
 
+/* backend_cpu_attn_mad_run on NB x 8 dims: their accumulators stay in
+ * registers from cell to cell, so only the F16 rounding's latency chains
+ * them (NB independent chains), not a store and reload per cell. */
+#define MAD_RUN(NB)                                                                                         \
+    TGT static void mad_run_##NB(float *acc, const uint16_t *v, size_t stride, const float *ms,             \
+                                 const float *vs, uint32_t n)                                               \
+    {                                                                                                       \
+        __m256 a[NB];                                                                                       \
+        for (int b = 0; b < NB; b++)                                                                        \
+            a[b] = _mm256_loadu_ps(acc + 8 * b);                                                            \
+        for (uint32_t i = 0; i < n; i++) {                                                                  \
+            const uint16_t *vr = v + (size_t)i * stride;                                                    \
+            if (ms[i] != 1.0f) {                                                                            \
+                const __m256 vms = _mm256_set1_ps(ms[i]);                                                   \
+                for (int b = 0; b < NB; b++)                                                                \
+                    a[b] = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_mul_ps(a[b], vms), _MM_FROUND_TO_NEAREST_INT)); \
+            }                                                                                               \
+            const __m256 vvs = _mm256_set1_ps(vs[i]);                                                       \
+            for (int b = 0; b < NB; b++)                                                                    \
+                a[b] = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_fmadd_ps(ld8h(vr + 8 * b), vvs, a[b]),      \
+                                                       _MM_FROUND_TO_NEAREST_INT));                        \
+        }                                                                                                   \
+        for (int b = 0; b < NB; b++)                                                                        \
+            _mm256_storeu_ps(acc + 8 * b, a[b]);                                                            \
+    }
+MAD_RUN(8)
+MAD_RUN(4)
+MAD_RUN(1)
+#undef MAD_RUN
+
+TGT void backend_cpu_attn_mad_run(float *acc, const uint16_t *v, size_t stride, const float *ms, const float *vs,
+                                  uint32_t n, uint32_t n_dim)
+{
+    uint32_t d = 0;
+    for (; d + 64 <= n_dim; d += 64)
+        mad_run_8(acc + d, v + d, stride, ms, vs, n);
+    for (; d + 32 <= n_dim; d += 32)
+        mad_run_4(acc + d, v + d, stride, ms, vs, n);
+    for (; d + 8 <= n_dim; d += 8)
+        mad_run_1(acc + d, v + d, stride, ms, vs, n);
+}
+
 /* d[i] = silu(g[i]) * u[i] for i < n8 (a multiple of 8): ggml's x / (1 + expf(-x)) * u. */
 TGT void backend_cpu_silu_mul(const float *g, const float *u, float *d, size_t n8, bool hw)
 {
@@ -738,6 +807,17 @@ void backend_cpu_attn_tiled(const float *q, const uint16_t *k, const uint16_t *v
 void backend_cpu_attn_mad(float *acc, const uint16_t *v, float ms, bool rescale, float vs, uint32_t n)
 {
     (void)acc, (void)v, (void)ms, (void)rescale, (void)vs, (void)n;
+}
+void backend_cpu_attn_mad_run(float *acc, const uint16_t *v, size_t stride, const float *ms, const float *vs,
+                              uint32_t n, uint32_t n_dim)
+{
+    (void)acc, (void)v, (void)stride, (void)ms, (void)vs, (void)n, (void)n_dim;
+}
+void backend_cpu_dot_f16_run(const float *q, const uint16_t *k, size_t stride, uint32_t n, bool hw, float scale,
+                             float *out, uint32_t cnt)
+{
+    for (uint32_t c = 0; c < cnt; c++)
+        out[c] = backend_cpu_dot_f16_ref(q, k + (size_t)c * stride, n, hw) * scale;
 }
 void backend_cpu_attn_tiled_group(const float *q, size_t q_tok, const uint16_t *k, const uint16_t *v,
                                   size_t stride, uint32_t pos0, uint32_t n_swa, uint32_t n_cells, uint32_t t0,

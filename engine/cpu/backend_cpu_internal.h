@@ -168,6 +168,10 @@ bool backend_cpu_attn_simd_available(void);
 /* ggml_vec_dot_f16 of an F16-rounded query (as floats) with an F16 key. */
 float backend_cpu_dot_f16_ref(const float *q, const uint16_t *k, uint32_t n, bool hw);
 float backend_cpu_dot_f16(const float *q, const uint16_t *k, uint32_t n, bool hw);
+/* out[c] = backend_cpu_dot_f16(q, k + c * stride, n, hw) * scale for c < cnt
+ * (the same floats; q's loads and the call shared by the cells). */
+void backend_cpu_dot_f16_run(const float *q, const uint16_t *k, size_t stride, uint32_t n, bool hw, float scale,
+                             float *out, uint32_t cnt);
 /* An attention sink (gpt-oss) joins a finished softmax of maximum *M and
  * sum *S whose weighted values are acc (hd floats): when sink > *M, acc is
  * scaled by ms = expf(*M - sink), else vs = expf(sink - *M); then S = S*ms +
@@ -209,6 +213,13 @@ void backend_cpu_attn_pairs(bool on);
 bool backend_cpu_haswell(void);
 /* One-chunk flash attention's F16 accumulator step. */
 void backend_cpu_attn_mad(float *acc, const uint16_t *v, float ms, bool rescale, float vs, uint32_t n);
+/* The step for n cells in a row: cell i's V row at v + i * stride, acc
+ * rescaled by ms[i] when that is not 1 (a new maximum; rescaling by 1
+ * changes nothing), then vs[i] times the row added: the floats of n calls
+ * of backend_cpu_attn_mad, with acc's dims in registers across the cells.
+ * n_dim % 8 == 0. */
+void backend_cpu_attn_mad_run(float *acc, const uint16_t *v, size_t stride, const float *ms, const float *vs,
+                              uint32_t n, uint32_t n_dim);
 /* ggml's vectorised expf, one element; and the SIMD form (for tests). */
 float backend_cpu_v_expf(float x);
 float backend_cpu_v_expf_simd(float x);
