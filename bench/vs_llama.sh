@@ -15,7 +15,10 @@
 # threads (bench_matvec --bw-only); the decode limit of a file is that
 # bandwidth over the weight bytes one token reads (every tensor but the
 # token embeddings, which a token reads one row of; tied output counted once),
-# and the table gives each program's decode as a share of it.
+# and the table gives each program's decode as a share of it. A plain read
+# also follows every run (the decode is the last part of a run), and the
+# table gives the decode's share of that read too: the limit measured
+# seconds after the decode rather than minutes.
 #
 # usage: bench/vs_llama.sh [BUILD_DIR]        (default build)
 # environment (defaults):
@@ -131,6 +134,10 @@ if p.returncode or not line:
 d = json.loads(line[-1])
 d["rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print(json.dumps(d))' "${cmd[@]}")
+    # the plain read just after the run (its decode ran last)
+    local after
+    after=$("$mv" --bw-only --threads "$THREADS" | awk '{print $3}')
+    json=$(python3 -c 'import json, sys; d = json.loads(sys.argv[1]); d["read_after_gb_s"] = float(sys.argv[2]); print(json.dumps(d))' "$json" "${after:-0}")
     echo "{\"who\": \"$who\", \"type\": \"$t\", \"round\": $r, \"load\": $l, \"round_load\": $round_load, \"state\": \"$round_state\", \"r\": $json}" >>"$raw"
     printf '  round %d %-8s %-7s load %-5s %s\n' "$r" "$t" "$who" "$l" "$json" >&2
 }
@@ -207,14 +214,18 @@ print("ratio: best over best / median over median; per round: the median (and ra
 print()
 print("Decode against the bandwidth limit (the plain read bandwidth of the round over the weight bytes a token reads); best / median of the runs' shares:")
 print()
-print("| weights | MB read per token | limit tok/s (best / median round) | ggscope share of limit | llama.cpp share of limit |")
-print("|---|---|---|---|---|")
+print("| weights | MB read per token | limit tok/s (best / median round) | ggscope share of limit | llama.cpp share of limit | ggscope share of the read after its run | llama.cpp share of the read after its run |")
+print("|---|---|---|---|---|---|---|")
 def share(who, t, mb):
     v = [r["r"]["tg_tok_s"] * mb / 1e3 / rbw[r["round"]] for r in rows
          if r["who"] == who and r["type"] == t and "tg_tok_s" in r["r"] and r["round"] in rbw]
     return "%.0f%% / %.0f%%" % (100 * max(v), 100 * statistics.median(v)) if v else "-"
+def share_after(who, t, mb):
+    v = [r["r"]["tg_tok_s"] * mb / 1e3 / r["r"]["read_after_gb_s"] for r in rows
+         if r["who"] == who and r["type"] == t and "tg_tok_s" in r["r"] and r["r"].get("read_after_gb_s", 0) > 0]
+    return "%.0f%% / %.0f%%" % (100 * max(v), 100 * statistics.median(v)) if v else "-"
 for t in types:
     mb = int(tbytes[t]) / 1e6
-    print("| %s | %.0f | %.1f / %.1f | %s | %s |" % (t, mb, max(bws) * 1e3 / mb, statistics.median(bws) * 1e3 / mb,
-          share("ggscope", t, mb), share("llama.cpp", t, mb)))
+    print("| %s | %.0f | %.1f / %.1f | %s | %s | %s | %s |" % (t, mb, max(bws) * 1e3 / mb, statistics.median(bws) * 1e3 / mb,
+          share("ggscope", t, mb), share("llama.cpp", t, mb), share_after("ggscope", t, mb), share_after("llama.cpp", t, mb)))
 EOF
