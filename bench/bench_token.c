@@ -407,9 +407,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", path, msg);
         return 2;
     }
-    if (map)
+    if (map) {
         g_where = "weights read from the file's mapping";
-    if (!map && model_copy(m, NULL, NULL, NULL, msg, sizeof msg)) {
+    } else if (model_copy(m, NULL, NULL, NULL, msg, sizeof msg)) {
         fprintf(stderr, "%s: weights not copied (%s); use --map\n", path, msg);
         return 1;
     }

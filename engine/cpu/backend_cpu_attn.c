@@ -285,7 +285,6 @@ TGT static float dot_f16_hw(const float *q, const uint16_t *k, uint32_t n)
     return (float)s;
 }
 
-
 /* ggml_vec_dot_f16 (zen4 order) with its accumulators in named registers
  * (an array of them was zeroed on the stack with rep stos on every call, a
  * sixth of the dot's time). */
