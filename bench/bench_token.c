@@ -17,12 +17,13 @@
  * With -p PROMPT: the same breakdown for one batch of PROMPT tokens from an
  * empty cache, without logits (as `ggscope bench --no-logits`), matmuls by
  * role and shape with their GFLOP/s.
- * With --bw: each generated token is followed by a plain read of memory
- * with as many threads (a fresh 512 MB buffer, in place of the weights), and
- * each token's weight bytes per second are compared with the read's rate
- * just after it: the decode's share of what memory gives at that moment,
- * paired token by token, so that the machine's bandwidth moving from second
- * to second cancels out. */
+ * With --bw: each generated token is followed by a plain read of the same
+ * weight bytes its matmuls read (the same memory, as one stream over as many
+ * threads), and each token's weight bytes per second are compared with the
+ * read's rate just after it: the decode's share of what that memory gives at
+ * that moment, paired token by token, so that the machine's bandwidth moving
+ * from second to second, and from one part of memory to another, cancels
+ * out. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,16 @@ static cat g_cat[MAX_CAT];
 static int g_ncat;
 static int g_on;
 static double g_wbytes; /* weight bytes of one-token matmuls, while g_on */
+#define MAX_RANGES 4096
+static memread_range g_rng[MAX_RANGES]; /* --bw: the weights a token's matmuls read */
+static size_t g_nrng;
+static int g_rec; /* record them (the first token) */
+
+static void rec_weight(const backend_weight *w)
+{
+    if (g_rec && g_nrng < MAX_RANGES)
+        g_rng[g_nrng++] = (memread_range){w->data, (size_t)(w->row_bytes * w->ne1)};
+}
 
 static void add_time_f(const char *name, double s, double flops)
 {
@@ -154,6 +165,7 @@ static int w_matmul(void *ctx, const backend_weight *w, backend_view x, uint32_t
     weight_role(w, role, sizeof role);
     double t0 = clock_now_s();
     int rc = g_inner->matmul(g_inner_ctx, w, x, n_tok, y);
+    rec_weight(w);
     add_time_f(role, clock_now_s() - t0, 2.0 * (double)w->ne0 * (double)w->ne1 * n_tok);
     if (g_on) {
         g_wbytes += (double)w->row_bytes * (double)w->ne1;
@@ -179,6 +191,8 @@ static int w_matmul_n(void *ctx, const backend_weight *const *w, int n, backend_
     }
     double t0 = clock_now_s();
     int rc = g_inner->matmul_n(g_inner_ctx, w, n, x, n_tok, y);
+    for (int i = 0; i < n; i++)
+        rec_weight(w[i]);
     add_time_f(role, clock_now_s() - t0, flops);
     if (g_on) {
         g_wbytes += bytes;
@@ -292,20 +306,16 @@ static int prompt_pass(session *s, const int32_t *ids, uint32_t n, int threads, 
     return 0;
 }
 
-/* Tokens one at a time, each followed by a read of `rd` (rd_bytes): prints
- * the paired shares. */
+/* Tokens one at a time, each followed by a plain read of the weights the
+ * first one's matmuls read: prints the paired shares. */
 static int bw_pass(session *s, const int32_t *ids, long n_fill, long n_gen, float *lg, int threads,
                    const char *path)
 {
-    const size_t rd_bytes = (size_t)512 << 20;
-    uint64_t *rd = malloc(rd_bytes);
     double *share = malloc(sizeof(double) * (size_t)n_gen), *tokr = malloc(sizeof(double) * (size_t)n_gen);
     double *rdr = malloc(sizeof(double) * (size_t)n_gen);
     tpool *pool = tpool_new(threads);
-    if (!rd || !share || !tokr || !rdr || !pool)
+    if (!share || !tokr || !rdr || !pool)
         return 1;
-    memset(rd, 1, rd_bytes);
-    memread_pass(pool, rd, rd_bytes);
     session_kv_truncate(s, 0);
     g_on = 0;
     if (session_eval(s, ids, (uint32_t)n_fill, 0, lg, false)) {
@@ -313,20 +323,25 @@ static int bw_pass(session *s, const int32_t *ids, long n_fill, long n_gen, floa
         return 1;
     }
     double bytes = 0, tok_s = 0, rd_s = 0;
+    size_t rd_bytes = 0;
     g_ncat = 0;
     for (long i = 0; i < n_gen; i++) {
         cat before[MAX_CAT];
         memcpy(before, g_cat, sizeof before);
         g_wbytes = 0;
         g_on = 1;
+        g_rec = i == 0;
         double t0 = clock_now_s();
         if (session_eval(s, &ids[n_fill + i], 1, (uint32_t)(n_fill + i), lg, false)) {
             fprintf(stderr, "eval: %s\n", session_error(s));
             return 1;
         }
         double t1 = clock_now_s();
-        g_on = 0;
-        const double rs = memread_pass(pool, rd, rd_bytes);
+        g_on = g_rec = 0;
+        const double rs = memread_ranges(pool, g_rng, g_nrng, NULL);
+        rd_bytes = 0;
+        for (size_t k = 0; k < g_nrng; k++)
+            rd_bytes += g_rng[k].bytes;
         bytes = g_wbytes;
         tokr[i] = g_wbytes / (t1 - t0) / 1e9;
         rdr[i] = (double)rd_bytes / rs / 1e9;
@@ -352,12 +367,14 @@ static int bw_pass(session *s, const int32_t *ids, long n_fill, long n_gen, floa
            share[n_gen / 2], share[n_gen / 10], share[n_gen * 9 / 10]);
     printf("per token GB/s: decode median %.1f (max %.1f), read median %.1f (max %.1f)\n", tokr[n_gen / 2],
            tokr[n_gen - 1], rdr[n_gen / 2], rdr[n_gen - 1]);
+    /* one line for scripts (bench/vs_llama.sh) */
+    printf("paired share: whole %.3f median %.3f\n", bytes * (double)n_gen / tok_s / ((double)rd_bytes * (double)n_gen / rd_s),
+           share[n_gen / 2]);
     printf("\n| part | ms per token | at the paired read rate | share |\n|---|---|---|---|\n");
     for (int c = 0; c < g_ncat; c++)
         printf("| %s | %.3f | %.3f | %.3f |\n", g_cat[c].name, g_cat[c].bw_s * 1e3 / (double)n_gen,
                g_cat[c].ideal_s * 1e3 / (double)n_gen, g_cat[c].bw_s > 0 ? g_cat[c].ideal_s / g_cat[c].bw_s : 0);
     tpool_free(pool);
-    free(rd);
     free(share);
     free(tokr);
     free(rdr);

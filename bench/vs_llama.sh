@@ -19,6 +19,13 @@
 # also follows every run (the decode is the last part of a run), and the
 # table gives the decode's share of that read too: the limit measured
 # seconds after the decode rather than minutes.
+# PAIRED=1 (the default) adds, after each type's two runs of a round,
+# `bench_token --bw`: ggscope's decode with each token followed by a plain
+# read of the very weight bytes it read (the same memory, the same threads),
+# so that its share of the bandwidth limit does not depend on which memory
+# or which second the read got. On a machine whose read rate moves between
+# states (docs/kernels.md), this is the measure the "within 5% of the
+# measured bandwidth limit" of an acceptance can be checked against.
 #
 # usage: bench/vs_llama.sh [BUILD_DIR]        (default build)
 # environment (defaults):
@@ -33,6 +40,7 @@
 #                                  tokens without asking for logits, so that llama.cpp skips
 #                                  the output head (and the last layer's feed-forward)
 #   OUT=file                       also write the raw results (JSON lines) there
+#   PAIRED=1                       0: no bench_token --bw run per type and round
 #   WARM=0                         1: read the model file into the page cache before each run
 #                                  (untimed; for files near the RAM size, which the peer's
 #                                  load-time repacking evicts). The bandwidth-limit table
@@ -42,14 +50,15 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$src/build}
 shared=$src/../shared
 peer=$shared/peer/peer
-bin=$build/ggscope mk=$build/bench_mkmodel mv=$build/bench_matvec
+bin=$build/ggscope mk=$build/bench_mkmodel mv=$build/bench_matvec bt=$build/bench_token
 vocab=$shared/fixtures/vocab/ggml-vocab-llama-spm.gguf
 TYPES=${TYPES:-q4_0 q4_K_M q8_0 f16}
-ROUNDS=${ROUNDS:-5} THREADS=${THREADS:-2} PP=${PP:-512} TG=${TG:-48}
+ROUNDS=${ROUNDS:-5} THREADS=${THREADS:-2} PP=${PP:-512} TG=${TG:-48} PAIRED=${PAIRED:-1}
 LOAD_MAX=${LOAD_MAX:-0.3} LOAD_WAIT=${LOAD_WAIT:-120} BUSY=${BUSY:-0}
 [[ -x $peer ]] || { echo "no peer at $peer: skipped"; exit 77; }
 [[ -f $vocab ]] || { echo "no vocabulary at $vocab: skipped"; exit 77; }
 [[ -x $bin && -x $mk && -x $mv ]] || { echo "build first: $bin, $mk or $mv is missing"; exit 1; }
+[[ $PAIRED == 0 || -x $bt ]] || { echo "build first: $bt is missing (or PAIRED=0)"; exit 1; }
 work=${WORK:-}
 if [[ -z $work ]]; then work=$(mktemp -d); trap 'rm -rf "$work"' EXIT; fi
 mkdir -p "$work"
@@ -142,6 +151,17 @@ print(json.dumps(d))' "${cmd[@]}")
     printf '  round %d %-8s %-7s load %-5s %s\n' "$r" "$t" "$who" "$l" "$json" >&2
 }
 
+# paired TYPE ROUND: bench_token --bw (ggscope's decode, each token followed
+# by a plain read of the same weights): its whole-run and median shares
+paired() {
+    local t=$1 r=$2 line
+    line=$("$bt" "$(model "$t")" -t "$THREADS" -n "$TG" --bw 2>/dev/null | awk '/^paired share:/ {print $4, $6}')
+    [[ -n $line ]] || { echo "  round $r $t paired: failed" >&2; return; }
+    set -- $line
+    echo "{\"who\": \"paired\", \"type\": \"$t\", \"round\": $r, \"whole\": $1, \"median\": $2}" >>"$raw"
+    printf '  round %d %-8s paired  share of the same weights read plainly: whole %s, token median %s\n' "$r" "$t" "$1" "$2" >&2
+}
+
 busy_pid=
 if (( BUSY )); then
     bash -c 'while :; do :; done' &
@@ -160,6 +180,7 @@ for (( r = 1; r <= ROUNDS; r++ )); do
     for t in $TYPES; do
         if (( r % 2 )); then run ggscope "$t" "$r"; run llama.cpp "$t" "$r"
         else run llama.cpp "$t" "$r"; run ggscope "$t" "$r"; fi
+        (( PAIRED )) && paired "$t" "$r"
     done
 done
 [[ -n ${OUT:-} ]] && cp "$raw" "$OUT"
@@ -171,7 +192,8 @@ import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 rbw = {r["round"]: r["read_gb_s"] for r in rows if r["who"] == "machine"}
 bws = [rbw[k] for k in sorted(rbw)]
-rows = [r for r in rows if r["who"] != "machine"]
+pairs = [r for r in rows if r["who"] == "paired"]
+rows = [r for r in rows if r["who"] not in ("machine", "paired")]
 threads, pp, tg, busy = sys.argv[2:6]
 tbytes = dict(kv.split("=") for kv in sys.argv[6].split())
 types = []
@@ -228,4 +250,21 @@ for t in types:
     mb = int(tbytes[t]) / 1e6
     print("| %s | %.0f | %.1f / %.1f | %s | %s | %s | %s |" % (t, mb, max(bws) * 1e3 / mb, statistics.median(bws) * 1e3 / mb,
           share("ggscope", t, mb), share("llama.cpp", t, mb), share_after("ggscope", t, mb), share_after("llama.cpp", t, mb)))
+if pairs:
+    print()
+    print("ggscope's decode against a plain read of the same weight bytes, each token followed by the read "
+          "(bench_token --bw, with logits); per round the decode ratio to llama.cpp and that share:")
+    print()
+    print("| weights | share, whole run (best / median) | per round: ratio, share |")
+    print("|---|---|---|")
+    g = {(r["type"], r["round"]): r["r"]["tg_tok_s"] for r in rows if r["who"] == "ggscope" and "tg_tok_s" in r["r"]}
+    l = {(r["type"], r["round"]): r["r"]["tg_tok_s"] for r in rows if r["who"] == "llama.cpp" and "tg_tok_s" in r["r"]}
+    for t in types:
+        p = sorted((r["round"], r["whole"]) for r in pairs if r["type"] == t)
+        if not p:
+            continue
+        v = [x for _, x in p]
+        per = " ".join("r%d %s, %.0f%%" % (k, "%.2f×" % (g[(t, k)] / l[(t, k)]) if l.get((t, k)) and (t, k) in g else "-", 100 * x)
+                       for k, x in p)
+        print("| %s | %.0f%% / %.0f%% | %s |" % (t, 100 * max(v), 100 * statistics.median(v), per))
 EOF

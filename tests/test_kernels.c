@@ -15,6 +15,7 @@
 #include "ggtype.h"
 #include "kernels.h"
 #include "kernels_internal.h"
+#include "memread.h"
 #include "quant_blocks.h"
 
 /* ---- random numbers (xorshift64*) ---- */
@@ -173,6 +174,48 @@ static void test_pool_dynamic(void **state)
 }
 
 /* The adaptive width: what other processes leave to the pool. */
+/* memread_ranges (bench_token --bw's read of a token's weights): every whole
+ * word of every range read once, whatever the thread count and however the
+ * parts fall across ranges (empty ones, ones shorter than a vector, byte
+ * tails that are not a word). */
+static void test_memread_ranges(void **state)
+{
+    (void)state;
+    const size_t nw = 5000;
+    uint64_t *buf = malloc(nw * sizeof *buf);
+    assert_non_null(buf);
+    for (size_t i = 0; i < nw; i++)
+        buf[i] = (uint64_t)i * 0x9E3779B97F4A7C15ull + 1;
+    /* (first word, bytes) */
+    const size_t spec[][2] = {{0, 8 * 17}, {100, 0}, {200, 8 * 3 + 5}, {300, 8 * 16}, {400, 8 * 1000},
+                              {1500, 8}, {1600, 8 * 15 + 7}, {2000, 8 * 2999}};
+    const size_t nr = sizeof spec / sizeof spec[0];
+    memread_range r[8];
+    uint64_t want = 0;
+    for (size_t i = 0; i < nr; i++) {
+        r[i] = (memread_range){buf + spec[i][0], spec[i][1]};
+        for (size_t k = 0; k < spec[i][1] / 8; k++)
+            want += buf[spec[i][0] + k];
+    }
+    for (int n = 1; n <= 4; n++) {
+        tpool *pool = tpool_new(n);
+        assert_non_null(pool);
+        for (size_t first = 0; first < nr; first++) { /* every suffix of the list */
+            uint64_t got = 1, w = 0;
+            for (size_t i = first; i < nr; i++)
+                for (size_t k = 0; k < spec[i][1] / 8; k++)
+                    w += buf[spec[i][0] + k];
+            assert_true(memread_ranges(pool, r + first, nr - first, &got) >= 0);
+            assert_true(got == w);
+        }
+        uint64_t got = 0;
+        memread_ranges(pool, r, nr, &got);
+        assert_true(got == want);
+        tpool_free(pool);
+    }
+    free(buf);
+}
+
 static void test_pool_width(void **state)
 {
     (void)state;
@@ -1039,6 +1082,7 @@ int main(void)
         cmocka_unit_test(test_pool_null_and_default),
         cmocka_unit_test(test_pool_dynamic),
         cmocka_unit_test(test_pool_width),
+        cmocka_unit_test(test_memread_ranges),
         cmocka_unit_test(test_simd_select),
         cmocka_unit_test(test_quantize_act),
         cmocka_unit_test(test_act_quant_all_paths),

@@ -19,4 +19,17 @@ uint64_t memread_words(const uint64_t *p, size_t n);
  * thread's part); returns the seconds it took. */
 double memread_pass(tpool *pool, const uint64_t *p, size_t bytes);
 
+/* A range of memory for memread_ranges (8-byte aligned). */
+typedef struct {
+    const void *p;
+    size_t bytes;
+} memread_range;
+
+/* Reads the whole 64-bit words of the n ranges once, as one stream cut into
+ * one contiguous part per pool thread (a part may span ranges); returns the
+ * seconds it took, and the words' sum in *sum (when not NULL). What the same
+ * bytes give when read plainly: the bound for a pass that reads exactly
+ * those bytes (bench_token --bw reads a token's weights). */
+double memread_ranges(tpool *pool, const memread_range *r, size_t n, uint64_t *sum);
+
 #endif
