@@ -75,8 +75,8 @@ static uint64_t words_any(const uint64_t *p, size_t n)
     return s;
 }
 
-/* Thread ith's part [words * ith / nth, words * (ith + 1) / nth) of the
- * ranges' words laid end to end. */
+/* Thread ith's part of the ranges' words laid end to end: words / nth of
+ * them from (words / nth) x ith on, the last thread to the end. */
 static void ranges_worker(void *arg, int ith, int nth)
 {
     ranges_ctx *c = arg;
