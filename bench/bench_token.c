@@ -339,9 +339,9 @@ static int bw_pass(session *s, const int32_t *ids, long n_fill, long n_gen, floa
         double t1 = clock_now_s();
         g_on = g_rec = 0;
         const double rs = memread_ranges(pool, g_rng, g_nrng, NULL);
-        rd_bytes = 0;
-        for (size_t k = 0; k < g_nrng; k++)
-            rd_bytes += g_rng[k].bytes;
+        if (i == 0)
+            for (size_t k = 0; k < g_nrng; k++)
+                rd_bytes += g_rng[k].bytes;
         bytes = g_wbytes;
         tokr[i] = g_wbytes / (t1 - t0) / 1e9;
         rdr[i] = (double)rd_bytes / rs / 1e9;

@@ -173,7 +173,6 @@ static void test_pool_dynamic(void **state)
         assert_int_equal(atomic_load(&d.done[i]), 1);
 }
 
-/* The adaptive width: what other processes leave to the pool. */
 /* memread_ranges (bench_token --bw's read of a token's weights): every whole
  * word of every range read once, whatever the thread count and however the
  * parts fall across ranges (empty ones, ones shorter than a vector, byte
@@ -191,16 +190,12 @@ static void test_memread_ranges(void **state)
                               {1500, 8}, {1600, 8 * 15 + 7}, {2000, 8 * 2999}};
     const size_t nr = sizeof spec / sizeof spec[0];
     memread_range r[8];
-    uint64_t want = 0;
-    for (size_t i = 0; i < nr; i++) {
+    for (size_t i = 0; i < nr; i++)
         r[i] = (memread_range){buf + spec[i][0], spec[i][1]};
-        for (size_t k = 0; k < spec[i][1] / 8; k++)
-            want += buf[spec[i][0] + k];
-    }
     for (int n = 1; n <= 4; n++) {
         tpool *pool = tpool_new(n);
         assert_non_null(pool);
-        for (size_t first = 0; first < nr; first++) { /* every suffix of the list */
+        for (size_t first = 0; first < nr; first++) { /* every suffix of the list, the whole first */
             uint64_t got = 1, w = 0;
             for (size_t i = first; i < nr; i++)
                 for (size_t k = 0; k < spec[i][1] / 8; k++)
@@ -208,14 +203,12 @@ static void test_memread_ranges(void **state)
             assert_true(memread_ranges(pool, r + first, nr - first, &got) >= 0);
             assert_true(got == w);
         }
-        uint64_t got = 0;
-        memread_ranges(pool, r, nr, &got);
-        assert_true(got == want);
         tpool_free(pool);
     }
     free(buf);
 }
 
+/* The adaptive width: what other processes leave to the pool. */
 static void test_pool_width(void **state)
 {
     (void)state;

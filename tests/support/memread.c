@@ -38,32 +38,9 @@ uint64_t memread_words(const uint64_t *p, size_t n)
 }
 
 typedef struct {
-    const uint64_t *p;
-    size_t n;          /* words */
-    uint64_t sum[64];  /* each thread's sum, kept so that the reads stay */
-} pass_ctx;
-
-static void pass_worker(void *arg, int ith, int nth)
-{
-    pass_ctx *c = arg;
-    size_t per = c->n / (size_t)nth / 16 * 16;
-    uint64_t s = memread_words(c->p + per * (size_t)ith, per);
-    if (ith < 64)
-        c->sum[ith] = s;
-}
-
-double memread_pass(tpool *pool, const uint64_t *p, size_t bytes)
-{
-    pass_ctx c = {p, bytes / 8, {0}};
-    double t0 = clock_now_s();
-    tpool_run(pool, pass_worker, &c);
-    return clock_now_s() - t0;
-}
-
-typedef struct {
     const memread_range *r;
     size_t n, words; /* ranges; their whole 8-byte words in all */
-    uint64_t sum[64];
+    uint64_t sum[64]; /* each thread's sum, kept so that the reads stay */
 } ranges_ctx;
 
 static uint64_t words_any(const uint64_t *p, size_t n)

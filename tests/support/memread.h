@@ -15,10 +15,6 @@
  * down to a multiple of 16). */
 uint64_t memread_words(const uint64_t *p, size_t n);
 
-/* Reads bytes of p once with the pool's threads (memread_words on each
- * thread's part); returns the seconds it took. */
-double memread_pass(tpool *pool, const uint64_t *p, size_t bytes);
-
 /* A range of memory for memread_ranges (8-byte aligned). */
 typedef struct {
     const void *p;
