@@ -1006,6 +1006,78 @@ static void test_matmul_n_same_floats(void **state)
     tpool_free(pools[2]);
 }
 
+/* One token on 2 to 5 threads: each thread's lane of contiguous chunks, a
+ * lane nobody started taken over from its front, others' chunks taken from
+ * their back (kern_one_token_lanes): every output written once, the same
+ * floats as the shared counter and as one thread. Outputs start as NaN, so
+ * a chunk left out fails. Matrices of 16 to 41 chunks, one with a short
+ * last chunk, one not a multiple of 8 rows, three in one run. */
+static void test_matmul_one_token_lanes(void **state)
+{
+    (void)state;
+    static const uint32_t types[] = {GGTYPE_Q4_0, GGTYPE_Q8_0, GGTYPE_Q4_K, GGTYPE_F16, GGTYPE_F32};
+    static const struct {
+        int64_t cols;
+        int n;
+        int64_t rows[3];
+    } cases[] = {{256, 1, {1024}}, {512, 1, {2600}}, {256, 1, {1003}}, {4352, 1, {1040}}, {256, 3, {900, 256, 328}}};
+    tpool *pools[4] = {tpool_new(2), tpool_new(3), tpool_new(4), tpool_new(5)};
+    for (int i = 0; i < 4; i++)
+        assert_non_null(pools[i]);
+    int checked = 0;
+    for (int ti = 0; ti < N(types); ti++)
+        for (int ci = 0; ci < N(cases); ci++) {
+            const uint32_t type = types[ti];
+            const int64_t cols = cases[ci].cols;
+            if (cols % ggtype_get(type)->blck_size != 0)
+                continue;
+            const size_t rb = (size_t)ggtype_row_size(type, (uint64_t)cols, NULL);
+            float *x = malloc((size_t)cols * sizeof(float));
+            assert_non_null(x);
+            for (int64_t i = 0; i < cols; i++)
+                x[i] = codec_f16_to_f32(codec_f32_to_f16(rndf(-1.0f, 1.0f)));
+            kern_mat m[3];
+            float *ref[3];
+            for (int k = 0; k < cases[ci].n; k++) {
+                const int64_t r = cases[ci].rows[k];
+                uint8_t *w = calloc((size_t)r, rb);
+                m[k] = (kern_mat){w, rb, r, malloc((size_t)r * sizeof(float))};
+                ref[k] = malloc((size_t)r * sizeof(float));
+                assert_true(w && m[k].y && ref[k]);
+                free(make_weights(type, w, rb, r, cols));
+                assert_int_equal(kern_matmul(NULL, type, w, rb, r, cols, x, 1, ref[k], NULL, 0), 0);
+            }
+            for (int pi = 0; pi < 4; pi++)
+                for (int lanes = 0; lanes < 2; lanes++)
+                    for (int rep = 0; rep < 3; rep++) {
+                        kern_one_token_lanes(lanes);
+                        for (int k = 0; k < cases[ci].n; k++)
+                            for (int64_t i = 0; i < m[k].n_rows; i++)
+                                m[k].y[i] = NAN;
+                        assert_int_equal(kern_matmul_n(pools[pi], type, m, cases[ci].n, cols, x, 1, NULL, 0), 0);
+                        for (int k = 0; k < cases[ci].n; k++)
+                            for (int64_t i = 0; i < m[k].n_rows; i++)
+                                if (memcmp(&m[k].y[i], &ref[k][i], sizeof(float)) != 0)
+                                    fail_msg("%s %s, %d threads, matrix %d of %d (%lldx%lld): output %lld is "
+                                             "%.9g, one thread gives %.9g",
+                                             ggtype_name(type), lanes ? "lanes" : "counter",
+                                             tpool_threads(pools[pi]), k, cases[ci].n, (long long)m[k].n_rows,
+                                             (long long)cols, (long long)i, m[k].y[i], ref[k][i]);
+                        checked++;
+                    }
+            for (int k = 0; k < cases[ci].n; k++) {
+                free((void *)m[k].W);
+                free(m[k].y);
+                free(ref[k]);
+            }
+            free(x);
+        }
+    kern_one_token_lanes(1);
+    assert_true(checked > 0);
+    for (int i = 0; i < 4; i++)
+        tpool_free(pools[i]);
+}
+
 static void test_simd_select(void **state)
 {
     (void)state;
@@ -1102,6 +1174,7 @@ int main(void)
         cmocka_unit_test(test_fast_kernels_bitwise),
         cmocka_unit_test(test_matmul_generic_types),
         cmocka_unit_test(test_matmul_n_same_floats),
+        cmocka_unit_test(test_matmul_one_token_lanes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

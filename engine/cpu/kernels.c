@@ -23,6 +23,8 @@ static kern_tile_fn g_vec_plain[4][GGTYPE_COUNT]; /* the same for weights ggml d
 static kern_tile_fn g_bat[4][GGTYPE_COUNT];  /* batch tiles in ggml's order (AVX2 paths) */
 static kern_tile_fn g_vec8[4][GGTYPE_COUNT]; /* one token, 8 rows per tile (AVX2 paths) */
 static bool g_no_gemm;                       /* GGSCOPE_NO_GEMM set */
+static bool g_no_lanes;                      /* GGSCOPE_NO_LANES set */
+static atomic_int g_lanes_off;               /* kern_one_token_lanes */
 static atomic_int g_ref_tiles;               /* kern_reference_tiles */
 static kern_q8_fn g_q8[4];    /* activation quantizers per path (NULL: scalar) */
 static kern_q8k_fn g_q8k[4];
@@ -50,6 +52,7 @@ static bool cpu_has(kern_simd s)
 static void simd_init(void)
 {
     g_no_gemm = getenv("GGSCOPE_NO_GEMM") != NULL;
+    g_no_lanes = getenv("GGSCOPE_NO_LANES") != NULL;
     kern_fill_scalar(g_tab[KERN_SIMD_SCALAR]);
     memcpy(g_tab[KERN_SIMD_AVX2], g_tab[KERN_SIMD_SCALAR], sizeof g_tab[0]);
     memcpy(g_tab[KERN_SIMD_AVX512], g_tab[KERN_SIMD_SCALAR], sizeof g_tab[0]);
@@ -338,6 +341,9 @@ _Thread_local int kern_pf_tiles = 1;
 
 /* ---- the driver ---- */
 
+/* One token: lanes for up to this many threads (more: the shared counter) */
+#define KERN_LANES 16
+
 /* One weight matrix of a run: its chunks are ids base .. base + n_chunks - 1
  * of the run's shared counter. */
 typedef struct {
@@ -371,7 +377,42 @@ typedef struct {
     bool plain;                  /* n_rows % 8 != 0 (see kern_gemm_fn) */
     int pf_tiles;                /* kern_pf_tiles for the run's workers */
     tpool *pool;             /* for its per-thread work buffers */
+    /* One token: lanes (n_lanes > 0) instead of the counter, see lane_claim */
+    int n_lanes;
+    _Atomic uint64_t lane[KERN_LANES]; /* next chunk | end << 32 */
+    uint32_t lane_lo[KERN_LANES];      /* each lane's first chunk */
 } mm_ctx;
+
+/* One token reads each weight once, as streams that the hardware prefetcher
+ * follows: each thread takes the chunks of its own lane (a run of
+ * contiguous chunks, an equal share of the bytes) front to back, so that
+ * its stream goes on across chunk boundaries (a chunk from the shared
+ * counter starts a new stream). A thread whose lane is empty takes over a
+ * lane nobody has started (a worker that joined late, or not at all,
+ * tpool_run_dynamic) from its front, or else takes chunks from the back of
+ * another. Every chunk once; -1 when none is left. *cur: the caller's lane. */
+static int64_t lane_claim(mm_ctx *c, int *cur)
+{
+    const int n = c->n_lanes;
+    for (int k = 0; k < n; k++) {
+        const int l = (*cur + k) % n;
+        uint64_t v = atomic_load_explicit(&c->lane[l], memory_order_relaxed);
+        for (;;) {
+            const uint32_t lo = (uint32_t)v, hi = (uint32_t)(v >> 32);
+            if (lo >= hi)
+                break;
+            const bool front = k == 0 || lo == c->lane_lo[l];
+            const uint64_t nv = front ? v + 1 : v - ((uint64_t)1 << 32);
+            if (atomic_compare_exchange_weak_explicit(&c->lane[l], &v, nv, memory_order_relaxed,
+                                                      memory_order_relaxed)) {
+                if (front)
+                    *cur = l;
+                return front ? (int64_t)lo : (int64_t)hi - 1;
+            }
+        }
+    }
+    return -1;
+}
 
 static void quant_worker(void *p, int ith, int nth)
 {
@@ -459,16 +500,59 @@ static void mm_worker(void *p, int ith, int nth)
         }
     }
     kern_pf_tiles = c->pf_tiles;
-    /* every chunk from the shared counter: a thread that joins late (or not
-     * at all, tpool_run_dynamic) leaves its share to the others */
-    for (int64_t chunk = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed); chunk < c->n_chunks;
-         chunk = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed)) {
-        run_chunk(c, chunk, rowbuf);
-        if (atomic_load_explicit(&c->err, memory_order_relaxed))
-            break;
+    if (c->n_lanes) {
+        int cur = ith % c->n_lanes;
+        for (int64_t chunk = lane_claim(c, &cur); chunk >= 0; chunk = lane_claim(c, &cur)) {
+            run_chunk(c, chunk, rowbuf);
+            if (atomic_load_explicit(&c->err, memory_order_relaxed))
+                break;
+        }
+    } else {
+        /* every chunk from the shared counter: a thread that joins late (or
+         * not at all, tpool_run_dynamic) leaves its share to the others */
+        for (int64_t chunk = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed);
+             chunk < c->n_chunks; chunk = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed)) {
+            run_chunk(c, chunk, rowbuf);
+            if (atomic_load_explicit(&c->err, memory_order_relaxed))
+                break;
+        }
     }
     kern_pf_tiles = 1;
     free(owned);
+}
+
+/* nth lanes of contiguous chunks: lane l starts at the first chunk whose
+ * middle lies past l/nth of the run's bytes (one token: a chunk's bytes are
+ * its rows'); a lane may be empty. */
+static void set_lanes(mm_ctx *c, int nth)
+{
+    double total = 0, done = 0;
+    for (int k = 0; k < c->n_mat; k++)
+        total += (double)c->m[k].n_rows * (double)c->m[k].row_bytes;
+    int l = 1;
+    c->lane_lo[0] = 0;
+    for (int k = 0; k < c->n_mat; k++) {
+        const mm_mat *m = &c->m[k];
+        for (int64_t i = 0; i < m->n_rchunks; i++) {
+            const int64_t rows = (i + 1) * m->rc < m->n_rows ? m->rc : m->n_rows - i * m->rc;
+            const double b = (double)rows * (double)m->row_bytes;
+            while (l < nth && done + b / 2 > total * l / nth)
+                c->lane_lo[l++] = (uint32_t)(m->base + i);
+            done += b;
+        }
+    }
+    while (l < nth)
+        c->lane_lo[l++] = (uint32_t)c->n_chunks;
+    c->n_lanes = nth;
+    for (int i = 0; i < nth; i++) {
+        const uint64_t hi = i + 1 < nth ? c->lane_lo[i + 1] : (uint64_t)c->n_chunks;
+        atomic_init(&c->lane[i], c->lane_lo[i] | hi << 32);
+    }
+}
+
+void kern_one_token_lanes(int on)
+{
+    atomic_store(&g_lanes_off, !on);
 }
 
 int kern_matmul(tpool *pool, uint32_t wtype, const void *W, size_t row_bytes,
@@ -637,6 +721,9 @@ int kern_matmul_n(tpool *pool, uint32_t wtype, const kern_mat *mats, int n_mat, 
         c.n_chunks += c.m[k].n_rchunks * ((n_tok + c.tc - 1) / c.tc);
     }
     atomic_init(&c.next, 0);
+    if (n_tok == 1 && !c.gemm && nth >= 2 && nth <= KERN_LANES && c.n_chunks >= 2 * nth &&
+        c.n_chunks <= UINT32_MAX && !g_no_lanes && !atomic_load(&g_lanes_off))
+        set_lanes(&c, nth);
     /* one token on one thread (or a pool narrowed to one by other
      * processes' load): prefetch two tiles on (KSFX_PREFETCH_NEXT) */
     c.pf_tiles = n_tok == 1 && (nth == 1 || c.n_chunks == 1 || tpool_width(pool) == 1) ? 2 : 1;
