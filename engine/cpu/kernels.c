@@ -23,8 +23,7 @@ static kern_tile_fn g_vec_plain[4][GGTYPE_COUNT]; /* the same for weights ggml d
 static kern_tile_fn g_bat[4][GGTYPE_COUNT];  /* batch tiles in ggml's order (AVX2 paths) */
 static kern_tile_fn g_vec8[4][GGTYPE_COUNT]; /* one token, 8 rows per tile (AVX2 paths) */
 static bool g_no_gemm;                       /* GGSCOPE_NO_GEMM set */
-static bool g_no_lanes;                      /* GGSCOPE_NO_LANES set */
-static atomic_int g_lanes_off;               /* kern_one_token_lanes */
+static atomic_int g_lanes_off;               /* kern_one_token_lanes, GGSCOPE_NO_LANES */
 static atomic_int g_ref_tiles;               /* kern_reference_tiles */
 static kern_q8_fn g_q8[4];    /* activation quantizers per path (NULL: scalar) */
 static kern_q8k_fn g_q8k[4];
@@ -52,7 +51,8 @@ static bool cpu_has(kern_simd s)
 static void simd_init(void)
 {
     g_no_gemm = getenv("GGSCOPE_NO_GEMM") != NULL;
-    g_no_lanes = getenv("GGSCOPE_NO_LANES") != NULL;
+    if (getenv("GGSCOPE_NO_LANES"))
+        atomic_store(&g_lanes_off, 1);
     kern_fill_scalar(g_tab[KERN_SIMD_SCALAR]);
     memcpy(g_tab[KERN_SIMD_AVX2], g_tab[KERN_SIMD_SCALAR], sizeof g_tab[0]);
     memcpy(g_tab[KERN_SIMD_AVX512], g_tab[KERN_SIMD_SCALAR], sizeof g_tab[0]);
@@ -414,6 +414,17 @@ static int64_t lane_claim(mm_ctx *c, int *cur)
     return -1;
 }
 
+/* The next chunk for a thread: from the lanes, or else from the shared
+ * counter (a thread that joins late, or not at all, tpool_run_dynamic,
+ * leaves its share to the others); -1 when none is left. */
+static int64_t next_chunk(mm_ctx *c, int *cur)
+{
+    if (c->n_lanes)
+        return lane_claim(c, cur);
+    const int64_t k = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed);
+    return k < c->n_chunks ? k : -1;
+}
+
 static void quant_worker(void *p, int ith, int nth)
 {
     mm_ctx *c = p;
@@ -500,22 +511,11 @@ static void mm_worker(void *p, int ith, int nth)
         }
     }
     kern_pf_tiles = c->pf_tiles;
-    if (c->n_lanes) {
-        int cur = ith % c->n_lanes;
-        for (int64_t chunk = lane_claim(c, &cur); chunk >= 0; chunk = lane_claim(c, &cur)) {
-            run_chunk(c, chunk, rowbuf);
-            if (atomic_load_explicit(&c->err, memory_order_relaxed))
-                break;
-        }
-    } else {
-        /* every chunk from the shared counter: a thread that joins late (or
-         * not at all, tpool_run_dynamic) leaves its share to the others */
-        for (int64_t chunk = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed);
-             chunk < c->n_chunks; chunk = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed)) {
-            run_chunk(c, chunk, rowbuf);
-            if (atomic_load_explicit(&c->err, memory_order_relaxed))
-                break;
-        }
+    int cur = c->n_lanes ? ith % c->n_lanes : 0;
+    for (int64_t chunk = next_chunk(c, &cur); chunk >= 0; chunk = next_chunk(c, &cur)) {
+        run_chunk(c, chunk, rowbuf);
+        if (atomic_load_explicit(&c->err, memory_order_relaxed))
+            break;
     }
     kern_pf_tiles = 1;
     free(owned);
@@ -722,7 +722,7 @@ int kern_matmul_n(tpool *pool, uint32_t wtype, const kern_mat *mats, int n_mat, 
     }
     atomic_init(&c.next, 0);
     if (n_tok == 1 && !c.gemm && nth >= 2 && nth <= KERN_LANES && c.n_chunks >= 2 * nth &&
-        c.n_chunks <= UINT32_MAX && !g_no_lanes && !atomic_load(&g_lanes_off))
+        c.n_chunks <= UINT32_MAX && !atomic_load(&g_lanes_off))
         set_lanes(&c, nth);
     /* one token on one thread (or a pool narrowed to one by other
      * processes' load): prefetch two tiles on (KSFX_PREFETCH_NEXT) */

@@ -89,7 +89,7 @@ void kern_f16_avx2(kern_f16_ops *ops);
  * kernels built on them, so a test can compare the two bit for bit. */
 void kern_reference_tiles(int on);
 /* One token's chunks by lanes (on, the default) or from the shared counter
- * (tests, comparisons; GGSCOPE_NO_LANES=1 turns lanes off for a process). */
+ * (tests, comparisons; GGSCOPE_NO_LANES=1 starts a process with lanes off). */
 void kern_one_token_lanes(int on);
 
 /* Per-ISA kernels fill in the entries they implement (indexed by ggml type). */
