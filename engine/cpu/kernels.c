@@ -355,6 +355,13 @@ typedef struct {
     int64_t n_rchunks, base;
 } mm_mat;
 
+/* The rows of row chunk i of m (the last one may be short). */
+static inline int64_t rchunk_rows(const mm_mat *m, int64_t i)
+{
+    const int64_t r0 = i * m->rc;
+    return r0 + m->rc < m->n_rows ? m->rc : m->n_rows - r0;
+}
+
 typedef struct {
     kern_tile_fn tile;
     uint32_t wtype, atype;
@@ -440,7 +447,7 @@ static void run_chunk(mm_ctx *c, int64_t chunk, float *rowbuf)
         m++;
     chunk -= m->base;
     int64_t r0 = (chunk % m->n_rchunks) * m->rc, t0 = (chunk / m->n_rchunks) * c->tc;
-    int64_t r1 = r0 + m->rc < m->n_rows ? r0 + m->rc : m->n_rows;
+    int64_t r1 = r0 + rchunk_rows(m, chunk % m->n_rchunks);
     int64_t t1 = t0 + c->tc < c->n_tok ? t0 + c->tc : c->n_tok;
     const uint8_t *W = m->W;
     const size_t row_bytes = m->row_bytes;
@@ -534,8 +541,7 @@ static void set_lanes(mm_ctx *c, int nth)
     for (int k = 0; k < c->n_mat; k++) {
         const mm_mat *m = &c->m[k];
         for (int64_t i = 0; i < m->n_rchunks; i++) {
-            const int64_t rows = (i + 1) * m->rc < m->n_rows ? m->rc : m->n_rows - i * m->rc;
-            const double b = (double)rows * (double)m->row_bytes;
+            const double b = (double)rchunk_rows(m, i) * (double)m->row_bytes;
             while (l < nth && done + b / 2 > total * l / nth)
                 c->lane_lo[l++] = (uint32_t)(m->base + i);
             done += b;
