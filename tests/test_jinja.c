@@ -709,11 +709,16 @@ static void test_message_one_line(void **state)
         {"{{ x | no\x1b[31mred }}", "unexpected character: \\x1b"},
         {"{{ raise_exception('two\nlines\r\tand \x1b]0;title\x07') }}", "two\\nlines\\r\\tand \\x1b]0;title\\x07"},
         {"{{ 'a\tb' | nosuchfilter }}", "Unknown string filter: nosuchfilter"},
+        /* a raised message is never empty, and a NUL does not end it */
+        {"{{ raise_exception('') }}", "raise_exception() with an empty message"},
+        {"{{ raise_exception() }}", "raise_exception() with an empty message"},
+        {"{{ raise_exception('\\x00 after a NUL') }}", "\\x00 after a NUL"},
     };
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         jinja_error e;
         char *out = render(CASES[i].src, NULL, NULL, &e);
         assert_null(out);
+        assert_true(e.msg[0] != 0);
         for (const char *p = e.msg; *p; p++)
             if ((unsigned char)*p < 0x20 || *p == 0x7f)
                 fail_msg("%s: message holds control character 0x%02x: '%s'", CASES[i].src, *p, e.msg);

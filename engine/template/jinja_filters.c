@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "jinja_impl.h"
+#include "textesc.h"
 
 /* --------------------------------------------------------------- tests */
 
@@ -621,7 +622,12 @@ jval *jx_call(jx *x, jval *fn, jval **args, size_t nargs, jscope *sc, const jnod
                 jbuf_addc(x, &b, ',');
             jv_rt_str(x, &b, args[i], at);
         }
-        jfail_at(&x->f, at ? at->pos : (uint32_t)-1, JINJA_ERAISE, "%s", b.p ? b.p : "");
+        /* the template's own words, NUL bytes included (escaped here, as
+         * "%s" would stop at one), and never an empty message */
+        char msg[sizeof x->f.err->msg];
+        textesc_term(msg, sizeof msg, b.p ? b.p : "", b.n, TEXTESC_C0_ONLY | TEXTESC_RAW_BACKSLASH);
+        jfail_at(&x->f, at ? at->pos : (uint32_t)-1, JINJA_ERAISE, "%s",
+                 msg[0] ? msg : "raise_exception() with an empty message");
     }
     case BI_RANGE: {
         /* integers beyond 2**53 (held as doubles) are integers too: the
