@@ -3,7 +3,8 @@
  * re-encoded), re-quantize each float or quantized tensor of a little-endian
  * file (dequantize, then Q8_0 when rows are whole blocks, else F32) and copy
  * the others' bytes; serialize; the result must open again with the same
- * keys, values, tensor names, shapes, types and (copied) bytes. */
+ * keys, values, tensor names, shapes and types, and each tensor's bytes
+ * those it was given. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,38 @@ static int same_value(const gguf_value *a, const gguf_value *b, int depth)
     return 1;
 }
 
+/* The bytes `ggscope quantize` writes for tensor t, as this target does it:
+ * a float or quantized tensor of a little-endian file re-quantized (to
+ * Q8_0 when its rows are whole blocks, else F32, in *vals / *q), any other
+ * copied. Sets *type and *bytes; returns -1 where the codec fails. */
+static int derive(const gguf_file *f, const gguf_tensor *t, float **vals, uint8_t **q, uint32_t *type,
+                  const void **bytes)
+{
+    const ggtype_traits *tr = ggtype_get(t->type);
+    *type = t->type;
+    *bytes = t->data;
+    if (gguf_big_endian(f) || !(tr->is_float || tr->is_quantized) || t->ne[0] <= 0 || t->rows_unaligned ||
+        t->n_elements > (1u << 20))
+        return 0;
+    free(*vals);
+    free(*q);
+    *vals = malloc((size_t)t->n_elements * sizeof **vals + 1);
+    *q = malloc((size_t)t->n_elements * sizeof **vals + 1);
+    if (!*vals || !*q || codec_dequantize(t->type, t->data, *vals, t->n_elements) != 0)
+        return -1;
+    uint64_t rows = t->n_elements / t->ne[0];
+    if (t->ne[0] % 32 == 0) {
+        *type = GGTYPE_Q8_0;
+        if (codec_quantize(*type, *vals, *q, rows, t->ne[0], NULL) == 0)
+            __builtin_trap();   /* a whole-block Q8_0 quantization cannot fail */
+        *bytes = *q;
+    } else {
+        *type = GGTYPE_F32;
+        *bytes = *vals;
+    }
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     gguf_file *f = gguf_open_memory(data, size, "fuzz", NULL);
@@ -75,28 +108,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             !ggtype_get(t->type))
             goto done;   /* quantize refuses these (exit 2) */
         gguf_str_copy(t->name, name, sizeof name);
-        const ggtype_traits *tr = ggtype_get(t->type);
-        uint32_t ty = t->type;
-        const void *bytes = t->data;
-        if (!gguf_big_endian(f) && (tr->is_float || tr->is_quantized) && t->ne[0] > 0 && !t->rows_unaligned &&
-            t->n_elements <= (1u << 20)) {
-            free(vals);
-            free(q);
-            vals = malloc((size_t)t->n_elements * sizeof *vals + 1);
-            q = malloc((size_t)t->n_elements * sizeof *vals + 1);
-            if (!vals || !q || codec_dequantize(t->type, t->data, vals, t->n_elements) != 0)
-                goto done;
-            uint64_t rows = t->n_elements / t->ne[0];
-            if (t->ne[0] % 32 == 0) {
-                ty = GGTYPE_Q8_0;
-                if (codec_quantize(ty, vals, q, rows, t->ne[0], NULL) == 0)
-                    __builtin_trap();   /* a whole-block Q8_0 quantization cannot fail */
-                bytes = q;
-            } else {
-                ty = GGTYPE_F32;
-                bytes = vals;
-            }
-        }
+        uint32_t ty;
+        const void *bytes;
+        if (derive(f, t, &vals, &q, &ty, &bytes) != 0)
+            goto done;
         types[i] = ty;
         if (gguf_writer_add_tensor(w, name, ty, t->n_dims, t->ne, bytes) != GGUF_OK)
             goto done;   /* a zero dimension: refused */
@@ -125,7 +140,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (a->name.len != b->name.len || memcmp(a->name.ptr, b->name.ptr, a->name.len) || b->type != types[i] ||
             memcmp(a->ne, b->ne, sizeof a->ne) || a->n_dims != b->n_dims)
             __builtin_trap();
-        if (b->type == a->type && a->n_bytes && memcmp(a->data, b->data, (size_t)a->n_bytes))
+        /* the bytes given, whether copied or re-quantized (a Q8_0 block
+         * re-quantized to Q8_0 need not keep its bytes) */
+        uint32_t ty;
+        const void *bytes;
+        if (derive(f, a, &vals, &q, &ty, &bytes) != 0 || ty != b->type)
+            __builtin_trap();
+        if (b->n_bytes && memcmp(bytes, b->data, (size_t)b->n_bytes))
             __builtin_trap();
     }
     gguf_close(g);
