@@ -38,4 +38,14 @@ cpufeat_level cpufeat_level_allowed(void);
 typedef enum { CPUFEAT_LLAMA_ZEN4 = 0, CPUFEAT_LLAMA_HASWELL = 1 } cpufeat_llama;
 cpufeat_llama cpufeat_llama_variant(void);
 
+/* Whether a function may be built as several clones picked at load time
+ * (`__attribute__((target_clones(...)))`): GCC or clang on x86-64, and not
+ * in the ASan build, which keeps one plain version. 1 or 0. Used by the
+ * batch quantizers (QZ_CLONES) and the CPU backend's rope. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+#define CPUFEAT_CLONES 1
+#else
+#define CPUFEAT_CLONES 0
+#endif
+
 #endif

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "codec_internal.h"
+#include "cpufeat.h"
 #include "quant_blocks.h"
 
 /* ggml's threshold below which a group counts as all zeros. */
@@ -73,7 +74,7 @@ typedef int32_t qz_vi __attribute__((vector_size(64)));
 #define QZ_VNEAREST(v) ((((qz_vi)((v) + 12582912.f)) & 0x007fffff) - 0x00400000)
 #define QZ_VTOF(vi) __builtin_convertvector((vi), qz_vf)
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+#if CPUFEAT_CLONES
 #define QZ_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define QZ_CLONES

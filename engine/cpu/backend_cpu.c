@@ -332,8 +332,8 @@ static int cpu_matmul(void *ctx, const backend_weight *w, backend_view x, uint32
 
 /* x86-64 with FMA: the rotation's fmaf become instructions rather than
  * calls into libm (the same fused results; 2 calls per pair were most of a
- * rope). Not under ASan, as QZ_CLONES. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+ * rope). */
+#if CPUFEAT_CLONES
 #define CPU_FMA_CLONES __attribute__((target_clones("fma", "default")))
 #else
 #define CPU_FMA_CLONES
