@@ -375,30 +375,6 @@ K5 void rp_row(const uint8_t *row, int64_t nb32, const rp_buf *rb, int r, const 
         }
         return;
     }
-    if (kind == RP_Q6_K) {
-        for (int64_t B = 0; B < nb32 / 8; B++) {
-            const block_q6_K *x = (const block_q6_K *)(row + (size_t)B * sizeof(block_q6_K));
-            float d = h2f1_avx512(ld16((const uint8_t *)&x->d));
-            const __m256i m30 = _mm256_set1_epi8(0x30);
-            for (int n = 0; n < 2; n++) {
-                __m256i ql0 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * n));
-                __m256i ql1 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * n + 32));
-                __m256i qh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * n));
-                __m256i u[4];
-                u[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
-                u[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
-                u[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30));
-                u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                                       _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
-                for (int jj = 0; jj < 4; jj++) {
-                    int k = 4 * n + jj;
-                    /* integer scales of the two 16-groups; the super-block's d */
-                    rp_put(rb, 8 * B + k, r, u[jj], (float)x->scales[2 * k], d, (float)x->scales[2 * k + 1], d);
-                }
-            }
-        }
-        return;
-    }
     uint8_t tab[16];
     for (int i = 0; i < 16; i++)
         tab[i] = (uint8_t)(kern_iq4nl_values[i] + 128);
@@ -525,8 +501,8 @@ K5 __m512i dot4(__m512i w, const int8_t *x)
     return _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, _mm512_set1_epi32(ld32(x)));
 }
 
-/* One token of the K-quants: Q6_K, Q4_K in ggml's mat-vec order (the last
- * n % 4 rows of a product) and Q4_K not repacked (plain). */
+/* One token of Q4_K: in ggml's mat-vec order (the last n % 4 rows of a
+ * product) and not repacked (plain). */
 K5 void gemm_exact_tok(const rp_buf *rb, int64_t nb32, const uint8_t *a, float *y, __mmask16 m,
                        const int kind, const int plain)
 {
@@ -540,31 +516,6 @@ K5 void gemm_exact_tok(const rp_buf *rb, int64_t nb32, const uint8_t *a, float *
     for (int64_t B = 0; B < nb32 / 8; B++) {
         const float dx = A[B].q.d;
         const int8_t *xs = A[B].q.qs;
-        if (kind == RP_Q6_K) {
-            __m512i I[8];
-            for (int l = 0; l < 8; l++)
-                I[l] = _mm512_setzero_si512();
-            for (int c = 0; c < 8; c++) {
-                int64_t b = 8 * B + c;
-                const uint8_t *R = rb->R + b * 512;
-                __m512i sc0 = _mm512_cvtps_epi32(_mm512_loadu_ps(rb->dw + b * 32));
-                __m512i sc1 = _mm512_cvtps_epi32(_mm512_loadu_ps(rb->dw + b * 32 + 16));
-                const int8_t *xq = xs + 32 * c;
-                for (int g = 0; g < 8; g++) {
-                    __m512i p = dot4(_mm512_loadu_si512(R + 64 * g), xq + 4 * g);
-                    I[g] = _mm512_add_epi32(I[g], _mm512_mullo_epi32(g < 4 ? sc0 : sc1, p));
-                }
-                /* ggml subtracts the -32 offset per lane from the bsums: lane c
-                 * takes 32 * (sc[2c] bsums[2c] + sc[2c+1] bsums[2c+1]) */
-                __m512i off = _mm512_add_epi32(_mm512_mullo_epi32(sc0, _mm512_set1_epi32(A[B].q.bsums[2 * c])),
-                                               _mm512_mullo_epi32(sc1, _mm512_set1_epi32(A[B].q.bsums[2 * c + 1])));
-                I[c] = _mm512_sub_epi32(I[c], _mm512_slli_epi32(off, 5));
-            }
-            __m512 d = _mm512_mul_ps(_mm512_set1_ps(dx), _mm512_loadu_ps(rb->mw + 8 * B * 32));
-            for (int l = 0; l < 8; l++)
-                acc[l] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(I[l]), acc[l]);
-            continue;
-        }
         if (plain) { /* Q4_K, ggml_vec_dot_q4_K_q8_K: 8 scaled lanes, 4 min lanes */
             __m512 d = _mm512_mul_ps(_mm512_set1_ps(dx), _mm512_loadu_ps(rb->dw + 8 * B * 32 + 16));
             __m512 dmin = _mm512_sub_ps(_mm512_setzero_ps(),
@@ -618,7 +569,7 @@ K5 void gemm_exact_tok(const rp_buf *rb, int64_t nb32, const uint8_t *a, float *
         _mm512_mask_storeu_ps(y, m, _mm512_add_ps(hsum8v(acc), mm));
         return;
     }
-    _mm512_mask_storeu_ps(y, m, kind == RP_Q6_K ? hsum8v(acc) : _mm512_sub_ps(acc[0], accm));
+    _mm512_mask_storeu_ps(y, m, _mm512_sub_ps(acc[0], accm));
 }
 
 /* ggml's orders for Q4_0 (repacked: one fma of the block sum), Q8_0 and
@@ -727,12 +678,110 @@ K5 void gemm_exact_q4_K(const rp_buf *rb, int64_t nb32, const uint8_t *act, size
         _mm512_mask_storeu_ps(y + t * ys, m, _mm512_sub_ps(acc[t], accm[t]));
 }
 
+/* Q6_K for prompt batches. A chunk of 16 rows is unpacked once: the 6-bit
+ * quants as the other types' (4 of 16 rows per zmm), and per row the int16
+ * scale pairs of two consecutive chunks (sc of chunk c, sc of chunk c + 1,
+ * for the chunks' first and second 16 elements) and -32 sc0, -32 sc1 of each
+ * chunk. A token's pair of chunks is then, per lane g of ggml's 8 (a chunk's
+ * elements 4g..4g+3), two vpdpbusd whose sums (|p| <= 4 * 63 * 128, an int16)
+ * are packed into one dword and one vpdpwssd with the scale pair; the -32
+ * offset is one vpdpwssd per chunk with its two bsums, into lane c as
+ * vec_dot has it. The same integers as two vpmulld per lane. */
+typedef struct {
+    uint8_t *R;  /* [nb32][8][16][4]: the quants */
+    int32_t *SP; /* [nb32 / 2][2][16]: (sc of chunk c, of chunk c + 1) for the first / second 16 elements */
+    int32_t *O;  /* [nb32][16]: (-32 sc0, -32 sc1) */
+    float *D;    /* [nb32 / 8][16]: the super-block's d */
+} rp6_buf;
+
+K5 int32_t pair16(int a, int b)
+{
+    return (int32_t)((uint32_t)(uint16_t)(int16_t)a | (uint32_t)(uint16_t)(int16_t)b << 16);
+}
+
+K5 void rp6_row(const uint8_t *row, int64_t nb32, const rp6_buf *rb, int r)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+    const __m256i vidx = _mm256_setr_epi32(0, 64, 128, 192, 256, 320, 384, 448);
+    for (int64_t B = 0; B < nb32 / 8; B++) {
+        const block_q6_K *x = (const block_q6_K *)(row + (size_t)B * sizeof(block_q6_K));
+        const int8_t *sc = x->scales;
+        rb->D[B * 16 + r] = h2f1_avx512(ld16((const uint8_t *)&x->d));
+        for (int n = 0; n < 2; n++) {
+            __m256i ql0 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * n));
+            __m256i ql1 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * n + 32));
+            __m256i qh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * n));
+            __m256i u[4];
+            u[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+            u[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+            u[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30));
+            u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                                   _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+            for (int jj = 0; jj < 4; jj++) {
+                int k = 4 * n + jj;
+                int64_t b = 8 * B + k;
+                _mm256_i32scatter_epi32(rb->R + b * 512 + r * 4, vidx, u[jj], 1);
+                rb->O[b * 16 + r] = pair16(-32 * sc[2 * k], -32 * sc[2 * k + 1]);
+            }
+        }
+        for (int k = 0; k < 8; k += 2)
+            for (int h = 0; h < 2; h++)
+                rb->SP[((8 * B + k) / 2 * 2 + h) * 16 + r] = pair16(sc[2 * k + h], sc[2 * k + 2 + h]);
+    }
+}
+
+/* One token, vec_dot's float order: per super-block the 8 lanes times
+ * fl(dx * d), then the 8-lane sum. */
+K5 void gemm_q6_tok(const rp6_buf *rb, int64_t nb32, const uint8_t *a, float *y, __mmask16 m)
+{
+    __m512 acc[8];
+    for (int l = 0; l < 8; l++)
+        acc[l] = _mm512_setzero_ps();
+    const kq8k *A = (const kq8k *)a;
+    const __m512i lo16 = _mm512_set1_epi32(0xFFFF);
+    for (int64_t B = 0; B < nb32 / 8; B++) {
+        const int8_t *xs = A[B].q.qs;
+        __m512i I[8];
+        for (int l = 0; l < 8; l++)
+            I[l] = _mm512_setzero_si512();
+        for (int c = 0; c < 8; c += 2) {
+            int64_t b = 8 * B + c;
+            const uint8_t *R0 = rb->R + b * 512, *R1 = R0 + 512;
+            __m512i sp0 = _mm512_loadu_si512(rb->SP + b * 16), sp1 = _mm512_loadu_si512(rb->SP + b * 16 + 16);
+            for (int g = 0; g < 8; g++) {
+                __m512i p0 = dot4(_mm512_loadu_si512(R0 + 64 * g), xs + 32 * c + 4 * g);
+                __m512i p1 = dot4(_mm512_loadu_si512(R1 + 64 * g), xs + 32 * c + 32 + 4 * g);
+                __m512i pk = _mm512_ternarylogic_epi32(_mm512_slli_epi32(p1, 16), p0, lo16, 0xF8); /* a | (b & c) */
+                I[g] = _mm512_dpwssd_epi32(I[g], pk, g < 4 ? sp0 : sp1);
+            }
+            for (int h = 0; h < 2; h++)
+                I[c + h] = _mm512_dpwssd_epi32(I[c + h], _mm512_loadu_si512(rb->O + (b + h) * 16),
+                                               _mm512_set1_epi32(ld32((const int8_t *)&A[B].q.bsums[2 * (c + h)])));
+        }
+        __m512 d = _mm512_mul_ps(_mm512_set1_ps(A[B].q.d), _mm512_loadu_ps(rb->D + B * 16));
+        for (int l = 0; l < 8; l++)
+            acc[l] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(I[l]), acc[l]);
+    }
+    _mm512_mask_storeu_ps(y, m, hsum8v(acc));
+}
+
 K5 void gemm_any(const uint8_t *w, size_t rbytes, int nr, const uint8_t *act, size_t as,
                  int64_t nt, int64_t n_cols, float *y, int64_t ys, void *tmp, int64_t t_gemv,
                  int plain, const int kind)
 {
-    const bool exact = kind == RP_Q4_0 || kind == RP_Q8_0 || kind == RP_Q4_K || kind == RP_Q6_K;
-    const int H = kind == RP_Q6_K || kind == RP_Q2_K || kind == RP_Q3_K || kind == RP_Q4_K ? 2 : 1;
+    if (kind == RP_Q6_K) {
+        int64_t nb32 = n_cols / 32;
+        uint8_t *base = (uint8_t *)(((uintptr_t)tmp + 63) & ~(uintptr_t)63);
+        rp6_buf rb = {base, (int32_t *)(base + nb32 * 512), (int32_t *)(base + nb32 * 576),
+                      (float *)(base + nb32 * 640)};
+        for (int r = 0; r < 16; r++) /* missing rows repeat the last one; their lanes are not stored */
+            rp6_row(w + (size_t)(r < nr ? r : nr - 1) * rbytes, nb32, &rb, r);
+        for (int64_t t = 0; t < nt; t++)
+            gemm_q6_tok(&rb, nb32, act + (size_t)t * as, y + t * ys, (__mmask16)((1u << nr) - 1));
+        return;
+    }
+    const bool exact = kind == RP_Q4_0 || kind == RP_Q8_0 || kind == RP_Q4_K;
+    const int H = kind == RP_Q2_K || kind == RP_Q3_K || kind == RP_Q4_K ? 2 : 1;
     const int KQ = kind >= RP_Q4_K;
     int64_t nb32 = n_cols / 32;
     uint8_t *base = (uint8_t *)(((uintptr_t)tmp + 63) & ~(uintptr_t)63);
