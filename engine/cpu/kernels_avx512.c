@@ -283,6 +283,7 @@ typedef struct {
     float *dw;  /* [nb32][H][16] */
     float *mw;  /* [nb32][H][16] */
     int H;      /* scale groups per 32 elements: 1, or 2 (per 16) */
+    int32_t *MP; /* Q4_K: [nb32 / 2][16] the mins of a pair of sub-blocks as int16 (mn0, mn1) */
 } rp_buf;
 
 K5 void rp_put(const rp_buf *rb, int64_t b, int r, __m256i u, float dw0, float mw0, float dw1,
@@ -300,6 +301,12 @@ K5 void rp_put(const rp_buf *rb, int64_t b, int r, __m256i u, float dw0, float m
 }
 
 enum { RP_Q4_0, RP_Q4_1, RP_Q5_0, RP_Q5_1, RP_Q8_0, RP_IQ4_NL, RP_Q4_K, RP_Q5_K, RP_Q6_K, RP_Q2_K, RP_Q3_K };
+
+/* Two int16 in one dword, a in the low half (vpdpwssd's pairs). */
+K5 int32_t pair16(int a, int b)
+{
+    return (int32_t)((uint32_t)(uint16_t)(int16_t)a | (uint32_t)(uint16_t)(int16_t)b << 16);
+}
 
 K5 void rp_row(const uint8_t *row, int64_t nb32, const rp_buf *rb, int r, const int kind)
 {
@@ -331,6 +338,9 @@ K5 void rp_row(const uint8_t *row, int64_t nb32, const rp_buf *rb, int r, const 
                 rp_put(rb, 8 * B + 2 * j, r, lo, d * sc[2 * j], -dmin * mn[2 * j], 0, 0);
                 rp_put(rb, 8 * B + 2 * j + 1, r, hi, d * sc[2 * j + 1], -dmin * mn[2 * j + 1], 0, 0);
             }
+            if (kind == RP_Q4_K)
+                for (int j = 0; j < 4; j++)
+                    rb->MP[(4 * B + j) * 16 + r] = pair16(mn[2 * j], mn[2 * j + 1]);
         }
         return;
     }
@@ -647,6 +657,13 @@ K5 void gemm_exact_q4_K(const rp_buf *rb, int64_t nb32, const uint8_t *act, size
             __m512i S[4], Mi[4];
             for (int t = 0; t < NT; t++)
                 S[t] = Mi[t] = _mm512_setzero_si512();
+            /* the pair's mins: one vpdpwssd of (mn0, mn1) with the two
+             * sub-blocks' bsums (each of 32 elements: |bs| <= 4064) */
+            __m512i mp = _mm512_loadu_si512(rb->MP + (4 * B + sb) * 16);
+            for (int t = 0; t < NT; t++) {
+                const int16_t *bs = ((const kq8k *)(act + (size_t)t * as) + B)->q.bsums + 4 * sb;
+                Mi[t] = _mm512_dpwssd_epi32(Mi[t], mp, _mm512_set1_epi32(pair16(bs[0] + bs[1], bs[2] + bs[3])));
+            }
             for (int h = 0; h < 2; h++) {
                 int64_t b = 8 * B + 2 * sb + h;
                 const uint8_t *R = rb->R + b * 512;
@@ -654,17 +671,13 @@ K5 void gemm_exact_q4_K(const rp_buf *rb, int64_t nb32, const uint8_t *act, size
                 for (int g = 0; g < 8; g++)
                     W[g] = _mm512_loadu_si512(R + 64 * g);
                 __m512i sc = _mm512_cvtps_epi32(_mm512_loadu_ps(rb->dw + b * 32));
-                __m512i mn = _mm512_cvtps_epi32(_mm512_loadu_ps(rb->mw + b * 32));
                 for (int t = 0; t < NT; t++) {
                     const kq8k *A = (const kq8k *)(act + (size_t)t * as) + B;
                     const int8_t *xq = A->q.qs + 32 * (2 * sb + h);
                     __m512i p = _mm512_setzero_si512();
                     for (int g = 0; g < 8; g++)
                         p = _mm512_dpbusd_epi32(p, W[g], _mm512_set1_epi32(ld32(xq + 4 * g)));
-                    int j = 2 * sb + h;
-                    int bs = A->q.bsums[2 * j] + A->q.bsums[2 * j + 1];
                     S[t] = _mm512_add_epi32(S[t], _mm512_mullo_epi32(sc, p));
-                    Mi[t] = _mm512_add_epi32(Mi[t], _mm512_mullo_epi32(mn, _mm512_set1_epi32(bs)));
                 }
             }
             for (int t = 0; t < NT; t++) {
@@ -693,11 +706,6 @@ typedef struct {
     int32_t *O;  /* [nb32][16]: (-32 sc0, -32 sc1) */
     float *D;    /* [nb32 / 8][16]: the super-block's d */
 } rp6_buf;
-
-K5 int32_t pair16(int a, int b)
-{
-    return (int32_t)((uint32_t)(uint16_t)(int16_t)a | (uint32_t)(uint16_t)(int16_t)b << 16);
-}
 
 K5 void rp6_row(const uint8_t *row, int64_t nb32, const rp6_buf *rb, int r)
 {
@@ -785,7 +793,8 @@ K5 void gemm_any(const uint8_t *w, size_t rbytes, int nr, const uint8_t *act, si
     const int KQ = kind >= RP_Q4_K;
     int64_t nb32 = n_cols / 32;
     uint8_t *base = (uint8_t *)(((uintptr_t)tmp + 63) & ~(uintptr_t)63);
-    rp_buf rb = {base, (float *)(base + nb32 * 512), (float *)(base + nb32 * 512 + nb32 * H * 64), H};
+    rp_buf rb = {base, (float *)(base + nb32 * 512), (float *)(base + nb32 * 512 + nb32 * H * 64), H,
+                 (int32_t *)(base + nb32 * 512 + nb32 * H * 128)};
     for (int r = 0; r < 16; r++) /* missing rows repeat the last one; their lanes are not stored */
         rp_row(w + (size_t)(r < nr ? r : nr - 1) * rbytes, nb32, &rb, r, kind);
     __mmask16 m = (__mmask16)((1u << nr) - 1);
