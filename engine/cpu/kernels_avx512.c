@@ -514,7 +514,7 @@ K5 __m512i dot4(__m512i w, const int8_t *x)
 /* One token of Q4_K: in ggml's mat-vec order (the last n % 4 rows of a
  * product) and not repacked (plain). */
 K5 void gemm_exact_tok(const rp_buf *rb, int64_t nb32, const uint8_t *a, float *y, __mmask16 m,
-                       const int kind, const int plain)
+                       const int plain)
 {
     __m512 acc[8], accm = _mm512_setzero_ps();
     for (int l = 0; l < 8; l++)
@@ -574,7 +574,7 @@ K5 void gemm_exact_tok(const rp_buf *rb, int64_t nb32, const uint8_t *a, float *
         acc[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), ddx, acc[0]);
         accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Mi), mdx, accm);
     }
-    if (kind == RP_Q4_K && plain) {
+    if (plain) {
         __m512 mm = _mm512_add_ps(_mm512_add_ps(am[0], am[2]), _mm512_add_ps(am[1], am[3]));
         _mm512_mask_storeu_ps(y, m, _mm512_add_ps(hsum8v(acc), mm));
         return;
@@ -734,7 +734,7 @@ K5 void rp6_row(const uint8_t *row, int64_t nb32, const rp6_buf *rb, int r)
         }
         for (int k = 0; k < 8; k += 2)
             for (int h = 0; h < 2; h++)
-                rb->SP[((8 * B + k) / 2 * 2 + h) * 16 + r] = pair16(sc[2 * k + h], sc[2 * k + 2 + h]);
+                rb->SP[(8 * B + k + h) * 16 + r] = pair16(sc[2 * k + h], sc[2 * k + 2 + h]);
     }
 }
 
@@ -820,7 +820,7 @@ K5 void gemm_any(const uint8_t *w, size_t rbytes, int nr, const uint8_t *act, si
         }
 #undef AT
         for (; t < nt; t++)
-            gemm_exact_tok(&rb, nb32, act + (size_t)t * as, y + t * ys, m, kind, plain);
+            gemm_exact_tok(&rb, nb32, act + (size_t)t * as, y + t * ys, m, plain); /* Q4_K only */
         return;
     }
     int64_t t = 0;
